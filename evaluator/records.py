@@ -14,7 +14,7 @@ from pathlib import Path
 STANDARD_LABELS: tuple[str, ...] = ("domain", "query_category", "dynamism", "image_quality")
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """The grade of one turn. UNJUDGED is never counted as hallucinated."""
 
     CORRECT = "correct"
@@ -102,6 +102,7 @@ class GradedTurn:
     judge_id: str
     prompt_version: str
     prompt_hash: str = ""
+    judge_error: str | None = None  # why the judge left this turn UNJUDGED
 
     @property
     def is_correct(self) -> bool:

@@ -1,0 +1,165 @@
+"""The CRAG-MM protocol: per-turn grading (``grading.py``), metrics (``metrics.py``) and the
+official per-turn table, extended with Podium's verdict and audit columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evaluator.judges.base import Judge
+from evaluator.judges.cache import JudgmentCache
+from evaluator.protocols.base import Protocol
+from evaluator.protocols.crag_mm.grading import grade, missing_rule
+from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
+from evaluator.records import (
+    STANDARD_LABELS,
+    EvaluatorError,
+    GradedTurn,
+    Prediction,
+    Split,
+    Verdict,
+)
+from evaluator.truncation import Truncator, load_truncator
+
+# The official per-turn columns, then Podium's.
+OFFICIAL_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "interaction_id",
+    "turn_idx",
+    "is_ego",
+    "image_quality",
+    "query_category",
+    "domain",
+    "dynamism",
+    "query",
+    "ground_truth",
+    "agent_response",
+    "is_exact_match",
+    "is_correct",
+    "is_miss",
+)
+PODIUM_COLUMNS: tuple[str, ...] = (
+    "verdict",
+    "judge_id",
+    "prompt_version",
+    "prompt_hash",
+    "judge_error",
+)
+_TEXT_FIELDS = ("session_id", "interaction_id", "query", "ground_truth", "agent_response")
+_AUDIT_FIELDS = ("judge_id", "prompt_version", "prompt_hash")
+_FLAGS = ("is_ego", "is_exact_match", "is_miss")
+
+
+class CragMM(Protocol[GradedTurn]):
+    """CRAG-MM turns: truncation, missing rule (``kit-a``/``kit-b``), counting order
+    (``paper``/``kit-a``/``kit-b``). The truncator is loaded on first use when not given."""
+
+    name = "crag-mm"
+    columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS
+
+    def __init__(
+        self,
+        truncator: Truncator | None = None,
+        missing_variant: str = "kit-b",
+        counting: str = "paper",
+    ) -> None:
+        missing_rule(missing_variant)
+        if counting not in COUNTINGS:
+            raise EvaluatorError(f"counting {counting!r}: expected one of {', '.join(COUNTINGS)}")
+        self.truncator = truncator
+        self.missing_variant = missing_variant
+        self.counting = counting
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "truncation": self.truncator.name if self.truncator else None,
+            "missing_variant": self.missing_variant,
+            "counting": self.counting,
+        }
+
+    def grade(
+        self,
+        split: Split,
+        predictions: Mapping[str, Prediction],
+        judge: Judge,
+        cache: JudgmentCache | None,
+        progress: bool = True,
+    ) -> list[GradedTurn]:
+        if self.truncator is None:
+            self.truncator = load_truncator()
+        return grade(
+            split, predictions, judge, cache, self.truncator, self.missing_variant, progress
+        )
+
+    def score(self, graded: Sequence[GradedTurn], seed: int = 0) -> dict[str, Any]:
+        return score_turns(graded, counting=self.counting, seed=seed)
+
+    def to_row(self, item: GradedTurn) -> dict[str, Any]:
+        clash = sorted(set(item.labels) & set(self.columns) - set(STANDARD_LABELS))
+        if clash:
+            raise EvaluatorError(
+                f"turn {item.interaction_id}: label {clash[0]!r} has the name of a column"
+            )
+        row: dict[str, Any] = {
+            "session_id": item.session_id,
+            "interaction_id": item.interaction_id,
+            "turn_idx": item.turn_idx,
+            "is_ego": item.is_ego,
+            **{label: item.labels.get(label) for label in STANDARD_LABELS},
+            "query": item.query,
+            "ground_truth": item.ground_truth,
+            "agent_response": item.agent_response,
+            "is_exact_match": item.is_exact_match,
+            "is_correct": item.is_correct,
+            "is_miss": item.is_miss,
+            "verdict": item.verdict.value,
+            "judge_id": item.judge_id,
+            "prompt_version": item.prompt_version,
+            "prompt_hash": item.prompt_hash,
+            "judge_error": item.judge_error,
+        }
+        extra = sorted(set(item.labels) - set(STANDARD_LABELS))
+        return {column: row[column] for column in self.columns} | {
+            label: item.labels[label] for label in extra
+        }
+
+    def from_row(self, row: Mapping[str, Any], where: str) -> GradedTurn:
+        def field(name: str, kind: type, optional: bool = False) -> Any:
+            if name not in row:
+                raise EvaluatorError(f"{where}: field '{name}': missing")
+            value = row[name]
+            if optional and value is None:
+                return None
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise EvaluatorError(
+                    f"{where}: field '{name}': expected {kind.__name__}, got {value!r}"
+                )
+            return value
+
+        try:
+            verdict = Verdict(field("verdict", str))
+        except ValueError:
+            known = ", ".join(v.value for v in Verdict)
+            raise EvaluatorError(
+                f"{where}: field 'verdict': {row['verdict']!r} is not one of {known}"
+            ) from None
+        if field("is_correct", bool) != (verdict is Verdict.CORRECT):
+            raise EvaluatorError(
+                f"{where}: field 'is_correct': disagrees with verdict {verdict.value}"
+            )
+        turn_idx = field("turn_idx", int)
+        if turn_idx < 0:
+            raise EvaluatorError(f"{where}: field 'turn_idx': negative ({turn_idx})")
+        labels = {
+            name: field(name, str, optional=True)
+            for name in (*STANDARD_LABELS, *(k for k in row if k not in self.columns))
+            if name in row
+        }
+        return GradedTurn(
+            **{name: field(name, str) for name in (*_TEXT_FIELDS, *_AUDIT_FIELDS)},
+            **{name: field(name, bool) for name in _FLAGS},
+            turn_idx=turn_idx,
+            labels={name: value for name, value in labels.items() if value is not None},
+            verdict=verdict,
+            judge_error=field("judge_error", str, optional=True),
+        )

@@ -1,0 +1,214 @@
+"""``python -m evaluator``: score a run, compare two runs, write sample data, convert HF data.
+
+Exit codes: 0 done; 2 bad input or configuration (one line on stderr, no traceback);
+3 scored but incomplete (some turns unjudged: re-run the same command to judge them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluator.judges import JUDGE_NAMES, MemoryCache, SQLiteCache, make_judge
+from evaluator.judges.openai_judge import STRUCTURED_MODES
+from evaluator.predictions import load_predictions
+from evaluator.protocols import get_protocol
+from evaluator.protocols.crag_mm.grading import MISSING_RULES
+from evaluator.protocols.crag_mm.metrics import COUNTINGS
+from evaluator.records import EvaluatorError
+from evaluator.report import format_summary, read_scores, read_turns, scores_document, write_report
+from evaluator.split import load_split
+from evaluator.truncation import load_truncator
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPLETE = 3
+DEFAULT_CACHE = Path("~/.cache/podium/judgments.sqlite")
+
+# --judge-X flag -> make_judge option
+_JUDGE_FLAGS = {
+    "judge_base_url": "base_url",
+    "judge_model": "model",
+    "judge_revision": "revision",
+    "judge_concurrency": "concurrency",
+    "judge_retries": "max_retries",
+    "judge_timeout": "attempt_timeout_s",
+    "judge_total_timeout": "total_timeout_s",
+    "judge_structured": "structured",
+}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluator", description="Podium's offline evaluator (CRAG-MM protocol)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    score = commands.add_parser("score", help="grade predictions against a split")
+    score.add_argument("--split", required=True, help="split directory (or Hugging Face data)")
+    score.add_argument("--hf-split", help="which split, when Hugging Face data holds several")
+    score.add_argument("--predictions", required=True, help="predictions JSONL")
+    score.add_argument("--out", required=True, help="output directory")
+    score.add_argument(
+        "--judge",
+        choices=JUDGE_NAMES,
+        default="rules",
+        help="rules (default: deterministic, offline, not an LLM) or openai (a compatible server)",
+    )
+    judge = score.add_argument_group("openai judge (defaults from PODIUM_JUDGE_* variables)")
+    judge.add_argument("--judge-base-url", help="OpenAI-compatible endpoint, e.g. vLLM's /v1")
+    judge.add_argument("--judge-model", help="model name on that server")
+    judge.add_argument(
+        "--judge-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (the key never goes on the command line)",
+    )
+    judge.add_argument("--judge-revision", help="model weights revision, recorded in verdicts")
+    judge.add_argument("--judge-concurrency", type=_positive_int, help="requests at once")
+    judge.add_argument("--judge-retries", type=int, help="retries on retryable errors")
+    judge.add_argument("--judge-timeout", type=_positive_float, help="seconds per attempt")
+    judge.add_argument("--judge-total-timeout", type=_positive_float, help="seconds per turn")
+    judge.add_argument(
+        "--judge-structured", choices=STRUCTURED_MODES, help="structured output mode"
+    )
+    cache = score.add_mutually_exclusive_group()
+    cache.add_argument("--cache", type=Path, help=f"judgment cache file (default {DEFAULT_CACHE})")
+    cache.add_argument("--no-cache", action="store_true", help="judge everything afresh")
+    score.add_argument(
+        "--missing-variant",
+        choices=tuple(MISSING_RULES),
+        default="kit-b",
+        help="which official 'I don't know' rule marks an answer missing (default kit-b)",
+    )
+    score.add_argument(
+        "--counting",
+        choices=COUNTINGS,
+        default="paper",
+        help="the paper's definitions (default) or an official kit's counting order",
+    )
+    score.add_argument("--tokenizer", help="Llama-3.2 tokenizer.json (default: $PODIUM_TOKENIZER)")
+    score.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    score.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    compare = commands.add_parser("compare", help="paired comparison of two scored runs")
+    compare.add_argument("a", help="first run's output directory")
+    compare.add_argument("b", help="second run's output directory")
+    compare.add_argument("--counting", choices=COUNTINGS, help="default: the first run's")
+    compare.add_argument("--seed", type=int, help="default: the first run's seed")
+
+    sample = commands.add_parser("sample", help="write the generated CRAG-MM-format sample data")
+    sample.add_argument("out", help="output directory")
+    sample.add_argument("--seed", type=int, default=0)
+
+    convert = commands.add_parser("convert", help="convert Hugging Face CRAG-MM data to a split")
+    convert.add_argument("src", help="a datasets save_to_disk directory or parquet files")
+    convert.add_argument("out", help="output split directory")
+    convert.add_argument("--hf-split", help="which split, when the data holds several")
+    return parser
+
+
+def _judge_options(args: argparse.Namespace) -> dict[str, object]:
+    options = {option: getattr(args, flag) for flag, option in _JUDGE_FLAGS.items()}
+    if args.judge_api_key_env:
+        key = os.environ.get(args.judge_api_key_env)
+        if not key:
+            raise EvaluatorError(f"--judge-api-key-env: ${args.judge_api_key_env} is not set")
+        options["api_key"] = key
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def score(args: argparse.Namespace) -> int:
+    split = load_split(args.split, hf_split=args.hf_split)
+    predictions, warnings = load_predictions(args.predictions, split)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    protocol = get_protocol(
+        "crag-mm",
+        truncator=load_truncator(args.tokenizer),
+        missing_variant=args.missing_variant,
+        counting=args.counting,
+    )
+    judge = make_judge(args.judge, **_judge_options(args))
+    cache = (
+        MemoryCache() if args.no_cache else SQLiteCache((args.cache or DEFAULT_CACHE).expanduser())
+    )
+    try:
+        graded = protocol.grade(split, predictions, judge, cache, progress=not args.no_progress)
+    finally:
+        asyncio.run(judge.aclose())
+        if isinstance(cache, SQLiteCache):
+            cache.close()
+    document = scores_document(
+        protocol, protocol.score(graded, seed=args.seed), judge, warnings, args.seed
+    )
+    out = write_report(args.out, protocol, graded, document)
+    print(format_summary(document, graded), end="")
+    print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK if document["complete"] else EXIT_INCOMPLETE
+
+
+def compare(args: argparse.Namespace) -> int:
+    from evaluator.compare import compare_runs, format_comparison
+
+    first, second = read_scores(args.a), read_scores(args.b)
+    for setting in ("judge", "truncation", "missing_variant"):
+        if first.get(setting) != second.get(setting):
+            print(
+                f"warning: the runs differ in {setting}: {first.get(setting)} vs "
+                f"{second.get(setting)}",
+                file=sys.stderr,
+            )
+    counting = args.counting or first.get("counting", "paper")
+    seed = first.get("seed", 0) if args.seed is None else args.seed
+    result = compare_runs(read_turns(args.a), read_turns(args.b), counting, seed)
+    print(format_comparison(result, args.a, args.b))
+    return EXIT_OK
+
+
+def sample(args: argparse.Namespace) -> int:
+    from evaluator.sample import write_sample
+
+    write_sample(args.out, seed=args.seed)
+    print(f"wrote sample data to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def convert(args: argparse.Namespace) -> int:
+    from evaluator.hf import convert_hf
+
+    split = convert_hf(args.src, args.out, hf_split=args.hf_split)
+    print(f"wrote {len(split.conversations)} conversations to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"score": score, "compare": compare, "sample": sample, "convert": convert}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except EvaluatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted: verdicts made so far are in the judgment cache", file=sys.stderr)
+        return 130

@@ -1,0 +1,140 @@
+"""Admin of what organisers publish: challenges, phases, tasks, splits (with upload)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django import forms
+from django.contrib import admin
+
+from leaderboard.models import Challenge, Phase, Split, Task
+from leaderboard.splits import SplitImportError, import_split_bundle
+
+
+class PhaseInline(admin.TabularInline):
+    model = Phase
+    extra = 0
+
+
+class TaskInline(admin.TabularInline):
+    model = Task
+    extra = 0
+    fields = ("task_id", "name", "protocol", "judge_kind", "entry_rule", "order")
+    show_change_link = True
+
+
+@admin.register(Challenge)
+class ChallengeAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "is_published", "created_at")
+    list_filter = ("is_published",)
+    search_fields = ("name", "slug", "description")
+    prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
+    filter_horizontal = ("organisers",)
+    inlines = (PhaseInline, TaskInline)
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "protocol",
+        "judge_kind",
+        "judge_model",
+        "counting",
+        "entry_rule",
+        "gpu_class",
+    )
+    list_filter = ("protocol", "judge_kind", "counting", "entry_rule", "challenge")
+    search_fields = ("task_id", "name", "challenge__slug")
+    fieldsets = (
+        (None, {"fields": ("challenge", "task_id", "name", "description", "protocol", "order")}),
+        (
+            "Limits",
+            {
+                "fields": (
+                    "readiness_s",
+                    "per_turn_s",
+                    "max_batch_size",
+                    "total_wall_s",
+                    "timeout_policy",
+                    "image_search_enabled",
+                    "web_search_enabled",
+                    "gpu_class",
+                )
+            },
+        ),
+        (
+            "Judging and scoring",
+            {
+                "fields": (
+                    "judge_kind",
+                    "judge_model",
+                    "judge_revision",
+                    "judge_endpoint",
+                    "counting",
+                    "missing_variant",
+                    "primary_metric",
+                    "entry_rule",
+                )
+            },
+        ),
+        ("Quotas per team", {"fields": ("quota_per_day", "quota_total", "quota_concurrent")}),
+    )
+
+
+class SplitForm(forms.ModelForm):
+    upload = forms.FileField(
+        required=False,
+        help_text="a tar of the split directory (Podium format or Hugging Face layout); "
+        "validated, then stored as the bundle with its sha256",
+    )
+
+    class Meta:
+        model = Split
+        fields = ("task", "kind", "visibility", "reveal_at")
+
+    def clean(self):
+        cleaned = super().clean()
+        upload, task, kind = cleaned.get("upload"), cleaned.get("task"), cleaned.get("kind")
+        if upload is None and not (self.instance.pk and self.instance.bundle):
+            raise forms.ValidationError("upload the split's data bundle")
+        taken = Split.objects.filter(task=task, kind=kind).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError(f"{task} already has a {kind} split: edit that one")
+        if upload is not None and task is not None and kind:
+            # Fields are valid by now: validate the bundle and store it. The import creates or
+            # updates the split's row; the form then writes its own fields onto that row.
+            try:
+                self.instance = import_split_bundle(task, kind, upload)
+            except SplitImportError as e:
+                raise forms.ValidationError({"upload": str(e)}) from e
+        return cleaned
+
+
+@admin.register(Split)
+class SplitAdmin(admin.ModelAdmin):
+    form = SplitForm
+    list_display = (
+        "__str__",
+        "kind",
+        "visibility",
+        "reveal_at",
+        "conversations",
+        "turns",
+        "short_sha256",
+        "imported_at",
+    )
+    list_filter = ("kind", "visibility", "task__challenge")
+    search_fields = ("task__task_id", "task__challenge__slug", "sha256")
+    readonly_fields = ("sha256", "conversations", "turns", "imported_at")
+
+    @admin.display(description="sha256")
+    def short_sha256(self, split: Split) -> str:
+        return split.sha256[:12]
+
+
+@admin.register(Phase)
+class PhaseAdmin(admin.ModelAdmin):
+    list_display = ("name", "challenge", "starts_at", "ends_at")
+    list_filter = ("challenge",)
+    search_fields = ("name", "challenge__name")

@@ -1,0 +1,42 @@
+"""Admin of teams, memberships and invitations."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from leaderboard.models import Invitation, Membership, Team
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ("user",)
+
+
+class InvitationInline(admin.TabularInline):
+    model = Invitation
+    extra = 0
+    readonly_fields = ("token", "accepted_at")
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at")
+    search_fields = ("name", "members__username", "members__email")
+    inlines = (MembershipInline, InvitationInline)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ("email", "team", "created_at", "expires_at", "accepted_at")
+    list_filter = ("accepted_at",)
+    search_fields = ("email", "team__name")
+    readonly_fields = ("token",)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "team", "role", "joined_at")
+    list_filter = ("role",)
+    search_fields = ("user__username", "user__email", "team__name")
+    autocomplete_fields = ("user",)

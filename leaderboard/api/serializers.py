@@ -1,0 +1,167 @@
+"""API shapes. Split bundles never appear: no serializer has a field for them."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from leaderboard.models import Challenge, EvaluationRun, Phase, Split, Submission, Task
+
+
+class PhaseSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Phase
+        fields = ("name", "starts_at", "ends_at")
+
+
+class ChallengeSerializer(serializers.ModelSerializer):
+    phases = PhaseSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Challenge
+        fields = ("slug", "name", "description", "phases", "created_at")
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    judge = serializers.CharField(source="judge_label", read_only=True)
+
+    class Meta:
+        model = Task
+        fields = (
+            "id",
+            "challenge",
+            "task_id",
+            "name",
+            "description",
+            "protocol",
+            "readiness_s",
+            "per_turn_s",
+            "max_batch_size",
+            "total_wall_s",
+            "timeout_policy",
+            "image_search_enabled",
+            "web_search_enabled",
+            "judge",
+            "counting",
+            "missing_variant",
+            "primary_metric",
+            "entry_rule",
+            "quota_per_day",
+            "quota_total",
+            "quota_concurrent",
+        )
+
+
+class SplitSerializer(serializers.ModelSerializer):
+    challenge = serializers.CharField(source="task.challenge.slug", read_only=True)
+    task_id = serializers.CharField(source="task.task_id", read_only=True)
+    revealed = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Split
+        fields = (
+            "id",
+            "challenge",
+            "task",
+            "task_id",
+            "kind",
+            "conversations",
+            "turns",
+            "visibility",
+            "reveal_at",
+            "revealed",
+        )
+
+    def get_revealed(self, split: Split) -> bool:
+        return split.is_revealed()
+
+
+class LeaderboardEntrySerializer(serializers.Serializer):
+    """One entry, from ``ranking.Entry.record()``."""
+
+    rank = serializers.IntegerField(allow_null=True)
+    team = serializers.CharField()
+    method_name = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+    paper_url = serializers.CharField()
+    code_url = serializers.CharField()
+    submission_id = serializers.IntegerField()
+    run_id = serializers.IntegerField()
+    submitted_at = serializers.CharField()
+    judge_id = serializers.CharField()
+    counting = serializers.CharField()
+    complete = serializers.BooleanField()
+    turns = serializers.IntegerField()
+    conversations = serializers.IntegerField()
+    truthfulness = serializers.FloatField(allow_null=True)
+    truthfulness_ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    accuracy = serializers.FloatField(allow_null=True)
+    missing = serializers.FloatField(allow_null=True)
+    hallucination_rate = serializers.FloatField(allow_null=True)
+    early_stop_rate = serializers.FloatField(allow_null=True)
+    avg_successful_turns = serializers.FloatField(allow_null=True)
+    exact_match = serializers.FloatField(allow_null=True)
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    split = SplitSerializer()
+    primary_metric = serializers.CharField()
+    entry_rule = serializers.CharField()
+    entries = LeaderboardEntrySerializer(many=True)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    task_id = serializers.CharField(source="task.task_id", read_only=True)
+    split_kind = serializers.CharField(source="split.kind", read_only=True)
+    progress = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = EvaluationRun
+        fields = (
+            "id",
+            "submission",
+            "task",
+            "task_id",
+            "split",
+            "split_kind",
+            "state",
+            "failure_reason",
+            "turns_done",
+            "turns_total",
+            "progress",
+            "attempt",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "judge_id",
+            "scores_complete",
+        )
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    team = serializers.CharField(source="team.name", read_only=True)
+    challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    runs = RunSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Submission
+        fields = (
+            "id",
+            "team",
+            "challenge",
+            "artifact_kind",
+            "registry_ref",
+            "image_digest",
+            "method_name",
+            "description",
+            "paper_url",
+            "code_url",
+            "chosen_for_final",
+            "is_baseline",
+            "state",
+            "failure_reason",
+            "consumes_quota",
+            "created_at",
+            "runs",
+        )
+        read_only_fields = fields

@@ -1,0 +1,23 @@
+"""API routes under /api/; the schema at /api/schema/, its browsable docs at /api/docs/."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from leaderboard.api import views
+
+router = DefaultRouter()
+router.register("challenges", views.ChallengeViewSet, basename="challenge")
+router.register("tasks", views.TaskViewSet, basename="task")
+router.register("splits", views.SplitViewSet, basename="split")
+router.register("submissions", views.SubmissionViewSet, basename="submission")
+router.register("runs", views.RunViewSet, basename="run")
+
+app_name = "api"
+urlpatterns = [
+    path("", include(router.urls)),
+    path("token/", obtain_auth_token, name="token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]

@@ -1,0 +1,102 @@
+"""API endpoints; the same visibility rules as the pages (``leaderboard.permissions``)."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from leaderboard import permissions, ranking
+from leaderboard.api import serializers
+from leaderboard.models import EvaluationRun, Split, Task
+
+
+class ChallengeViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.ChallengeSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self) -> QuerySet:
+        return permissions.visible_challenges(self.request.user).prefetch_related("phases")
+
+
+@extend_schema(parameters=[OpenApiParameter("challenge", str, description="challenge slug")])
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.TaskSerializer
+
+    def get_queryset(self) -> QuerySet:
+        challenges = permissions.visible_challenges(self.request.user)
+        tasks = Task.objects.filter(challenge__in=challenges).select_related("challenge")
+        if slug := self.request.query_params.get("challenge"):
+            tasks = tasks.filter(challenge__slug=slug)
+        return tasks
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("challenge", str, description="challenge slug"),
+        OpenApiParameter("task", str, description="task id, e.g. multi-turn-qa"),
+    ]
+)
+class SplitViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = serializers.SplitSerializer
+
+    def get_queryset(self) -> QuerySet:
+        challenges = permissions.visible_challenges(self.request.user)
+        splits = Split.objects.filter(task__challenge__in=challenges).select_related(
+            "task__challenge"
+        )
+        if slug := self.request.query_params.get("challenge"):
+            splits = splits.filter(task__challenge__slug=slug)
+        if task_id := self.request.query_params.get("task"):
+            splits = splits.filter(task__task_id=task_id)
+        return splits
+
+    @extend_schema(responses=serializers.LeaderboardSerializer)
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request: Request, pk: str | None = None) -> Response:
+        """The split's ranked entries (one per team by the task's rule, plus baselines)."""
+        split = self.get_object()
+        if not permissions.can_see_results(request.user, split):
+            raise PermissionDenied(f"the results of {split} are not public yet")
+        body = {
+            "split": split,
+            "primary_metric": split.task.primary_metric,
+            "entry_rule": split.task.entry_rule,
+            "entries": [e.record() for e in ranking.entries(split)],
+        }
+        return Response(serializers.LeaderboardSerializer(body).data)
+
+
+class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
+    """The submissions of the user's teams (all of them for organisers)."""
+
+    serializer_class = serializers.SubmissionSerializer
+    permission_classes = (IsAuthenticated,)
+
+    def get_queryset(self) -> QuerySet:
+        runs = EvaluationRun.objects.select_related("task", "split")
+        return (
+            permissions.visible_submissions(self.request.user)
+            .select_related("team", "challenge")
+            .prefetch_related(Prefetch("runs", runs))
+            .order_by("-created_at")
+        )
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Evaluation runs of the user's teams with state and progress."""
+
+    serializer_class = serializers.RunSerializer
+    permission_classes = (IsAuthenticated,)
+
+    def get_queryset(self) -> QuerySet:
+        return (
+            permissions.visible_runs(self.request.user)
+            .select_related("task", "split")
+            .order_by("-created_at")
+        )

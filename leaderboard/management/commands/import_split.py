@@ -1,0 +1,52 @@
+"""``manage.py import_split --task <challenge>/<task-id> --kind private-test DIR``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from leaderboard.models import Split
+from leaderboard.splits import SplitImportError, find_task, import_split_dir
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(f"--reveal-at {text!r}: expected an ISO date-time") from None
+    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
+
+
+class Command(BaseCommand):
+    help = (
+        "Validate a split directory (Podium's split format or the Hugging Face layout) and store "
+        "it as a task's split bundle, with its sha256. Participants can never download it."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("directory", help="the split directory")
+        parser.add_argument("--task", required=True, help="<challenge-slug>/<task-id>")
+        parser.add_argument("--kind", required=True, choices=Split.Kind.values)
+        parser.add_argument("--hf-split", help="which split of a Hugging Face dataset to read")
+        parser.add_argument("--visibility", choices=Split.Visibility.values)
+        parser.add_argument("--reveal-at", type=_moment, help="ISO date-time (UTC if no zone)")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            task = find_task(options["task"])
+            split = import_split_dir(
+                task,
+                options["kind"],
+                options["directory"],
+                hf_split=options["hf_split"],
+                visibility=options["visibility"],
+                reveal_at=options["reveal_at"],
+            )
+        except SplitImportError as e:
+            raise CommandError(str(e)) from e
+        self.stdout.write(
+            f"imported {split}: {split.conversations} conversations, {split.turns} turns, "
+            f"sha256 {split.sha256}"
+        )

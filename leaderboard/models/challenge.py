@@ -1,0 +1,221 @@
+"""What organisers publish: a challenge, its phases, its tasks and each task's splits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
+
+
+class Challenge(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    organisers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="organised_challenges"
+    )
+    is_published = models.BooleanField(
+        default=True, help_text="Unpublished challenges are shown to organisers only."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Phase(models.Model):
+    """A period of a challenge (e.g. "Phase 1", "Final"); submissions are dated against it."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="phases")
+    name = models.CharField(max_length=100)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("challenge", "starts_at")
+        constraints = (
+            models.UniqueConstraint(fields=["challenge", "name"], name="phase_unique_name"),
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")), name="phase_ends_after_start"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.challenge.slug}: {self.name}"
+
+    def is_open(self, now: datetime | None = None) -> bool:
+        now = now or timezone.now()
+        return self.starts_at <= now < self.ends_at
+
+
+class Task(models.Model):
+    """One task of a challenge, e.g. CRAG-MM ``multi-turn-qa``, with its limits and judge."""
+
+    class Protocol(models.TextChoices):
+        CRAG_MM = "crag-mm", "CRAG-MM"
+
+    class JudgeKind(models.TextChoices):
+        RULES = "rules", "rules (deterministic, no model)"
+        OPENAI = "openai", "OpenAI-compatible LLM endpoint"
+
+    class Counting(models.TextChoices):
+        PAPER = "paper", "paper (headline)"
+        KIT_A = "kit-a", "challenge kit (early stop before counting)"
+        KIT_B = "kit-b", "post-challenge release (raw counts)"
+
+    class MissingVariant(models.TextChoices):
+        KIT_A = "kit-a", 'contains "i don\'t know"'
+        KIT_B = "kit-b", 'normalised "i dont know" / "i do not know"'
+
+    class TimeoutPolicy(models.TextChoices):
+        MISSING = "missing", "a timed-out turn is scored missing"
+        FAIL_RUN = "fail-run", "a time-out fails the run"
+
+    class EntryRule(models.TextChoices):
+        BEST = "best", "best entry of each team"
+        LATEST = "latest", "latest entry of each team"
+        CHOSEN = "chosen", "entry chosen for final (else best)"
+
+    class PrimaryMetric(models.TextChoices):
+        TRUTHFULNESS = "truthfulness", "truthfulness"
+        ACCURACY = "accuracy", "accuracy"
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="tasks")
+    task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    protocol = models.CharField(max_length=32, choices=Protocol, default=Protocol.CRAG_MM)
+    order = models.PositiveSmallIntegerField(default=0)
+    # limits
+    readiness_s = models.PositiveIntegerField(default=600, validators=[MinValueValidator(1)])
+    per_turn_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
+    max_batch_size = models.PositiveSmallIntegerField(
+        default=MAX_BATCH_SIZE, validators=[MinValueValidator(MIN_BATCH_SIZE)]
+    )
+    total_wall_s = models.PositiveIntegerField(default=6 * 3600, validators=[MinValueValidator(1)])
+    image_search_enabled = models.BooleanField(default=True)
+    web_search_enabled = models.BooleanField(default=True)
+    gpu_class = models.CharField(max_length=32, blank=True, help_text="blank: the default class")
+    # judging and scoring
+    judge_kind = models.CharField(max_length=16, choices=JudgeKind, default=JudgeKind.RULES)
+    judge_model = models.CharField(max_length=200, blank=True)
+    judge_revision = models.CharField(max_length=100, blank=True)
+    judge_endpoint = models.CharField(
+        max_length=64, default="default", help_text="a name in PODIUM_JUDGE_ENDPOINTS"
+    )
+    counting = models.CharField(max_length=16, choices=Counting, default=Counting.PAPER)
+    missing_variant = models.CharField(
+        max_length=16, choices=MissingVariant, default=MissingVariant.KIT_B
+    )
+    timeout_policy = models.CharField(
+        max_length=16, choices=TimeoutPolicy, default=TimeoutPolicy.MISSING
+    )
+    primary_metric = models.CharField(
+        max_length=32, choices=PrimaryMetric, default=PrimaryMetric.TRUTHFULNESS
+    )
+    entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)
+    # quotas per team (blank: unlimited)
+    quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
+    quota_total = models.PositiveIntegerField(null=True, blank=True)
+    quota_concurrent = models.PositiveIntegerField(null=True, blank=True, default=1)
+
+    class Meta:
+        ordering = ("challenge", "order", "task_id")
+        constraints = (
+            models.UniqueConstraint(fields=["challenge", "task_id"], name="task_unique_id"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.challenge.slug}/{self.task_id}"
+
+    @property
+    def effective_gpu_class(self) -> str:
+        return self.gpu_class or settings.PODIUM_DEFAULT_GPU_CLASS
+
+    def clean(self) -> None:
+        errors = {}
+        if self.gpu_class and self.gpu_class not in settings.PODIUM_GPU_CLASSES:
+            errors["gpu_class"] = (
+                f"unknown GPU class {self.gpu_class!r}; configured: "
+                f"{', '.join(settings.PODIUM_GPU_CLASSES)}"
+            )
+        if self.max_batch_size > MAX_BATCH_SIZE:
+            errors["max_batch_size"] = f"at most {MAX_BATCH_SIZE}"
+        if self.judge_kind == self.JudgeKind.OPENAI:
+            if not self.judge_model:
+                errors["judge_model"] = "an OpenAI-compatible judge needs a model name"
+            if self.judge_endpoint not in settings.PODIUM_JUDGE_ENDPOINTS:
+                known = ", ".join(settings.PODIUM_JUDGE_ENDPOINTS) or "none configured"
+                errors["judge_endpoint"] = (
+                    f"unknown judge endpoint {self.judge_endpoint!r} ({known})"
+                )
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def judge_label(self) -> str:
+        """How the judge is named on pages, e.g. ``rules`` or ``openai:gpt-4o@2024-08-06``."""
+        if self.judge_kind == self.JudgeKind.RULES:
+            return "rules"
+        revision = f"@{self.judge_revision}" if self.judge_revision else ""
+        return f"openai:{self.judge_model}{revision}"
+
+
+def split_bundle_path(split: Split, filename: str) -> str:
+    task = split.task
+    return (
+        f"splits/{task.challenge.slug}/{task.task_id}/{split.kind}/{split.sha256 or filename}.tar"
+    )
+
+
+class Split(models.Model):
+    """A split of a task; its data bundle (a tar of the split directory) is never served."""
+
+    class Kind(models.TextChoices):
+        VALIDATION = "validation", "validation"
+        PUBLIC_TEST = "public-test", "public test"
+        PRIVATE_TEST = "private-test", "private test"
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public", "results public (private test: after reveal)"
+        HIDDEN = "hidden", "results shown to organisers only"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="splits")
+    kind = models.CharField(max_length=16, choices=Kind)
+    bundle = models.FileField(upload_to=split_bundle_path, max_length=500, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True, help_text="of the bundle's bytes")
+    conversations = models.PositiveIntegerField(default=0)
+    turns = models.PositiveIntegerField(default=0)
+    visibility = models.CharField(max_length=16, choices=Visibility, default=Visibility.PUBLIC)
+    reveal_at = models.DateTimeField(
+        null=True, blank=True, help_text="results appear from then on; private test: required"
+    )
+    imported_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("task", "kind")
+        constraints = (models.UniqueConstraint(fields=["task", "kind"], name="split_unique_kind"),)
+
+    def __str__(self) -> str:
+        return f"{self.task}/{self.kind}"
+
+    @property
+    def is_private(self) -> bool:
+        return self.kind == self.Kind.PRIVATE_TEST
+
+    def is_revealed(self, now: datetime | None = None) -> bool:
+        """Whether results are public: never when hidden; a private test only from reveal_at."""
+        if self.visibility == self.Visibility.HIDDEN:
+            return False
+        if self.reveal_at is not None:
+            return (now or timezone.now()) >= self.reveal_at
+        return not self.is_private

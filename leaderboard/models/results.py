@@ -1,0 +1,153 @@
+"""What a run produces: per-turn answers and verdicts, per-slice scores, paired comparisons,
+and the judgment cache's audit trail."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from evaluator.records import Verdict
+from leaderboard.models.challenge import Split
+from leaderboard.models.submission import EvaluationRun
+
+VERDICT_CHOICES = [(v.value, v.value) for v in Verdict]
+# The slice rows holding the headline block and the egocentric-only block of a run.
+ALL = ("all", "all")
+EGO = ("ego", "ego")
+
+
+class TurnAnswer(models.Model):
+    """An agent's (truncated) answer to one turn, stored once, the moment it arrives."""
+
+    class Outcome(models.TextChoices):
+        ANSWERED = "answered", "answered"
+        TIMEOUT = "timeout", "timed out"
+        ERROR = "error", "error"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="answers")
+    session_id = models.CharField(max_length=200)
+    interaction_id = models.CharField(max_length=200)
+    turn_idx = models.PositiveSmallIntegerField()
+    response = models.TextField(blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome, default=Outcome.ANSWERED)
+    latency_s = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("run", "session_id", "turn_idx")
+        constraints = (
+            models.UniqueConstraint(fields=["run", "interaction_id"], name="answer_once_per_turn"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.session_id}/{self.interaction_id} ({self.outcome})"
+
+
+class TurnVerdict(models.Model):
+    answer = models.OneToOneField(TurnAnswer, on_delete=models.CASCADE, related_name="verdict")
+    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES)
+    is_exact_match = models.BooleanField(default=False)
+    is_miss = models.BooleanField(default=False)
+    judge_id = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=64, blank=True)
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    judged_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.answer}: {self.verdict}"
+
+
+# Block fields the evaluator computes that get a real column; everything is also in ``metrics``.
+SCORE_COLUMNS = (
+    "turns",
+    "conversations",
+    "truthfulness",
+    "accuracy",
+    "missing",
+    "hallucination_rate",
+    "early_stop_rate",
+    "avg_successful_turns",
+    "exact_match",
+)
+
+
+class SliceScore(models.Model):
+    """A run's metric block for one slice value (``all``/``all`` and ``ego``/``ego`` included)."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="slice_scores")
+    dimension = models.CharField(max_length=100)
+    value = models.CharField(max_length=200)
+    turns = models.PositiveIntegerField()
+    conversations = models.PositiveIntegerField()
+    truthfulness = models.FloatField(null=True)
+    truthfulness_ci_low = models.FloatField(null=True)
+    truthfulness_ci_high = models.FloatField(null=True)
+    accuracy = models.FloatField(null=True)
+    missing = models.FloatField(null=True)
+    hallucination_rate = models.FloatField(null=True)
+    early_stop_rate = models.FloatField(null=True)
+    avg_successful_turns = models.FloatField(null=True)
+    exact_match = models.FloatField(null=True)
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ("run", "dimension", "value")
+        constraints = (
+            models.UniqueConstraint(fields=["run", "dimension", "value"], name="slice_score_once"),
+        )
+        indexes = (
+            models.Index(
+                fields=["dimension", "value", "-truthfulness"], name="slice_score_ranking"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} {self.dimension}={self.value}"
+
+
+class EntryComparison(models.Model):
+    """A paired comparison of two runs on the same split, stored when results are aggregated.
+
+    ``difference`` is run_a minus run_b in the primary metric, with its 95 % interval.
+    """
+
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="comparisons")
+    run_a = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    run_b = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    metric = models.CharField(max_length=32, default="truthfulness")
+    difference = models.FloatField()
+    ci_low = models.FloatField()
+    ci_high = models.FloatField()
+    separable = models.BooleanField()
+    p_value = models.FloatField(null=True)
+    detail = models.JSONField(default=dict)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["run_a", "run_b"], name="comparison_once_per_pair"),
+            models.CheckConstraint(
+                condition=models.Q(run_a__lt=models.F("run_b")), name="comparison_ordered_pair"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"run #{self.run_a_id} vs run #{self.run_b_id}"
+
+
+class JudgmentRecord(models.Model):
+    """One cached judge decision (never an unjudged one): the audit trail of verdicts."""
+
+    key = models.CharField(max_length=128, unique=True)
+    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES)
+    judge_id = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=64)
+    prompt_hash = models.CharField(max_length=64)
+    raw = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = (models.Index(fields=["judge_id", "prompt_version"]),)
+
+    def __str__(self) -> str:
+        return f"{self.key[:12]}: {self.verdict} ({self.judge_id})"

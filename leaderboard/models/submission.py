@@ -1,0 +1,184 @@
+"""A team's submission (an agent image) and its evaluation runs, one per (task, split)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from leaderboard.models.challenge import Challenge, Split, Task
+from leaderboard.models.team import Team
+
+
+class Submission(models.Model):
+    class ArtifactKind(models.TextChoices):
+        IMAGE_ARCHIVE = "image-archive", "image archive (docker save)"
+        BUILD_CONTEXT = "build-context", "build context (tar with a Dockerfile)"
+        REGISTRY_REF = "registry-ref", "registry reference"
+
+    class State(models.TextChoices):
+        RECEIVED = "received", "received"
+        BUILDING = "building", "building"
+        READY = "ready", "image ready"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="submissions")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    artifact_kind = models.CharField(max_length=16, choices=ArtifactKind)
+    artifact = models.FileField(upload_to="submissions/%Y/%m/%d/", max_length=500, blank=True)
+    artifact_sha256 = models.CharField(max_length=64, blank=True)
+    artifact_size = models.BigIntegerField(null=True, blank=True)
+    registry_ref = models.CharField(max_length=500, blank=True)
+    image_digest = models.CharField(max_length=100, blank=True)
+    method_name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    paper_url = models.URLField(blank=True)
+    code_url = models.URLField(blank=True)
+    chosen_for_final = models.BooleanField(default=False)
+    is_baseline = models.BooleanField(default=False, help_text="set by organisers only")
+    state = models.CharField(max_length=16, choices=State, default=State.RECEIVED)
+    failure_reason = models.TextField(blank=True, help_text="shown to the team")
+    consumes_quota = models.BooleanField(
+        default=True, help_text="cleared (refund) when Podium, not the team, caused a failure"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+        indexes = (models.Index(fields=["team", "challenge", "created_at"]),)
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.method_name} ({self.team})"
+
+
+class InvalidTransition(Exception):
+    """A run was asked to move to a state its current state does not lead to."""
+
+
+class EvaluationRun(models.Model):
+    """One submission evaluated on one (task, split); its state only moves through ``move_to``."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued"
+        BUILDING = "building", "building"
+        RUNNING = "running", "running"
+        JUDGING = "judging", "judging"
+        SCORING = "scoring", "scoring"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+
+    ACTIVE_STATES = (State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING)
+    TERMINAL_STATES = (State.DONE, State.FAILED, State.CANCELLED)
+    # queued -> building -> running -> judging -> scoring -> done; any unfinished run can fail or
+    # be cancelled; an active run is re-queued when its worker is lost, and a re-queued run goes
+    # straight back to the stage it was in (answers and verdicts already stored are kept).
+    TRANSITIONS: ClassVar[dict[str, frozenset[str]]] = {
+        State.QUEUED: frozenset(
+            {*ACTIVE_STATES, State.FAILED, State.CANCELLED},
+        ),
+        State.BUILDING: frozenset({State.RUNNING, State.QUEUED, State.FAILED, State.CANCELLED}),
+        State.RUNNING: frozenset({State.JUDGING, State.QUEUED, State.FAILED, State.CANCELLED}),
+        State.JUDGING: frozenset({State.SCORING, State.QUEUED, State.FAILED, State.CANCELLED}),
+        State.SCORING: frozenset({State.DONE, State.QUEUED, State.FAILED, State.CANCELLED}),
+        State.DONE: frozenset({State.SCORING}),  # re-scoring (e.g. after re-judging)
+        State.FAILED: frozenset(),
+        State.CANCELLED: frozenset(),
+    }
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="runs")
+    state = models.CharField(max_length=16, choices=State, default=State.QUEUED)
+    stage = models.CharField(
+        max_length=16, choices=State, blank=True, help_text="the last active stage entered"
+    )
+    failure_reason = models.TextField(blank=True, help_text="participant-safe")
+    operator_detail = models.TextField(blank=True, help_text="organisers only")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker_id = models.CharField(max_length=200, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=0)
+    turns_done = models.PositiveIntegerField(default=0)
+    turns_total = models.PositiveIntegerField(default=0)
+    judge_id = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=64, blank=True)
+    counting = models.CharField(max_length=16, blank=True)
+    scores_complete = models.BooleanField(default=False)
+    unjudged_turns = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ("-created_at",)
+        constraints = (
+            models.UniqueConstraint(
+                fields=["submission", "task", "split"], name="run_unique_submission_split"
+            ),
+        )
+        indexes = (
+            models.Index(fields=["split", "state"]),
+            models.Index(fields=["state", "heartbeat_at"]),
+        )
+
+    def __str__(self) -> str:
+        return f"run #{self.pk}: {self.submission} on {self.split} ({self.state})"
+
+    @property
+    def progress(self) -> float | None:
+        return self.turns_done / self.turns_total if self.turns_total else None
+
+    def move_to(
+        self,
+        state: str,
+        *,
+        failure_reason: str = "",
+        operator_detail: str = "",
+        worker_id: str | None = None,
+    ) -> None:
+        """Move to ``state`` if the current state allows it; the one place states change.
+
+        The update is conditional on the state read earlier, so two workers racing for the
+        same run cannot both move it: the loser gets ``InvalidTransition``.
+        """
+        state = self.State(state)
+        if state not in self.TRANSITIONS[self.state]:
+            raise InvalidTransition(f"run #{self.pk}: {self.state} -> {state} is not allowed")
+        now = timezone.now()
+        changes: dict[str, object] = {"state": state}
+        if state in self.ACTIVE_STATES:
+            changes.update(stage=state, heartbeat_at=now)
+            if self.started_at is None:
+                changes["started_at"] = now
+            if worker_id is not None:
+                changes["worker_id"] = worker_id
+        if state == self.State.QUEUED:
+            changes.update(attempt=self.attempt + 1, worker_id="", heartbeat_at=None)
+        if state in self.TERMINAL_STATES:
+            changes.update(finished_at=now, heartbeat_at=None)
+        if failure_reason:
+            changes["failure_reason"] = failure_reason
+        if operator_detail:
+            changes["operator_detail"] = operator_detail
+        updated = EvaluationRun.objects.filter(pk=self.pk, state=self.state).update(**changes)
+        if updated != 1:
+            raise InvalidTransition(
+                f"run #{self.pk}: no longer {self.state} (moved by someone else)"
+            )
+        for name, value in changes.items():
+            setattr(self, name, value)
+
+    def beat(self, turns_done: int | None = None) -> None:
+        """A worker's sign of life, optionally with progress; kept apart from state changes."""
+        changes: dict[str, object] = {"heartbeat_at": timezone.now()}
+        if turns_done is not None:
+            changes["turns_done"] = turns_done
+        EvaluationRun.objects.filter(pk=self.pk).update(**changes)
+        for name, value in changes.items():
+            setattr(self, name, value)

@@ -1,0 +1,92 @@
+"""Who may see what. Every page and API endpoint asks these functions, nothing else.
+
+- Organisers (staff, or listed on the challenge) see everything of their challenge.
+- Anyone, signed in or not, sees a split's leaderboard once its results are revealed
+  (``Split.is_revealed``): public splits at once, a private test from its reveal time.
+- A team member sees the team's own submissions and runs, with progress and failure reasons,
+  and per-turn answers only for runs on validation and public-test splits.
+- Nobody is ever served a split file: no URL maps to a split bundle.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+
+from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Team
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def is_organiser(user: User, challenge: Challenge) -> bool:
+    if not user.is_authenticated:
+        return False
+    if user.is_staff:
+        return True
+    return challenge.organisers.filter(pk=user.pk).exists()
+
+
+def organised_challenge_ids(user: User) -> set[int] | None:
+    """Challenges the user organises; ``None`` means all of them (staff)."""
+    if not user.is_authenticated:
+        return set()
+    if user.is_staff:
+        return None
+    return set(user.organised_challenges.values_list("pk", flat=True))
+
+
+def visible_challenges(user: User) -> QuerySet[Challenge]:
+    organised = organised_challenge_ids(user)
+    if organised is None:
+        return Challenge.objects.all()
+    return Challenge.objects.filter(Q(is_published=True) | Q(pk__in=organised))
+
+
+def can_see_results(user: User, split: Split) -> bool:
+    """Leaderboard, slices, comparisons and exports of a split."""
+    challenge = split.task.challenge
+    if is_organiser(user, challenge):
+        return True
+    return challenge.is_published and split.is_revealed()
+
+
+def user_teams(user: User) -> QuerySet[Team]:
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user)
+
+
+def visible_submissions(user: User) -> QuerySet[Submission]:
+    """Submissions a user may inspect: the own teams', plus all of organised challenges."""
+    if not user.is_authenticated:
+        return Submission.objects.none()
+    organised = organised_challenge_ids(user)
+    if organised is None:
+        return Submission.objects.all()
+    return Submission.objects.filter(
+        Q(team__memberships__user=user) | Q(challenge__in=organised)
+    ).distinct()
+
+
+def visible_runs(user: User) -> QuerySet[EvaluationRun]:
+    if not user.is_authenticated:
+        return EvaluationRun.objects.none()
+    organised = organised_challenge_ids(user)
+    if organised is None:
+        return EvaluationRun.objects.all()
+    return EvaluationRun.objects.filter(
+        Q(submission__team__memberships__user=user) | Q(submission__challenge__in=organised)
+    ).distinct()
+
+
+def can_see_turns(user: User, run: EvaluationRun) -> bool:
+    """Per-turn answers and verdicts: organisers always; the team only off the private test."""
+    if is_organiser(user, run.submission.challenge):
+        return True
+    if run.split.is_private:
+        return False
+    return user_teams(user).filter(pk=run.submission.team_id).exists()
+
+
+def can_see_operator_detail(user: User, run: EvaluationRun) -> bool:
+    return is_organiser(user, run.submission.challenge)

@@ -1,0 +1,213 @@
+"""Reading leaderboards from stored SliceScore rows: entries, slices, comparisons.
+
+A constant number of queries whatever the number of entries: one for the entries (one per team
+chosen in SQL with a window function), one for a slice dimension's rows, one for the list of
+dimensions. Nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models.expressions import Window
+from django.db.models.functions import RowNumber
+
+from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split, Task
+from leaderboard.models.results import ALL, EGO
+
+# Metric columns shown for every entry, in page order: (field, label).
+METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("truthfulness", "Truthfulness"),
+    ("accuracy", "Accuracy"),
+    ("missing", "Missing"),
+    ("hallucination_rate", "Hallucination"),
+    ("early_stop_rate", "Early-stop rate"),
+    ("avg_successful_turns", "Avg successful turns"),
+    ("exact_match", "Exact match"),
+)
+METRIC_NAMES = tuple(name for name, _ in METRIC_COLUMNS)
+# What a leaderboard line reads, and nothing more (pages list thousands of entries).
+ENTRY_FIELDS = (
+    "run_id", "turns", "conversations", "truthfulness_ci_low", "truthfulness_ci_high",
+    *METRIC_NAMES,
+    "run__judge_id", "run__counting", "run__scores_complete", "run__unjudged_turns",
+    "run__split_id", "run__submission_id",
+    "run__submission__method_name", "run__submission__is_baseline",
+    "run__submission__paper_url", "run__submission__code_url",
+    "run__submission__created_at", "run__submission__team_id",
+    "run__submission__team__name",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One leaderboard line: a run's headline scores; ``rank`` is None for baselines."""
+
+    rank: int | None
+    score: SliceScore
+
+    @property
+    def run(self) -> EvaluationRun:
+        return self.score.run
+
+    def record(self) -> dict[str, Any]:
+        """The entry as plain data: the one shape for exports and the API."""
+        run, submission = self.score.run, self.score.run.submission
+        record: dict[str, Any] = {
+            "rank": self.rank,
+            "team": submission.team.name,
+            "method_name": submission.method_name,
+            "is_baseline": submission.is_baseline,
+            "paper_url": submission.paper_url,
+            "code_url": submission.code_url,
+            "submission_id": submission.pk,
+            "run_id": run.pk,
+            "submitted_at": submission.created_at.isoformat(),
+            "judge_id": run.judge_id,
+            "counting": run.counting,
+            "complete": run.scores_complete,
+            "turns": self.score.turns,
+            "conversations": self.score.conversations,
+        }
+        for name in METRIC_NAMES:
+            record[name] = getattr(self.score, name)
+        record["truthfulness_ci95"] = [
+            self.score.truthfulness_ci_low,
+            self.score.truthfulness_ci_high,
+        ]
+        return record
+
+
+def _team_order(task: Task) -> list:
+    metric = F(task.primary_metric).desc(nulls_last=True)
+    oldest_first = F("run__submission__created_at").asc()
+    if task.entry_rule == Task.EntryRule.LATEST:
+        return [F("run__submission__created_at").desc()]
+    if task.entry_rule == Task.EntryRule.CHOSEN:
+        return [F("run__submission__chosen_for_final").desc(), metric, oldest_first]
+    return [metric, oldest_first]
+
+
+def _headline_rows(split: Split) -> QuerySet[SliceScore]:
+    return SliceScore.objects.filter(
+        run__split=split, run__state=EvaluationRun.State.DONE, dimension=ALL[0], value=ALL[1]
+    )
+
+
+def entries(split: Split) -> list[Entry]:
+    """The leaderboard of a split: one entry per team by the task's rule, plus every baseline,
+    ranked by the task's primary metric (incomplete results last, unranked ties share a rank)."""
+    task = split.task
+    # Each baseline is its own group; other entries are grouped by team.
+    group = Case(
+        When(run__submission__is_baseline=True, then=F("run__submission_id")), default=Value(0)
+    )
+    rows = (
+        _headline_rows(split)
+        .annotate(
+            pick=Window(
+                RowNumber(),
+                partition_by=[F("run__submission__team_id"), group],
+                order_by=_team_order(task),
+            )
+        )
+        .filter(pick=1)
+        .select_related("run__submission__team")
+        .only(*ENTRY_FIELDS)
+        .order_by(F(task.primary_metric).desc(nulls_last=True), "run__submission__created_at")
+    )
+    result: list[Entry] = []
+    ranked = 0
+    previous: tuple[float | None, int] | None = None
+    for row in rows:
+        if row.run.submission.is_baseline:
+            result.append(Entry(rank=None, score=row))
+            continue
+        ranked += 1
+        value = getattr(row, task.primary_metric)
+        rank = previous[1] if previous and value is not None and previous[0] == value else ranked
+        previous = (value, rank)
+        result.append(Entry(rank=rank, score=row))
+    return result
+
+
+def slice_dimensions(leaderboard: Sequence[Entry]) -> list[str]:
+    """Every dimension in the entries' stored slice rows (labels, is_ego, turn_idx, ...)."""
+    dimensions = (
+        SliceScore.objects.filter(run_id__in=[e.score.run_id for e in leaderboard])
+        .exclude(dimension__in=[ALL[0], EGO[0]])
+        .order_by()
+        .values_list("dimension", flat=True)
+        .distinct()
+    )
+    return sorted(dimensions)
+
+
+def _value_order(value: str) -> tuple[int, int, str]:
+    return (0, int(value), "") if value.isdigit() else (1, 0, value)
+
+
+# A slice cell: the stored numbers of one entry for one slice value (turns + METRIC_NAMES).
+SliceCell = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SliceTable:
+    dimension: str
+    values: list[str]
+    rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
+
+
+def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
+    """The stored scores of each leaderboard entry for every value of ``dimension``."""
+    by_run: dict[int, dict[str, SliceCell]] = {e.score.run_id: {} for e in leaderboard}
+    cells = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).values(
+        "run_id", "value", "turns", *METRIC_NAMES
+    )
+    for cell in cells:
+        by_run[cell["run_id"]][cell["value"]] = cell
+    values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
+    return SliceTable(
+        dimension=dimension,
+        values=values,
+        rows=[(e, by_run[e.score.run_id]) for e in leaderboard],
+    )
+
+
+@dataclass(frozen=True)
+class StoredComparison:
+    """A stored comparison, oriented as asked: ``difference`` is first minus second."""
+
+    difference: float
+    ci_low: float
+    ci_high: float
+    separable: bool
+    p_value: float | None
+    metric: str
+
+
+def stored_comparison(first: EvaluationRun, second: EvaluationRun) -> StoredComparison | None:
+    low_id, high_id = sorted((first.pk, second.pk))
+    found = EntryComparison.objects.filter(run_a_id=low_id, run_b_id=high_id).first()
+    if found is None:
+        return None
+    if first.pk == low_id:
+        return StoredComparison(
+            found.difference,
+            found.ci_low,
+            found.ci_high,
+            found.separable,
+            found.p_value,
+            found.metric,
+        )
+    return StoredComparison(
+        -found.difference,
+        -found.ci_high,
+        -found.ci_low,
+        found.separable,
+        found.p_value,
+        found.metric,
+    )

@@ -1,0 +1,129 @@
+"""Importing a split: validate it with the evaluator, store it as a tar bundle with its sha256.
+
+The bundle always holds Podium's split format (``sessions.jsonl`` and the referenced images), also
+when the source was the Hugging Face layout. Bundles live in private storage: no URL serves them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.records import EvaluatorError
+from evaluator.records import Split as SplitData
+from evaluator.split import SESSIONS_FILE, load_split
+from leaderboard.models import Split, Task
+
+_CHUNK = 1024 * 1024
+
+
+class SplitImportError(Exception):
+    """A split that cannot be imported; the message names the file, line and field."""
+
+
+def _add(tar: tarfile.TarFile, path: Path, name: str) -> None:
+    info = tar.gettarinfo(str(path), arcname=name)
+    info.mtime, info.uid, info.gid, info.uname, info.gname, info.mode = 0, 0, 0, "", "", 0o644
+    with path.open("rb") as f:
+        tar.addfile(info, f)
+
+
+def write_bundle(data: SplitData, out: IO[bytes]) -> str:
+    """Write the split's files as a reproducible tar to ``out``; returns its sha256."""
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add(tar, data.root / SESSIONS_FILE, SESSIONS_FILE)
+        for image in sorted({c.image for c in data.conversations if c.image}):
+            _add(tar, data.root / image, image)
+    out.seek(0)
+    digest = hashlib.sha256()
+    while chunk := out.read(_CHUNK):
+        digest.update(chunk)
+    out.seek(0)
+    return digest.hexdigest()
+
+
+def find_task(reference: str) -> Task:
+    """``<challenge-slug>/<task-id>`` -> Task."""
+    challenge, sep, task_id = reference.partition("/")
+    if not sep or not challenge or not task_id:
+        raise SplitImportError(f"task {reference!r}: expected <challenge>/<task-id>")
+    task = Task.objects.filter(challenge__slug=challenge, task_id=task_id).first()
+    if task is None:
+        known = ", ".join(str(t) for t in Task.objects.select_related("challenge")) or "none"
+        raise SplitImportError(f"task {reference!r} does not exist (known: {known})")
+    return task
+
+
+def import_split_dir(
+    task: Task,
+    kind: str,
+    directory: str | Path,
+    *,
+    hf_split: str | None = None,
+    visibility: str | None = None,
+    reveal_at: datetime | None = None,
+) -> Split:
+    """Validate ``directory`` (Podium format or Hugging Face layout) and store it as the
+    ``kind`` split of ``task``, replacing an earlier bundle of that split."""
+    if kind not in Split.Kind.values:
+        raise SplitImportError(
+            f"split kind {kind!r}: expected one of {', '.join(Split.Kind.values)}"
+        )
+    if visibility is not None and visibility not in Split.Visibility.values:
+        raise SplitImportError(
+            f"visibility {visibility!r}: expected one of {', '.join(Split.Visibility.values)}"
+        )
+    root = Path(directory)
+    if not root.exists():
+        raise SplitImportError(f"{root}: does not exist")
+    with tempfile.TemporaryDirectory(prefix="podium-split-") as scratch:
+        try:
+            data = load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
+        except EvaluatorError as e:
+            raise SplitImportError(str(e)) from e
+        with tempfile.TemporaryFile() as bundle:
+            sha256 = write_bundle(data, bundle)
+            return _save(task, kind, data, bundle, sha256, visibility, reveal_at)
+
+
+def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> Split:
+    """Import a tar of a split directory (the admin's upload); unsafe members are refused."""
+    with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
+        try:
+            with tarfile.open(fileobj=upload, mode="r:*") as tar:
+                tar.extractall(scratch, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            raise SplitImportError(f"the uploaded bundle is not a usable tar archive: {e}") from e
+        root = Path(scratch)
+        entries = list(root.iterdir())
+        if not (root / SESSIONS_FILE).exists() and len(entries) == 1 and entries[0].is_dir():
+            root = entries[0]  # a tar of the directory itself
+        return import_split_dir(task, kind, root, **options)
+
+
+@transaction.atomic
+def _save(task, kind, data, bundle, sha256, visibility, reveal_at) -> Split:
+    split, _ = Split.objects.select_for_update().get_or_create(task=task, kind=kind)
+    old_name = split.bundle.name if split.bundle else ""
+    split.sha256 = sha256
+    split.bundle.save(f"{sha256}.tar", File(bundle), save=False)
+    split.conversations = len(data.conversations)
+    split.turns = sum(len(c.turns) for c in data.conversations)
+    split.imported_at = timezone.now()
+    if visibility is not None:
+        split.visibility = visibility
+    if reveal_at is not None:
+        split.reveal_at = reveal_at
+    split.save()
+    if old_name and old_name != split.bundle.name:
+        storage = split.bundle.storage
+        transaction.on_commit(lambda: storage.delete(old_name))
+    return split

@@ -1,0 +1,85 @@
+"""Housekeeping tasks of the ``default`` queue: the heartbeat reaper.
+
+A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
+heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
+it was in again, so nothing stays "running" forever. Stages resume from what is stored (answers,
+verdicts), so a re-queued run does not ask a turn twice. After ``PODIUM_RUN_MAX_ATTEMPTS`` the
+run fails, and its submission's quota is refunded: Podium, not the team, failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from leaderboard.models import EvaluationRun, Submission
+from podium.celery import app, queue_for
+
+logger = logging.getLogger("podium")
+
+State = EvaluationRun.State
+# The task that carries each stage, called with ``run_id=<pk>``; the prefix picks the queue.
+STAGE_TASKS: dict[str, str] = {
+    State.BUILDING: "build.prepare_run",
+    State.RUNNING: "gpu.run_agent",
+    State.JUDGING: "judge.judge_run",
+    State.SCORING: "scores.aggregate_run",
+}
+LOST_WORKER_REASON = (
+    "Podium lost the worker evaluating this run {attempts} times; the run was stopped and "
+    "does not count against your quota."
+)
+
+
+def dispatch_stage(run: EvaluationRun, stage: str) -> None:
+    """Send the task of ``stage`` for ``run`` to its queue once the transaction commits."""
+    name = STAGE_TASKS[stage]
+    queue = queue_for(name, run.task.effective_gpu_class)
+    transaction.on_commit(lambda: app.send_task(name, kwargs={"run_id": run.pk}, queue=queue))
+
+
+def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
+    """Re-queue (or, past the attempt limit, fail) active runs without a recent heartbeat."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PODIUM_HEARTBEAT_TIMEOUT_S)
+    stale = EvaluationRun.objects.filter(state__in=EvaluationRun.ACTIVE_STATES).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
+    outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
+    for run_id in list(stale.values_list("pk", flat=True)):
+        with transaction.atomic():
+            # Re-read under a row lock: its worker may have sent a heartbeat meanwhile.
+            run = stale.select_for_update(of=("self",)).select_related("task").filter(pk=run_id)
+            run = run.first()
+            if run is None:
+                continue
+            outcome[_requeue_or_fail(run)].append(run.pk)
+    return outcome
+
+
+def _requeue_or_fail(run: EvaluationRun) -> str:
+    stage, silent_since = run.state, run.heartbeat_at or run.started_at
+    detail = f"no heartbeat from worker {run.worker_id or '?'} since {silent_since:%H:%M:%S}"
+    logger.warning("run #%s in %s: %s", run.pk, stage, detail)
+    if run.attempt + 1 >= settings.PODIUM_RUN_MAX_ATTEMPTS:
+        run.move_to(
+            State.FAILED,
+            failure_reason=LOST_WORKER_REASON.format(attempts=run.attempt + 1),
+            operator_detail=detail,
+        )
+        Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
+        return "failed"
+    run.move_to(State.QUEUED, operator_detail=detail)
+    dispatch_stage(run, stage)
+    return "requeued"
+
+
+@shared_task(name="housekeeping.reap_stale_runs")
+def reap_stale_runs() -> dict[str, list[int]]:
+    return requeue_stale_runs()

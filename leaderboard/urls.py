@@ -1,0 +1,21 @@
+"""Page URLs. No URL serves stored files (split bundles, submission artifacts)."""
+
+from django.urls import path
+
+from leaderboard.views import boards, runs
+
+app_name = "leaderboard"
+
+board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
+urlpatterns = [
+    path("", boards.challenge_list, name="challenges"),
+    path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
+    path(board, boards.leaderboard, name="leaderboard"),
+    path(f"{board}slices/", boards.slices, name="slices"),
+    path(f"{board}compare/", boards.compare, name="compare"),
+    path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
+    path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
+    path("submissions/", runs.my_submissions, name="my-submissions"),
+    path("runs/<int:run_id>/", runs.run_detail, name="run"),
+    path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
+]

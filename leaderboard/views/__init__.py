@@ -1,0 +1,1 @@
+"""Server-rendered pages: ``boards`` (public results) and ``runs`` (a team's own work)."""

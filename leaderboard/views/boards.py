@@ -1,0 +1,177 @@
+"""Public pages: challenges, leaderboards, slice view, comparisons, exports.
+
+Every page reads stored rows (``leaderboard.ranking``); visibility comes from
+``leaderboard.permissions``.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+
+from leaderboard import permissions, ranking
+from leaderboard.charts import slice_chart
+from leaderboard.models import Challenge, Split
+
+EXPORT_COLUMNS = (
+    "rank",
+    "team",
+    "method_name",
+    "is_baseline",
+    "truthfulness",
+    "truthfulness_ci_low",
+    "truthfulness_ci_high",
+    *ranking.METRIC_NAMES[1:],
+    "turns",
+    "conversations",
+    "complete",
+    "judge_id",
+    "counting",
+    "paper_url",
+    "code_url",
+    "submission_id",
+    "run_id",
+    "submitted_at",
+)
+
+
+def _challenge(request: HttpRequest, slug: str) -> Challenge:
+    return get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
+
+
+def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> Split:
+    """The split whose results the page shows; 404 if unknown, 403 if not revealed to the user."""
+    challenge = _challenge(request, slug)
+    split = get_object_or_404(
+        Split.objects.select_related("task__challenge"),
+        task__challenge=challenge,
+        task__task_id=task_id,
+        kind=kind,
+    )
+    if not permissions.can_see_results(request.user, split):
+        when = f" They appear on {split.reveal_at:%Y-%m-%d %H:%M} UTC." if split.reveal_at else ""
+        raise PermissionDenied(f"The results of {split} are not public yet.{when}")
+    return split
+
+
+def challenge_list(request: HttpRequest) -> HttpResponse:
+    challenges = permissions.visible_challenges(request.user).prefetch_related("phases")
+    return render(request, "leaderboard/challenge_list.html", {"challenges": challenges})
+
+
+def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = _challenge(request, slug)
+    organiser = permissions.is_organiser(request.user, challenge)
+    tasks = []
+    for task in challenge.tasks.prefetch_related("splits"):
+        splits = [(s, organiser or s.is_revealed()) for s in task.splits.all()]
+        tasks.append((task, splits))
+    return render(
+        request,
+        "leaderboard/challenge_detail.html",
+        {"challenge": challenge, "tasks": tasks, "phases": challenge.phases.all()},
+    )
+
+
+def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
+    split = results_split(request, slug, task_id, kind)
+    entries = ranking.entries(split)
+    return render(
+        request,
+        "leaderboard/leaderboard.html",
+        {
+            "split": split,
+            "task": split.task,
+            "entries": entries,
+            "columns": ranking.METRIC_COLUMNS,
+            "judges": sorted({e.run.judge_id for e in entries if e.run.judge_id}),
+            "dimensions": ranking.slice_dimensions(entries),
+        },
+    )
+
+
+def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
+    split = results_split(request, slug, task_id, kind)
+    entries = ranking.entries(split)
+    dimensions = ranking.slice_dimensions(entries)
+    dimension = request.GET.get("dimension") or (dimensions[0] if dimensions else "")
+    if dimensions and dimension not in dimensions:
+        raise Http404(f"no slice dimension {dimension!r} in {split}")
+    metric = request.GET.get("metric", "truthfulness")
+    if metric not in ranking.METRIC_NAMES:
+        raise Http404(f"unknown metric {metric!r}")
+    table = ranking.slice_table(entries, dimension) if dimension else None
+    return render(
+        request,
+        "leaderboard/slices.html",
+        {
+            "split": split,
+            "task": split.task,
+            "dimensions": dimensions,
+            "dimension": dimension,
+            "metric": metric,
+            "columns": ranking.METRIC_COLUMNS,
+            "table": table,
+            "chart": slice_chart(table, metric) if table and table.values else None,
+        },
+    )
+
+
+def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
+    split = results_split(request, slug, task_id, kind)
+    entries = ranking.entries(split)
+    by_run = {e.score.run_id: e for e in entries}
+    chosen = []
+    for name in ("a", "b"):
+        value = request.GET.get(name, "")
+        if value:
+            if not value.isdigit() or int(value) not in by_run:
+                raise Http404(f"{name}={value!r} is not an entry of this leaderboard")
+            chosen.append(by_run[int(value)])
+    comparison = None
+    if len(chosen) == 2 and chosen[0].score.run_id != chosen[1].score.run_id:
+        comparison = ranking.stored_comparison(chosen[0].run, chosen[1].run)
+    return render(
+        request,
+        "leaderboard/compare.html",
+        {
+            "split": split,
+            "task": split.task,
+            "entries": entries,
+            "chosen": chosen,
+            "comparison": comparison,
+            "columns": ranking.METRIC_COLUMNS,
+        },
+    )
+
+
+def _csv_row(record: dict) -> dict:
+    row = dict(record)
+    row["truthfulness_ci_low"], row["truthfulness_ci_high"] = row.pop("truthfulness_ci95")
+    return row
+
+
+def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -> HttpResponse:
+    split = results_split(request, slug, task_id, kind)
+    filename = f"{split.task.challenge.slug}-{split.task.task_id}-{split.kind}"
+    records = [entry.record() for entry in ranking.entries(split)]  # the API's shape too
+    if fmt == "json":
+        body = {
+            "challenge": split.task.challenge.slug,
+            "task": split.task.task_id,
+            "split": split.kind,
+            "primary_metric": split.task.primary_metric,
+            "entry_rule": split.task.entry_rule,
+            "entries": records,
+        }
+        response = JsonResponse(body, json_dumps_params={"indent": 2})
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(_csv_row(r) for r in records)
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response

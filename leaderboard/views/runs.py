@@ -1,0 +1,90 @@
+"""A team's own pages: its submissions and runs, live progress, per-turn details.
+
+A run another team owns answers 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+
+from leaderboard import permissions
+from leaderboard.models import EvaluationRun, SliceScore, TurnAnswer
+from leaderboard.models.results import ALL
+
+TURNS_PER_PAGE = 200
+
+
+def progress_record(run: EvaluationRun) -> dict:
+    """What the run page polls; also the API's progress fields."""
+    return {
+        "id": run.pk,
+        "state": run.state,
+        "turns_done": run.turns_done,
+        "turns_total": run.turns_total,
+        "progress": run.progress,
+        "failure_reason": run.failure_reason,
+        "attempt": run.attempt,
+        "finished": run.state in EvaluationRun.TERMINAL_STATES,
+    }
+
+
+@login_required
+def my_submissions(request: HttpRequest) -> HttpResponse:
+    submissions = (
+        permissions.visible_submissions(request.user)
+        .select_related("team", "challenge")
+        .prefetch_related(
+            Prefetch(
+                "runs",
+                EvaluationRun.objects.select_related("task", "split").order_by("task", "split"),
+            )
+        )
+        .order_by("-created_at")[:200]
+    )
+    return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
+
+
+def _run(request: HttpRequest, run_id: int) -> EvaluationRun:
+    return get_object_or_404(
+        permissions.visible_runs(request.user).select_related(
+            "submission__team", "submission__challenge", "task", "split"
+        ),
+        pk=run_id,
+    )
+
+
+@login_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(request, run_id)
+    show_turns = permissions.can_see_turns(request.user, run)
+    answers = []
+    if show_turns:
+        answers = (
+            TurnAnswer.objects.filter(run=run)
+            .select_related("verdict")
+            .order_by("session_id", "turn_idx")[:TURNS_PER_PAGE]
+        )
+    headline = None
+    if show_turns or permissions.can_see_results(request.user, run.split):
+        headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
+    return render(
+        request,
+        "leaderboard/run_detail.html",
+        {
+            "run": run,
+            "answers": answers,
+            "show_turns": show_turns,
+            "turns_limit": TURNS_PER_PAGE,
+            "headline": headline,
+            "operator_detail": permissions.can_see_operator_detail(request.user, run),
+            "progress": progress_record(run),
+        },
+    )
+
+
+@login_required
+def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
+    return JsonResponse(progress_record(_run(request, run_id)))

@@ -1,0 +1,255 @@
+"""Podium settings, read from the environment.
+
+With nothing configured Podium runs on one machine: SQLite and local files under ``var/``, Redis
+on localhost, the deterministic ``rules`` judge. Every default that is in use is listed in
+``DEFAULTS_IN_USE`` and logged once at start-up (see ``leaderboard.apps``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Names of the environment variables left unset, with the default used instead.
+DEFAULTS_IN_USE: list[str] = []
+
+
+def _env(name: str, default: str, shown: str | None = None) -> str:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        DEFAULTS_IN_USE.append(f"{name}={shown if shown is not None else default}")
+        return default
+    return value
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = _env(name, "1" if default else "0").strip().lower()
+    if value not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected 1/0, true/false, yes/no or on/off")
+    return value in {"1", "true", "yes", "on"}
+
+
+def _env_int(name: str, default: int) -> int:
+    value = _env(name, str(default))
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected an integer") from None
+
+
+VAR_DIR = Path(_env("PODIUM_VAR_DIR", str(BASE_DIR / "var")))
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in ``var/``."""
+    value = os.environ.get("SECRET_KEY")
+    if value:
+        return value
+    DEFAULTS_IN_USE.append(f"SECRET_KEY=<generated, kept in {VAR_DIR / 'secret_key'}>")
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _env_bool("DEBUG", False)
+ALLOWED_HOSTS = [
+    h.strip() for h in _env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+# Behind HTTPS (a TLS-terminating proxy sets X-Forwarded-Proto): secure cookies only.
+if _env_bool("PODIUM_HTTPS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 3600
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "podium.urls"
+WSGI_APPLICATION = "podium.wsgi.application"
+ASGI_APPLICATION = "podium.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database
+DATABASES = {
+    "default": dj_database_url.parse(
+        _env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'podium.sqlite3'}"),
+        conn_max_age=60,
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "leaderboard:challenges"
+LOGOUT_REDIRECT_URL = "leaderboard:challenges"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- files: static assets are public; media (uploads, split bundles) is never served by URL
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+# Serve /static/ from the app itself (the one-machine setup has no front web server).
+PODIUM_SERVE_STATIC = _env_bool("PODIUM_SERVE_STATIC", True)
+MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
+
+S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
+if S3_BUCKET:
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": S3_BUCKET,
+            "endpoint_url": os.environ.get("PODIUM_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("PODIUM_S3_REGION") or None,
+            "access_key": os.environ.get("PODIUM_S3_ACCESS_KEY_ID") or None,
+            "secret_key": os.environ.get("PODIUM_S3_SECRET_ACCESS_KEY") or None,
+            "location": os.environ.get("PODIUM_S3_PREFIX", "podium"),
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    DEFAULTS_IN_USE.append(f"PODIUM_S3_BUCKET=<unset: local files under {MEDIA_ROOT}>")
+    _default_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT), "base_url": None},
+    }
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Uploads larger than this are streamed to a temporary file, never held in memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+
+# --- Celery (broker and results on Redis)
+REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+# GPU classes: one queue "gpu-<class>" each; a task picks its class, the first is the default.
+PODIUM_GPU_CLASSES = [
+    c.strip() for c in _env("PODIUM_GPU_CLASSES", "l40s").split(",") if c.strip()
+] or ["l40s"]
+PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
+# A run whose worker sent no heartbeat for this long is re-queued, at most this many attempts.
+PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
+PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)
+PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
+
+# --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
+PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")
+PODIUM_JUDGE_MODEL = os.environ.get("PODIUM_JUDGE_MODEL", "")
+PODIUM_JUDGE_API_KEY_ENV = os.environ.get("PODIUM_JUDGE_API_KEY_ENV", "PODIUM_JUDGE_API_KEY")
+PODIUM_JUDGE_CONCURRENCY = _env_int("PODIUM_JUDGE_CONCURRENCY", 16)
+PODIUM_JUDGE_ENDPOINTS: dict[str, dict[str, str]] = {}
+if PODIUM_JUDGE_BASE_URL:
+    PODIUM_JUDGE_ENDPOINTS["default"] = {
+        "base_url": PODIUM_JUDGE_BASE_URL,
+        "model": PODIUM_JUDGE_MODEL,
+        "api_key_env": PODIUM_JUDGE_API_KEY_ENV,
+    }
+_more_endpoints = os.environ.get("PODIUM_JUDGE_ENDPOINTS", "")
+if _more_endpoints:
+    try:
+        _parsed = json.loads(_more_endpoints)
+    except json.JSONDecodeError as e:
+        raise ImproperlyConfigured(f"PODIUM_JUDGE_ENDPOINTS is not valid JSON: {e}") from None
+    if not isinstance(_parsed, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("base_url"), str) for v in _parsed.values()
+    ):
+        raise ImproperlyConfigured(
+            'PODIUM_JUDGE_ENDPOINTS must map names to {"base_url": str, "model": str, '
+            '"api_key_env": str}'
+        )
+    PODIUM_JUDGE_ENDPOINTS.update(_parsed)
+
+# --- REST API
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Podium API",
+    "DESCRIPTION": "Challenges, leaderboards, submissions and evaluation runs.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "podium": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "leaderboard": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+    },
+}

@@ -1,0 +1,52 @@
+"""Every model has a working admin: list (with filters and search) and add pages render."""
+
+import pytest
+from django.contrib import admin
+from django.urls import reverse
+
+from leaderboard.models import EvaluationRun, Submission
+
+
+@pytest.fixture
+def superuser(make_user):
+    user = make_user(staff=True)
+    user.is_superuser = True
+    user.save()
+    return user
+
+
+def test_every_leaderboard_model_is_registered():
+    from django.apps import apps
+
+    models = set(apps.get_app_config("leaderboard").get_models())
+    assert models <= set(admin.site._registry)
+
+
+def test_admin_pages_render_with_data(client, superuser, teams, splits, make_entry):
+    run = make_entry(teams["alpha"], splits["public-test"], 0.2)
+    client.force_login(superuser)
+    for model in admin.site._registry:
+        if model._meta.app_label != "leaderboard":
+            continue
+        info = (model._meta.app_label, model._meta.model_name)
+        listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
+        assert listing.status_code == 200, model
+        assert client.get(reverse("admin:{}_{}_add".format(*info))).status_code == 200, model
+    detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])
+    assert client.get(detail).status_code == 200
+
+
+def test_marking_baselines_and_refunds_from_the_submission_list(
+    client, superuser, teams, splits, make_entry
+):
+    run = make_entry(teams["alpha"], splits["public-test"], 0.2)
+    client.force_login(superuser)
+    changelist = reverse("admin:leaderboard_submission_changelist")
+    for action in ("mark_baseline", "refund_quota"):
+        response = client.post(
+            changelist, {"action": action, "_selected_action": [run.submission_id]}
+        )
+        assert response.status_code == 302
+    submission = Submission.objects.get(pk=run.submission_id)
+    assert submission.is_baseline and not submission.consumes_quota
+    assert EvaluationRun.objects.get(pk=run.pk).submission.is_baseline

@@ -1,0 +1,62 @@
+import pytest
+
+from evaluator.judges import cache_key, judge_all, make_judge
+from evaluator.records import JudgeRequest, Judgment, Verdict
+from leaderboard.judgment_cache import LOOKUP_CHUNK, DjangoJudgmentCache
+from leaderboard.models import JudgmentRecord
+
+
+def judgment(verdict: Verdict, raw: str | None = "CORRECT") -> Judgment:
+    return Judgment(verdict, "openai:m@r", "v1", "h" * 64, error=None, raw=raw)
+
+
+@pytest.mark.django_db
+def test_put_then_get_returns_equal_judgments():
+    cache = DjangoJudgmentCache()
+    stored = {"k1": judgment(Verdict.CORRECT), "k2": judgment(Verdict.HALLUCINATED, raw=None)}
+    cache.put_many(stored)
+    assert cache.get_many(["k1", "k2", "absent"]) == stored
+
+
+@pytest.mark.django_db
+def test_unjudged_is_never_stored():
+    cache = DjangoJudgmentCache()
+    cache.put_many({"k": Judgment(Verdict.UNJUDGED, "j", "v1", "h", error="timeout")})
+    assert cache.get_many(["k"]) == {}
+    assert JudgmentRecord.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_key_is_written_once_and_a_second_write_is_ignored():
+    cache = DjangoJudgmentCache()
+    cache.put_many({"k": judgment(Verdict.CORRECT)})
+    cache.put_many({"k": judgment(Verdict.HALLUCINATED), "k2": judgment(Verdict.CORRECT)})
+    assert cache.get_many(["k"])["k"].verdict is Verdict.CORRECT
+    assert JudgmentRecord.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_many_keys_and_nul_characters():
+    cache = DjangoJudgmentCache()
+    many = {f"k{i}": judgment(Verdict.CORRECT, raw=f"raw\x00{i}") for i in range(LOOKUP_CHUNK + 7)}
+    cache.put_many(many)
+    found = cache.get_many([*many, "k0"])
+    assert len(found) == len(many)
+    assert found["k5"].raw == "raw\ufffd5"
+
+
+@pytest.mark.django_db(transaction=True)  # the judging loop's cache calls use their own thread
+def test_judge_all_through_the_database_cache_judges_once():
+    judge = make_judge("rules")
+    requests = [
+        JudgeRequest("What is the brand of this car?", "Toyota", "It is a Toyota."),
+        JudgeRequest("What year?", "1998", "2005"),
+        JudgeRequest("What year?", "1998", "2005"),
+    ]
+    first = judge_all(judge, requests, DjangoJudgmentCache(), progress=False)
+    assert first.stats.model_calls == 2
+    keys = [cache_key(judge, r) for r in requests]
+    assert JudgmentRecord.objects.filter(key__in=keys).count() == 2
+    second = judge_all(judge, requests, DjangoJudgmentCache(), progress=False)
+    assert second.stats.model_calls == 0 and second.stats.cache_hits == 2
+    assert [j.verdict for j in second] == [j.verdict for j in first]

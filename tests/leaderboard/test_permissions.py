@@ -1,0 +1,139 @@
+"""What participants and anonymous users must never see."""
+
+import django.views.static
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from leaderboard.models import EvaluationRun, Submission, TurnAnswer
+from leaderboard.splits import import_split_dir
+
+from .factories import write_small_split
+
+SECRET_ANSWER = "the-private-answer-text"
+PUBLIC_ANSWER = "the-public-answer-text"
+
+
+@pytest.fixture
+def world(teams, splits, make_entry, make_user):
+    alpha_public = make_entry(teams["alpha"], splits["public-test"], 0.3, method="alpha-m")
+    alpha_private = EvaluationRun.objects.create(
+        submission=alpha_public.submission,
+        task=alpha_public.task,
+        split=splits["private-test"],
+        state=EvaluationRun.State.RUNNING,
+        turns_done=3,
+        turns_total=10,
+        operator_detail="node gpu-7, container abc123",
+    )
+    beta_run = make_entry(teams["beta"], splits["public-test"], 0.2, method="beta-m")
+    for run, text in ((alpha_public, PUBLIC_ANSWER), (alpha_private, SECRET_ANSWER)):
+        TurnAnswer.objects.create(
+            run=run, session_id="s1", interaction_id="i1", turn_idx=0, response=text
+        )
+    return {
+        "alice": make_user("alice", team=teams["alpha"]),
+        "bob": make_user("bob", team=teams["beta"]),
+        "alpha_public": alpha_public,
+        "alpha_private": alpha_private,
+        "beta_run": beta_run,
+    }
+
+
+def run_url(run, name="run"):
+    return reverse(f"leaderboard:{name}", args=[run.pk])
+
+
+def test_a_participant_sees_only_the_own_teams_submissions(client, world):
+    client.force_login(world["alice"])
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "alpha-m" in page and "beta-m" not in page
+
+
+@pytest.mark.parametrize("name", ["run", "run-progress"])
+def test_another_teams_runs_do_not_exist_for_a_participant(client, world, name):
+    client.force_login(world["bob"])
+    assert client.get(run_url(world["alpha_public"], name)).status_code == 404
+    assert client.get(run_url(world["beta_run"], name)).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["run", "run-progress"])
+def test_anonymous_users_are_sent_to_sign_in(client, world, name):
+    response = client.get(run_url(world["alpha_public"], name))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_per_turn_answers_only_off_the_private_test(client, world):
+    client.force_login(world["alice"])
+    public_page = client.get(run_url(world["alpha_public"])).content.decode()
+    assert PUBLIC_ANSWER in public_page
+    private_page = client.get(run_url(world["alpha_private"])).content.decode()
+    assert SECRET_ANSWER not in private_page
+    assert "never shown" in private_page
+    assert "node gpu-7" not in private_page, "operator detail is for organisers only"
+
+
+def test_organisers_see_private_turns_and_operator_detail(client, world, make_user, challenge):
+    organiser = make_user()
+    challenge.organisers.add(organiser)
+    client.force_login(organiser)
+    page = client.get(run_url(world["alpha_private"])).content.decode()
+    assert SECRET_ANSWER in page and "node gpu-7" in page
+
+
+def test_live_progress_endpoint(client, world):
+    client.force_login(world["alice"])
+    progress = client.get(run_url(world["alpha_private"], "run-progress")).json()
+    assert progress == {
+        "id": world["alpha_private"].pk,
+        "state": "running",
+        "turns_done": 3,
+        "turns_total": 10,
+        "progress": 0.3,
+        "failure_reason": "",
+        "attempt": 0,
+        "finished": False,
+    }
+
+
+def _all_patterns(resolver=None, prefix=""):
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            yield from _all_patterns(entry, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern), entry.callback
+
+
+def test_no_url_serves_stored_files(world, splits, tmp_path, make_user):
+    client = Client(raise_request_exception=False)
+    split = import_split_dir(
+        splits["private-test"].task, "private-test", write_small_split(tmp_path / "split")
+    )
+    bundle = split.bundle.name
+    assert split.bundle.storage.exists(bundle)
+    patterns = list(_all_patterns())
+    assert not [p for p, _ in patterns if "media" in p]
+    assert django.views.static.serve not in [view for _, view in patterns]
+    staff = make_user(staff=True)
+    for user in (None, world["alice"], staff):
+        if user:
+            client.force_login(user)
+        for path in (f"/media/{bundle}", f"/{bundle}", f"/static/../media/{bundle}"):
+            assert client.get(path).status_code in (400, 404), path
+        for page in (
+            reverse("api:split-list"),
+            reverse("api:split-detail", args=[split.pk]),
+            reverse("leaderboard:challenge", args=["crag-mm-2026"]),
+        ):
+            body = client.get(page).content.decode()
+            assert bundle not in body and split.sha256 not in body
+
+
+def test_api_hides_other_teams_runs_and_submissions(client, world):
+    client.force_login(world["bob"])
+    runs = client.get(reverse("api:run-list")).json()["results"]
+    assert {r["id"] for r in runs} == {world["beta_run"].pk}
+    assert client.get(reverse("api:run-detail", args=[world["alpha_public"].pk])).status_code == 404
+    submissions = client.get(reverse("api:submission-list")).json()["results"]
+    assert [s["id"] for s in submissions] == [world["beta_run"].submission_id]
+    assert Submission.objects.count() == 2

@@ -1,0 +1,116 @@
+"""The heartbeat reaper, sending its re-queued tasks through the real Redis broker."""
+
+import base64
+import json
+from datetime import timedelta
+
+import pytest
+import redis
+from django.utils import timezone
+
+from leaderboard.models import EvaluationRun, Submission
+from leaderboard.tasks import STAGE_TASKS, requeue_stale_runs
+from podium.celery import app
+
+State = EvaluationRun.State
+BROKER = "redis://127.0.0.1:6379/14"  # a database of its own, emptied around each test
+
+
+def _use_broker(url):
+    app.conf.broker_url = url
+    if app._pool is not None:  # connections made for the previous URL
+        app._pool.force_close_all()
+        app._pool = None
+
+
+@pytest.fixture
+def broker():
+    """The Redis database the app publishes to in these tests."""
+    previous = app.conf.broker_url
+    _use_broker(BROKER)
+    client = redis.Redis.from_url(BROKER)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    _use_broker(previous)
+
+
+def sent(client, queue):
+    """(task name, kwargs) of every message waiting on ``queue`` (a Redis list, oldest last)."""
+    messages = []
+    for raw in reversed(client.lrange(queue, 0, -1)):
+        message = json.loads(raw)
+        _args, kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+        messages.append((message["headers"]["task"], kwargs))
+    return messages
+
+
+@pytest.fixture
+def make_run(teams, splits):
+    def make(state, silent_for_s, attempt=0):
+        submission = Submission.objects.create(
+            team=teams["alpha"],
+            challenge=splits["public-test"].task.challenge,
+            artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
+            method_name="m",
+        )
+        run = EvaluationRun.objects.create(
+            submission=submission,
+            task=splits["public-test"].task,
+            split=splits["public-test"],
+            attempt=attempt,
+        )
+        path = [State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING]
+        for step in path[: path.index(state) + 1]:
+            run.move_to(step, worker_id="worker-1")
+        EvaluationRun.objects.filter(pk=run.pk).update(
+            heartbeat_at=timezone.now() - timedelta(seconds=silent_for_s)
+        )
+        return run
+
+    return make
+
+
+def test_silent_runs_go_back_to_their_stage_queue(
+    broker, make_run, settings, django_capture_on_commit_callbacks
+):
+    settings.PODIUM_HEARTBEAT_TIMEOUT_S = 60
+    running = make_run(State.RUNNING, silent_for_s=600)
+    judging = make_run(State.JUDGING, silent_for_s=600)
+    alive = make_run(State.RUNNING, silent_for_s=5)
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = requeue_stale_runs()
+    assert sorted(outcome["requeued"]) == sorted([running.pk, judging.pk])
+    running.refresh_from_db()
+    assert (running.state, running.stage, running.attempt, running.worker_id) == (
+        State.QUEUED,
+        State.RUNNING,
+        1,
+        "",
+    )
+    assert "no heartbeat from worker worker-1" in running.operator_detail
+    assert EvaluationRun.objects.get(pk=alive.pk).state == State.RUNNING
+    assert sent(broker, "gpu-l40s") == [(STAGE_TASKS[State.RUNNING], {"run_id": running.pk})]
+    assert sent(broker, "judge") == [(STAGE_TASKS[State.JUDGING], {"run_id": judging.pk})]
+
+
+def test_a_run_past_its_attempts_fails_and_refunds_the_quota(
+    broker, make_run, settings, django_capture_on_commit_callbacks
+):
+    settings.PODIUM_RUN_MAX_ATTEMPTS = 3
+    run = make_run(State.RUNNING, silent_for_s=10_000, attempt=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert requeue_stale_runs() == {"requeued": [], "failed": [run.pk]}
+    run.refresh_from_db()
+    assert run.state == State.FAILED
+    assert "lost the worker" in run.failure_reason and "quota" in run.failure_reason
+    assert "worker-1" not in run.failure_reason, "worker names are for operators"
+    assert run.submission.consumes_quota is False
+    assert sent(broker, "gpu-l40s") == []
+
+
+def test_beat_schedule_names_the_registered_reaper():
+    entry = app.conf.beat_schedule["reap-stale-runs"]
+    app.loader.import_default_modules()
+    assert entry["task"] in app.tasks
+    assert app.tasks[entry["task"]].name == "housekeeping.reap_stale_runs"

@@ -1,0 +1,112 @@
+"""Settings from the environment (in fresh processes) and the Celery app's routing."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from podium.celery import app, queue_for, route_task
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOW = (
+    "import django, json; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'storage': s.STORAGES['default'],"
+    " 'broker': s.CELERY_BROKER_URL, 'debug': s.DEBUG, 'hosts': s.ALLOWED_HOSTS,"
+    " 'judges': s.PODIUM_JUDGE_ENDPOINTS, 'gpu': s.PODIUM_GPU_CLASSES}, default=str))"
+)
+
+
+def settings_in_process(tmp_path, **env):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PODIUM_", "DATABASE_"))}
+    for name in ("REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"):
+        clean.pop(name, None)
+    clean.update(DJANGO_SETTINGS_MODULE="podium.settings", PODIUM_VAR_DIR=str(tmp_path), **env)
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done
+
+
+def test_nothing_configured_runs_on_embedded_defaults_and_says_so(tmp_path):
+    done = settings_in_process(tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["db"] == "django.db.backends.sqlite3"
+    assert shown["storage"]["BACKEND"].endswith("FileSystemStorage")
+    assert shown["storage"]["OPTIONS"]["location"] == str(tmp_path / "media")
+    assert (shown["broker"], shown["debug"]) == ("redis://127.0.0.1:6379/0", False)
+    assert "using embedded defaults" in done.stderr
+    for name in ("DATABASE_URL=sqlite", "REDIS_URL=", "PODIUM_S3_BUCKET=", "SECRET_KEY="):
+        assert name in done.stderr, name
+    key = (tmp_path / "secret_key").read_text()
+    assert len(key) > 40 and key not in done.stderr
+
+
+def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
+    done = settings_in_process(
+        tmp_path,
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/test",
+        REDIS_URL="redis://127.0.0.1:6379/3",
+        PODIUM_S3_BUCKET="podium-artifacts",
+        PODIUM_S3_ENDPOINT_URL="http://127.0.0.1:9000",
+        PODIUM_JUDGE_BASE_URL="http://127.0.0.1:8000/v1",
+        PODIUM_JUDGE_MODEL="llama-judge",
+        PODIUM_GPU_CLASSES="h100, l40s",
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["db"] == "django.db.backends.postgresql"
+    assert shown["storage"]["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert shown["storage"]["OPTIONS"]["bucket_name"] == "podium-artifacts"
+    assert shown["storage"]["OPTIONS"]["default_acl"] == "private"
+    assert shown["judges"]["default"]["model"] == "llama-judge"
+    assert shown["gpu"] == ["h100", "l40s"]
+    assert shown["broker"] == "redis://127.0.0.1:6379/3"
+    defaults = done.stderr.split("using embedded defaults:", 1)[1]
+    assert "DATABASE_URL" not in defaults and "PODIUM_S3_BUCKET" not in defaults
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PODIUM_HEARTBEAT_TIMEOUT_S": "soon"}, "PODIUM_HEARTBEAT_TIMEOUT_S='soon': expected an"),
+        ({"DEBUG": "maybe"}, "DEBUG='maybe': expected 1/0"),
+        ({"PODIUM_JUDGE_ENDPOINTS": "{not json"}, "PODIUM_JUDGE_ENDPOINTS is not valid JSON"),
+        ({"PODIUM_JUDGE_ENDPOINTS": '{"big": {"model": "x"}}'}, "must map names to"),
+    ],
+)
+def test_bad_settings_name_the_variable(tmp_path, env, message):
+    done = settings_in_process(tmp_path, **env)
+    assert done.returncode != 0
+    assert message in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "queue"),
+    [
+        ("build.prepare_run", {}, "build"),
+        ("gpu.run_agent", {}, "gpu-l40s"),
+        ("gpu.run_agent", {"gpu_class": "h100"}, "gpu-h100"),
+        ("judge.judge_run", {}, "judge"),
+        ("scores.aggregate_run", {}, "default"),
+        ("housekeeping.reap_stale_runs", {}, "default"),
+    ],
+)
+def test_tasks_are_routed_by_name_prefix(name, kwargs, queue):
+    assert queue_for(name, kwargs.get("gpu_class")) == queue
+    assert route_task(name, (), kwargs, {}) == {"queue": queue}
+
+
+def test_celery_reliability_settings():
+    conf = app.conf
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost
+    assert conf.worker_prefetch_multiplier == 1
+    assert {q.name for q in conf.task_queues} == {"build", "judge", "default", "gpu-l40s"}
