@@ -1,0 +1,131 @@
+"""Judges: ``make_judge("rules")`` (deterministic, offline) or ``make_judge("openai", ...)``.
+
+Options of the ``openai`` judge, each read from the environment when not passed:
+
+=================  ================================================  ===================
+option             environment variable                              default
+=================  ================================================  ===================
+base_url           PODIUM_JUDGE_BASE_URL, then OPENAI_BASE_URL       OpenAI's API
+model              PODIUM_JUDGE_MODEL                                (required)
+api_key            PODIUM_JUDGE_API_KEY, then OPENAI_API_KEY         "EMPTY" with a base_url
+revision           PODIUM_JUDGE_REVISION                             "unspecified"
+concurrency        PODIUM_JUDGE_CONCURRENCY                          16
+max_retries        PODIUM_JUDGE_MAX_RETRIES                          5
+attempt_timeout_s  PODIUM_JUDGE_ATTEMPT_TIMEOUT_S                    60
+total_timeout_s    PODIUM_JUDGE_TOTAL_TIMEOUT_S                      300
+structured         PODIUM_JUDGE_STRUCTURED (auto|vllm|openai|none)   auto
+seed               PODIUM_JUDGE_SEED                                 0
+=================  ================================================  ===================
+
+``revision`` names the model weights' revision (e.g. a Hugging Face commit) and is part of the
+judge id, hence of every recorded verdict and of the cache key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from evaluator.judges.base import Judge
+from evaluator.judges.cache import (
+    JudgmentCache,
+    MemoryCache,
+    SQLiteCache,
+    cache_key,
+    cache_keys,
+)
+from evaluator.judges.loop import JudgingStats, Judgments, judge_all, judge_all_async
+from evaluator.judges.rules import RulesJudge
+from evaluator.records import EvaluatorError
+
+__all__ = [
+    "JUDGE_NAMES",
+    "Judge",
+    "JudgingStats",
+    "JudgmentCache",
+    "Judgments",
+    "MemoryCache",
+    "OpenAIJudge",
+    "RulesJudge",
+    "SQLiteCache",
+    "cache_key",
+    "cache_keys",
+    "judge_all",
+    "judge_all_async",
+    "make_judge",
+]
+
+# option -> (environment variables, in order of preference; type)
+_OPENAI_OPTIONS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
+    "base_url": (("PODIUM_JUDGE_BASE_URL", "OPENAI_BASE_URL"), str),
+    "model": (("PODIUM_JUDGE_MODEL",), str),
+    "api_key": (("PODIUM_JUDGE_API_KEY", "OPENAI_API_KEY"), str),
+    "revision": (("PODIUM_JUDGE_REVISION",), str),
+    "concurrency": (("PODIUM_JUDGE_CONCURRENCY",), int),
+    "max_retries": (("PODIUM_JUDGE_MAX_RETRIES",), int),
+    "attempt_timeout_s": (("PODIUM_JUDGE_ATTEMPT_TIMEOUT_S",), float),
+    "total_timeout_s": (("PODIUM_JUDGE_TOTAL_TIMEOUT_S",), float),
+    "structured": (("PODIUM_JUDGE_STRUCTURED",), str),
+    "seed": (("PODIUM_JUDGE_SEED",), int),
+}
+
+
+def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - set(_OPENAI_OPTIONS))
+    if unknown:
+        raise EvaluatorError(
+            f"openai judge: unknown option(s) {unknown}; known: {list(_OPENAI_OPTIONS)}"
+        )
+    resolved: dict[str, Any] = {}
+    for name, (variables, kind) in _OPENAI_OPTIONS.items():
+        if options.get(name) is not None:
+            resolved[name] = options[name]
+            continue
+        for variable in variables:
+            text = os.environ.get(variable)
+            if text:
+                try:
+                    resolved[name] = kind(text)
+                except ValueError:
+                    raise EvaluatorError(
+                        f"openai judge: environment variable {variable}={text!r}:"
+                        f" not a valid {kind.__name__}"
+                    ) from None
+                break
+    if not resolved.get("model"):
+        raise EvaluatorError("openai judge: no model: pass model= or set PODIUM_JUDGE_MODEL")
+    if not resolved.get("api_key"):
+        if not resolved.get("base_url"):
+            raise EvaluatorError(
+                "openai judge: no API key for OpenAI's API: set PODIUM_JUDGE_API_KEY or"
+                " OPENAI_API_KEY, or point PODIUM_JUDGE_BASE_URL at a local server"
+            )
+        resolved["api_key"] = "EMPTY"  # local vLLM servers accept any key
+    resolved.setdefault("base_url", None)
+    return resolved
+
+
+def make_judge(name: str, **options: Any) -> Judge:
+    """Build the judge called ``name`` ("rules" or "openai")."""
+    if name == "rules":
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise EvaluatorError(f"rules judge: takes no options, got {given}")
+        return RulesJudge()
+    if name == "openai":
+        return __getattr__("OpenAIJudge")(**_openai_options(options))
+    raise EvaluatorError(f"unknown judge {name!r}: choose one of {JUDGE_NAMES}")
+
+
+JUDGE_NAMES: tuple[str, ...] = ("rules", "openai")
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIJudge is imported on first use: the openai client takes over a second to import,
+    # which the rules judge (and everything else here) does not need.
+    if name == "OpenAIJudge":
+        from evaluator.judges.openai_judge import OpenAIJudge
+
+        return OpenAIJudge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

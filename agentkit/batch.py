@@ -1,0 +1,152 @@
+"""Reading a ``POST /batch`` body into turns the agent can be called with.
+
+Every field is checked; a bad one raises :class:`BadRequest` naming it (``turns[2].query: ...``).
+Images are opened lazily: ``PIL.Image.open`` reads only the header, so an agent that never looks
+at the pixels never pays for decoding them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from agentkit.protocol import MAX_BATCH_SIZE
+from agentkit.search import SOURCE_BYTES_ATTR
+
+ROLES = ("user", "assistant")
+
+
+class BadRequest(ValueError):
+    """The request body breaks the protocol; the message names the field."""
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    session_id: str
+    interaction_id: str
+    turn_idx: int
+    query: str
+    image: Image.Image | None
+    message_history: list[dict[str, str]]
+    rag_context: str | None
+    domain: str | None
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    batch_id: str | int
+    deadline_s: float | None
+    turns: list[TurnRequest]
+
+
+def parse_batch(body: bytes) -> BatchRequest:
+    """Parse and check a ``/batch`` body. Raises :class:`BadRequest`."""
+    try:
+        data = json.loads(body)
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"body is not UTF-8: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"body must be a JSON object, got {_kind(data)}")
+    batch_id = data.get("batch_id")
+    if isinstance(batch_id, bool) or not isinstance(batch_id, str | int):
+        raise BadRequest(f"batch_id must be a string or an integer, got {_kind(batch_id)}")
+    deadline_s = data.get("deadline_s")
+    if deadline_s is not None and (
+        isinstance(deadline_s, bool)
+        or not isinstance(deadline_s, int | float)
+        or not math.isfinite(deadline_s)
+        or deadline_s <= 0
+    ):
+        raise BadRequest(f"deadline_s must be a positive number or null, got {deadline_s!r}")
+    turns = data.get("turns")
+    if not isinstance(turns, list) or not turns:
+        raise BadRequest(f"turns must be a non-empty list, got {_kind(turns)}")
+    if len(turns) > MAX_BATCH_SIZE:
+        raise BadRequest(f"turns holds {len(turns)} turns, more than {MAX_BATCH_SIZE}")
+    return BatchRequest(
+        batch_id=batch_id,
+        deadline_s=None if deadline_s is None else float(deadline_s),
+        turns=[_parse_turn(turn, f"turns[{i}]") for i, turn in enumerate(turns)],
+    )
+
+
+def open_image(data: bytes) -> Image.Image:
+    """Open encoded image bytes without decoding the pixels.
+
+    The bytes stay attached so the search client can send them as they are while the image is
+    still undecoded (hence unmodified).
+    """
+    image = Image.open(io.BytesIO(data))
+    setattr(image, SOURCE_BYTES_ATTR, data)
+    return image
+
+
+def _parse_turn(turn: Any, where: str) -> TurnRequest:
+    if not isinstance(turn, dict):
+        raise BadRequest(f"{where} must be an object, got {_kind(turn)}")
+    turn_idx = turn.get("turn_idx")
+    if isinstance(turn_idx, bool) or not isinstance(turn_idx, int) or turn_idx < 0:
+        raise BadRequest(f"{where}.turn_idx must be a non-negative integer, got {turn_idx!r}")
+    return TurnRequest(
+        session_id=_string(turn, "session_id", where),
+        interaction_id=_string(turn, "interaction_id", where),
+        turn_idx=turn_idx,
+        query=_string(turn, "query", where),
+        image=_image(turn.get("image_b64"), f"{where}.image_b64"),
+        message_history=_history(turn.get("message_history", []), f"{where}.message_history"),
+        rag_context=_string(turn, "rag_context", where, optional=True),
+        domain=_string(turn, "domain", where, optional=True),
+    )
+
+
+def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
+    value = obj.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        expected = "a string or null" if optional else "a string"
+        raise BadRequest(f"{where}.{key} must be {expected}, got {_kind(value)}")
+    return value
+
+
+def _image(value: Any, where: str) -> Image.Image | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{where} must be a base64 string or null, got {_kind(value)}")
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest(f"{where} is not valid base64: {exc}") from None
+    try:
+        return open_image(data)
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
+        raise BadRequest(f"{where} is not an image Pillow can read: {exc}") from None
+
+
+def _history(value: Any, where: str) -> list[dict[str, str]]:
+    if not isinstance(value, list):
+        raise BadRequest(f"{where} must be a list, got {_kind(value)}")
+    history = []
+    for i, message in enumerate(value):
+        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+            raise BadRequest(f"{where}[{i}] must be an object with exactly 'role' and 'content'")
+        if message["role"] not in ROLES:
+            raise BadRequest(f"{where}[{i}].role must be one of {ROLES}, got {message['role']!r}")
+        if not isinstance(message["content"], str):
+            raise BadRequest(f"{where}[{i}].content must be a string")
+        history.append({"role": message["role"], "content": message["content"]})
+    return history
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

@@ -1,0 +1,142 @@
+"""The agent's life in the container: loading, then answering batches one at a time.
+
+Both loading and every ``batch_generate_response`` call run on the process's main thread, as in
+the official evaluators (libraries that install signal handlers, such as some model servers,
+need it); the HTTP server hands batches over from its own threads.
+"""
+
+from __future__ import annotations
+
+import platform
+import queue
+import threading
+import time
+import traceback
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import PIL
+
+from agentkit import __version__, deadline
+from agentkit.adapters import AgentLoadError, LoadedAgent, load_agent
+from agentkit.batch import BatchRequest
+from agentkit.protocol import PROTOCOL_VERSION
+
+LOADING = "loading"
+READY = "ready"
+FAILED = "failed"
+
+
+class NotReady(Exception):
+    """The agent is still loading, or failed to load; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Busy(Exception):
+    """A batch is already being answered."""
+
+
+@dataclass
+class _Job:
+    batch: BatchRequest
+    deadline_at: float | None
+    future: Future
+
+
+class AgentHost:
+    """Loads ``spec`` (``module:Class``) and runs its batches on the calling (main) thread."""
+
+    def __init__(
+        self, spec: str | None, task: str | None = None, search_socket: str | None = None
+    ) -> None:
+        self.spec = spec
+        self.task = task
+        self.search_socket = search_socket
+        self.state = LOADING
+        self.error: str | None = None
+        self.error_traceback: str | None = None
+        self.agent: LoadedAgent | None = None
+        self.load_s: float | None = None
+        self._started = time.monotonic()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._busy = threading.Lock()
+        self._current: BatchRequest | None = None
+
+    def load(self) -> None:
+        """Import and construct the agent; a failure is kept for ``/ready``, never raised."""
+        try:
+            if not self.spec:
+                raise AgentLoadError(
+                    "no agent given: set PODIUM_AGENT=module:Class (ENV in the Dockerfile)"
+                )
+            self.agent = load_agent(self.spec, self.task, self.search_socket)
+        except (Exception, SystemExit) as exc:  # sys.exit() in the participant's code too
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.error_traceback = traceback.format_exc()
+            self.state = FAILED
+            print(f"agentkit: the agent failed to load:\n{self.error_traceback}", flush=True)
+        else:
+            self.state = READY
+        finally:
+            self.load_s = round(time.monotonic() - self._started, 3)
+
+    def readiness(self) -> tuple[int, dict]:
+        """The ``/ready`` answer: (HTTP status, JSON body)."""
+        if self.state == LOADING:
+            return 503, {"ready": False, "loading_s": round(time.monotonic() - self._started, 3)}
+        if self.state == FAILED or self.agent is None:
+            return 500, {"ready": False, "error": self.error, "traceback": self.error_traceback}
+        return 200, {
+            "ready": True,
+            "batch_size": self.agent.batch_size,
+            "kit": self.agent.kit,
+            "agent": self.agent.spec,
+            "load_s": self.load_s,
+            "agentkit_version": __version__,
+            "protocol_version": PROTOCOL_VERSION,
+            "python_version": platform.python_version(),
+            "pillow_version": PIL.__version__,
+        }
+
+    def submit(self, batch: BatchRequest, deadline_at: float | None) -> Future:
+        """Queue ``batch`` for the main thread. Raises :class:`NotReady` or :class:`Busy`."""
+        if self.state == LOADING:
+            raise NotReady(503, "the agent is still loading")
+        if self.state == FAILED:
+            raise NotReady(500, f"the agent failed to load: {self.error}")
+        if not self._busy.acquire(blocking=False):
+            current = self._current
+            raise Busy(
+                f"batch {current.batch_id if current else '?'} is still being answered; "
+                "send one batch at a time"
+            )
+        self._current = batch
+        future: Future = Future()
+        self._jobs.put(_Job(batch, deadline_at, future))
+        return future
+
+    def serve_batches(self) -> None:
+        """Answer queued batches forever (call on the main thread after :meth:`load`)."""
+        while True:
+            self._answer(self._jobs.get())
+
+    def _answer(self, job: _Job) -> None:
+        assert self.agent is not None  # submit() only queues once loaded
+        deadline.start_batch(job.deadline_at)
+        try:
+            responses = self.agent.answer(job.batch)
+        except Exception as exc:
+            outcome: list[str] | BaseException = exc
+        else:
+            outcome = responses
+        finally:
+            deadline.end_batch()
+            self._current = None
+            self._busy.release()
+        if isinstance(outcome, BaseException):
+            job.future.set_exception(outcome)
+        else:
+            job.future.set_result(outcome)

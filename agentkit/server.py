@@ -1,0 +1,182 @@
+"""Podium's agent protocol served over a Unix socket: ``GET /ready`` and ``POST /batch``.
+
+The server listens at once; the agent loads on the main thread meanwhile (``/ready`` answers
+503 until it is loaded, 500 with the error if loading failed). Every request is answered with
+JSON, whatever it holds: bad requests get 400 with a message naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socketserver
+import stat
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from agentkit import __version__
+from agentkit.adapters import AgentProtocolError
+from agentkit.batch import BadRequest, parse_batch
+from agentkit.host import AgentHost, Busy, NotReady
+from agentkit.protocol import AGENT_SOCKET, BATCH_PATH, READY_PATH, SEARCH_SOCKET
+
+MAX_BODY_BYTES = 256 * 1024 * 1024  # 16 turns of large base64 images fit easily
+AGENT_SOCKET_NAME = os.path.basename(AGENT_SOCKET)
+
+
+class AgentServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, socket_path: str, host: AgentHost) -> None:
+        self.host = host
+        _remove_stale_socket(socket_path)
+        super().__init__(socket_path, _Handler)
+        os.chmod(socket_path, 0o666)  # the runner may run as another user; the directory guards it
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = f"agentkit/{__version__}"
+    server: AgentServer
+
+    def do_GET(self) -> None:
+        self._guarded(self._get)
+
+    def do_POST(self) -> None:
+        self._guarded(self._post)
+
+    def _get(self) -> None:
+        if self.path != READY_PATH:
+            self._reply(404, {"error": f"no such path {self.path!r}; GET {READY_PATH}"})
+            return
+        status, body = self.server.host.readiness()
+        self._reply(status, body)
+
+    def _post(self) -> None:
+        if self.path != BATCH_PATH:
+            self._reply(404, {"error": f"no such path {self.path!r}; POST {BATCH_PATH}"})
+            return
+        received = time.monotonic()
+        try:
+            batch = parse_batch(self._read_body())
+        except BadRequest as exc:
+            self._reply(400, {"error": str(exc)})
+            return
+        deadline_at = None if batch.deadline_s is None else received + batch.deadline_s
+        try:
+            future = self.server.host.submit(batch, deadline_at)
+        except NotReady as exc:
+            self._reply(exc.status, {"error": str(exc)})
+            return
+        except Busy as exc:
+            self._reply(409, {"error": str(exc)})
+            return
+        try:
+            responses = future.result()
+        except AgentProtocolError as exc:
+            self._reply(500, {"error": f"protocol error: {exc}"})
+        except Exception as exc:
+            trace = "".join(traceback.format_exception(exc))
+            print(f"agentkit: batch {batch.batch_id!r} failed:\n{trace}", file=sys.stderr)
+            self._reply(
+                500, {"error": f"the agent raised {type(exc).__name__}: {exc}", "traceback": trace}
+            )
+        else:
+            elapsed = round(time.monotonic() - received, 6)
+            self._reply(
+                200, {"batch_id": batch.batch_id, "responses": responses, "elapsed_s": elapsed}
+            )
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.close_connection = True
+            raise BadRequest("chunked bodies are not supported: send Content-Length")
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            self.close_connection = True
+            raise BadRequest("Content-Length header required")
+        try:
+            length = int(length_header)
+        except ValueError:
+            self.close_connection = True
+            raise BadRequest(f"Content-Length is not a whole number: {length_header!r}") from None
+        if length < 0 or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise BadRequest(f"Content-Length {length} outside 0..{MAX_BODY_BYTES} bytes")
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.close_connection = True
+            raise BadRequest(f"body ended after {len(body)} of {length} bytes")
+        return body
+
+    def _guarded(self, handle: Any) -> None:
+        """Answer 500 rather than drop the connection if agentkit itself fails."""
+        try:
+            handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:
+            traceback.print_exc()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._reply(500, {"error": f"agentkit failed: {type(exc).__name__}: {exc}"})
+
+    def _reply(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def address_string(self) -> str:
+        return AGENT_SOCKET_NAME
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        if isinstance(code, int) and code >= 400:
+            super().log_request(code, size)
+
+
+def _remove_stale_socket(path: str) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise FileExistsError(f"{path} exists and is not a socket")
+    os.unlink(path)
+
+
+def serve(agent_spec: str | None, socket_dir: str, task: str | None = None) -> None:
+    """Listen on ``socket_dir/agent.sock``, load the agent, answer batches until terminated.
+
+    The agent's search client talks to ``socket_dir/search.sock``.
+    """
+    search_socket = os.path.join(socket_dir, os.path.basename(SEARCH_SOCKET))
+    host = AgentHost(agent_spec, task, search_socket)
+    socket_path = os.path.join(socket_dir, AGENT_SOCKET_NAME)
+    server = AgentServer(socket_path, host)
+    thread = threading.Thread(target=server.serve_forever, name="agentkit-http", daemon=True)
+    thread.start()
+    print(f"agentkit {__version__}: listening on {socket_path}, loading {agent_spec}", flush=True)
+    try:
+        host.load()
+        if host.agent is not None:
+            agent = host.agent
+            print(
+                f"agentkit: {agent.spec} loaded in {host.load_s} s "
+                f"(kit {agent.kit}, batch size {agent.batch_size})",
+                flush=True,
+            )
+        host.serve_batches()
+    finally:
+        server.shutdown()
+        server.server_close()
+        _remove_stale_socket(socket_path)

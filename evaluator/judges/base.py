@@ -1,0 +1,48 @@
+"""The judge contract: one async call per turn, a verdict that never raises for model trouble."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from evaluator.records import JudgeRequest, Judgment, Verdict
+
+
+class Judge(abc.ABC):
+    """Decides whether an answer is CORRECT or HALLUCINATED against the ground truth.
+
+    A judge that cannot decide (server down, time-out, off-menu answer) returns an UNJUDGED
+    judgment with ``error`` set; it never raises for model trouble and never guesses "wrong".
+    """
+
+    judge_id: str  # "rules@<version>" or "openai:<model>@<revision>"
+    prompt_version: str
+    prompt_hash: str
+    concurrency: int = 1  # how many requests the judge works on at once
+
+    @abc.abstractmethod
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        """Grade one turn."""
+
+    def verdict_settings(self) -> dict[str, Any]:
+        """Settings beyond judge_id and the prompt that change a verdict (part of the cache key)."""
+        return {}
+
+    async def aclose(self) -> None:  # noqa: B027 - judges without resources need no cleanup
+        """Release network clients and other resources."""
+
+    def judgment(
+        self, verdict: Verdict, *, error: str | None = None, raw: str | None = None
+    ) -> Judgment:
+        """A judgment stamped with this judge's identity and prompt."""
+        return Judgment(
+            verdict=verdict,
+            judge_id=self.judge_id,
+            prompt_version=self.prompt_version,
+            prompt_hash=self.prompt_hash,
+            error=error,
+            raw=raw,
+        )
+
+    def unjudged(self, error: str, raw: str | None = None) -> Judgment:
+        return self.judgment(Verdict.UNJUDGED, error=error, raw=raw)

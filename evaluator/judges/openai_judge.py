@@ -1,0 +1,201 @@
+"""A judge behind any OpenAI-compatible chat-completions endpoint (vLLM, OpenAI, ...).
+
+Retries: the openai client's own, exponential backoff with jitter, on retryable failures only
+(connection errors, time-outs, 408/409/429 and 5xx; never 400/401/403/404/422), honouring
+``Retry-After``. Each attempt is bounded by ``attempt_timeout_s`` and the whole request,
+retries included, by ``total_timeout_s``. When they are exhausted the turn is UNJUDGED.
+
+Structured output (``structured``):
+
+- ``vllm``: ``{"structured_outputs": {"choice": ["CORRECT", "WRONG"]}}``, current vLLM's field
+  (the older ``guided_choice`` was removed in vLLM 0.12);
+- ``openai``: ``response_format`` with a JSON schema whose ``verdict`` is one of the two words
+  (OpenAI, and vLLM too);
+- ``auto``: ``openai``'s form, falling back to plain text for the rest of this judge's life
+  the first time the server rejects it (400/422);
+- ``none``: plain text.
+
+Whatever the mode, the reply is read by :func:`parse_verdict`, so a server that ignores the
+structured-output field still works: the prompt asks for one word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any, Literal
+
+import openai
+
+from evaluator.judges.base import Judge
+from evaluator.judges.prompt import PROMPT_HASH, PROMPT_VERSION, VERDICT_WORDS, render_messages
+from evaluator.records import EvaluatorError, JudgeRequest, Judgment
+
+log = logging.getLogger(__name__)
+
+StructuredMode = Literal["auto", "vllm", "openai", "none"]
+STRUCTURED_MODES: tuple[str, ...] = ("auto", "vllm", "openai", "none")
+
+# The verdict as a JSON schema (OpenAI's response_format and vLLM both accept it).
+VERDICT_SCHEMA: dict[str, Any] = {
+    "name": "verdict",
+    "strict": True,
+    "schema": {
+        "type": "object",
+        "properties": {"verdict": {"type": "string", "enum": list(VERDICT_WORDS)}},
+        "required": ["verdict"],
+        "additionalProperties": False,
+    },
+}
+
+_VERDICT_RE = re.compile(r"\b(" + "|".join(VERDICT_WORDS) + r")\b")
+
+
+def parse_verdict(text: str) -> str | None:
+    """The verdict word in a judge's reply, or None when it offers none of ours.
+
+    A JSON object's ``verdict`` field is read when the reply is JSON; otherwise a reply that
+    is exactly one verdict word (any case) counts, else the LAST upper-case verdict word wins,
+    so that prose quoting the answer ("it says CORRECT but is WRONG") ends on the decision.
+    """
+    stripped = text.strip()
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        value = data.get("verdict")
+        return value.upper() if isinstance(value, str) and value.upper() in VERDICT_WORDS else None
+    bare = stripped.strip(" .!\"'`*").upper()
+    if bare in VERDICT_WORDS:
+        return bare
+    found = _VERDICT_RE.findall(stripped)
+    return found[-1] if found else None
+
+
+def reply_text(reply: object) -> str:
+    """The message text of a chat-completion reply; ValueError naming what is malformed."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError(f"malformed reply: field choices: {str(reply)[:200]!r}")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"malformed reply: field choices[0].message.content: {content!r:.200}")
+    return content or ""
+
+
+class OpenAIJudge(Judge):
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        model: str,
+        api_key: str,
+        revision: str = "unspecified",
+        concurrency: int = 16,
+        max_retries: int = 5,
+        attempt_timeout_s: float = 60.0,
+        total_timeout_s: float = 300.0,
+        structured: StructuredMode = "auto",
+        seed: int = 0,
+    ) -> None:
+        if structured not in STRUCTURED_MODES:
+            raise EvaluatorError(
+                f"openai judge: option structured: {structured!r} is not one of {STRUCTURED_MODES}"
+            )
+        for name, value in (
+            ("concurrency", concurrency),
+            ("attempt_timeout_s", attempt_timeout_s),
+            ("total_timeout_s", total_timeout_s),
+        ):
+            if value <= 0:
+                raise EvaluatorError(f"openai judge: option {name}: must be > 0, got {value}")
+        if max_retries < 0:
+            raise EvaluatorError(
+                f"openai judge: option max_retries: must be >= 0, got {max_retries}"
+            )
+        self.judge_id = f"openai:{model}@{revision}"
+        self.prompt_version = PROMPT_VERSION
+        self.prompt_hash = PROMPT_HASH
+        self.model = model
+        self.seed = seed
+        self.concurrency = concurrency
+        self.structured: StructuredMode = structured
+        self.total_timeout_s = total_timeout_s
+        self._client_options = dict(
+            base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=attempt_timeout_s
+        )
+        # The client and semaphore belong to one event loop; made again for a new loop.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: openai.AsyncOpenAI | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def verdict_settings(self) -> dict[str, Any]:
+        return {"temperature": 0, "seed": self.seed}
+
+    async def _bind_loop(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._semaphore is None:
+            # A client left by an earlier loop cannot be closed from this one; judge_all and
+            # other owners of a loop call aclose() before their loop ends.
+            self._client = openai.AsyncOpenAI(**self._client_options)
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        return self._client, self._semaphore
+
+    def _body(self, request: JudgeRequest, mode: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": render_messages(request),
+            "temperature": 0,
+            "seed": self.seed,
+        }
+        if mode == "vllm":
+            body["structured_outputs"] = {"choice": list(VERDICT_WORDS)}
+        elif mode in ("openai", "auto"):
+            body["response_format"] = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+        return body
+
+    async def _complete(self, client: openai.AsyncOpenAI, request: JudgeRequest) -> str:
+        mode = self.structured
+        try:
+            # The client's plain POST (its documented way to send fields it does not type, such
+            # as vLLM's) keeps its retries and time-outs and skips the typed-parameter transform
+            # and the typed reply, which together measured as over half of its CPU per turn.
+            reply = await client.post(
+                "/chat/completions", body=self._body(request, mode), cast_to=object
+            )
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if mode != "auto":
+                raise
+            if self.structured == "auto":
+                log.warning("%s: structured output rejected (%s); using text", self.judge_id, exc)
+                self.structured = "none"
+            return await self._complete(client, request)
+        return reply_text(reply)
+
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        client, semaphore = await self._bind_loop()
+        async with semaphore:
+            try:
+                async with asyncio.timeout(self.total_timeout_s):
+                    raw = await self._complete(client, request)
+            except TimeoutError:
+                return self.unjudged(f"no verdict within total_timeout_s={self.total_timeout_s}")
+            except openai.APIStatusError as exc:
+                return self.unjudged(f"HTTP {exc.status_code}: {exc.message}")
+            except (openai.OpenAIError, ValueError) as exc:
+                return self.unjudged(f"{type(exc).__name__}: {exc}")
+        word = parse_verdict(raw)
+        if word is None:
+            return self.unjudged("off-menu reply: no CORRECT or WRONG verdict", raw=raw)
+        return self.judgment(VERDICT_WORDS[word], raw=raw)
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+        self._loop = None

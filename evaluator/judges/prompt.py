@@ -1,0 +1,47 @@
+"""Podium's CRAG-MM judge prompt: versioned, hashed, with the agent's answer quoted.
+
+The rule list follows the CRAG-MM paper's grading rules; the worked examples are Podium's own.
+The agent's answer is untrusted: it is placed between ``<answer>`` tags with ``<``, ``>`` and
+``&`` escaped, so it can neither close the block nor plant a verdict outside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from importlib import resources
+
+from evaluator.records import JudgeRequest, Verdict
+
+PROMPT_VERSION = "crag-mm-judge-v1"
+
+# The verdict words offered to the model, and what each means.
+VERDICT_WORDS: dict[str, Verdict] = {"CORRECT": Verdict.CORRECT, "WRONG": Verdict.HALLUCINATED}
+
+SYSTEM_PROMPT: str = (
+    resources.files("evaluator.judges").joinpath("prompts/crag_mm_v1.md").read_text("utf-8")
+)
+
+USER_TEMPLATE = (
+    "<question>{query}</question>\n"
+    "<ground_truth>{ground_truth}</ground_truth>\n"
+    "<answer>{response}</answer>\n"
+    "Is the answer CORRECT or WRONG?"
+)
+
+PROMPT_HASH: str = hashlib.sha256(f"{SYSTEM_PROMPT}\x00{USER_TEMPLATE}".encode()).hexdigest()
+
+
+def quote(text: str) -> str:
+    """Escape a field so that no tag or delimiter inside it is taken as the prompt's own."""
+    return html.escape(text, quote=False)
+
+
+def render_messages(request: JudgeRequest) -> list[dict[str, str]]:
+    """The chat messages for one turn."""
+    user = USER_TEMPLATE.format(
+        query=quote(request.query),
+        ground_truth=quote(request.ground_truth),
+        response=quote(request.response),
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

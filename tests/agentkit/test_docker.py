@@ -1,0 +1,179 @@
+"""The base image and the example agents, run for real in Docker with no network at all."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+from docker.models.containers import Container
+
+from tests.agentkit.conftest import REPO, batch, jpeg_bytes, request, turn
+
+pytestmark = pytest.mark.docker
+
+BASE_IMAGE = "podium/agent-base:py3.11"
+AGENT_UID = 10001
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    client = docker.from_env()
+    result = subprocess.run(
+        ["bash", str(REPO / "deploy/agent-base/build.sh")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    yield client
+    client.close()
+
+
+def build_example(client: docker.DockerClient, name: str) -> str:
+    tag = f"podium-test/example-{name}"
+    client.images.build(path=str(REPO / "examples/agents" / name), tag=tag, rm=True)
+    return tag
+
+
+@pytest.fixture
+def run_agent(client, tmp_path) -> Iterator:
+    """Start an image sandboxed as Podium runs it; the socket directory is a host folder."""
+    containers = []
+
+    def run(image: str, task: str) -> tuple[Path, Container]:
+        socket_dir = tmp_path / f"sock{len(containers)}"
+        socket_dir.mkdir()
+        socket_dir.chmod(0o777)
+        container = client.containers.run(
+            image,
+            detach=True,
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "size=16m"},
+            cap_drop=["ALL"],
+            user=f"{AGENT_UID}:{AGENT_UID}",
+            environment={"PODIUM_TASK": task},
+            volumes={str(socket_dir): {"bind": "/podium/sock", "mode": "rw"}},
+        )
+        containers.append(container)
+        deadline = time.monotonic() + 30
+        while True:
+            if (socket_dir / "agent.sock").exists():
+                status, body = request(socket_dir / "agent.sock", "GET", "/ready")
+                if status != 503:
+                    assert status == 200, body
+                    return socket_dir, container
+            container.reload()
+            assert container.status != "exited", container.logs().decode()
+            assert time.monotonic() < deadline, container.logs().decode()
+            time.sleep(0.05)
+
+    yield run
+    for container in containers:
+        container.remove(force=True)
+
+
+def test_base_image_is_labelled_and_rebuilds_only_when_agentkit_changes(client):
+    labels = client.images.get(BASE_IMAGE).labels
+    assert labels["org.podium.agentkit.version"]
+    assert len(labels["org.podium.agentkit.hash"]) == 16
+    result = subprocess.run(
+        ["bash", str(REPO / "deploy/agent-base/build.sh")], capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    assert "is up to date" in result.stderr
+
+
+def test_idk_agent_answers_through_the_socket_with_no_network(client, run_agent):
+    socket_dir, _ = run_agent(build_example(client, "idk"), "single-source-augmentation")
+    status, ready = request(socket_dir / "agent.sock", "GET", "/ready")
+    assert (ready["kit"], ready["batch_size"]) == ("A", 16)
+    assert ready["python_version"].startswith("3.11.")
+    body = batch(turn("What is this?", jpeg_bytes()), turn("And this?", None, interaction_id="i2"))
+    status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
+    assert (status, answer["responses"]) == (200, ["I don't know", "I don't know"])
+
+
+def test_rag_agent_searches_podiums_socket_from_inside_the_container(client, run_agent, stub):
+    image = build_example(client, "rag-kit-a")
+    socket_dir, _ = run_agent(image, "multi-source-augmentation")
+    server = stub("multi-source-augmentation", socket_dir / "search.sock")
+    photo = jpeg_bytes((120, 90))
+    body = batch(
+        turn("What is the brand of this vehicle?", photo),
+        turn("What car is this?", photo, interaction_id="i2"),
+        turn("What is the price of this vehicle?", photo, interaction_id="i3"),
+    )
+    status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
+    assert status == 200, answer
+    assert answer["responses"] == ["Ford", "Model T", "I don't know"]
+    image_searches = [body for path, body in server.requests if path == "/search/image"]
+    assert len(image_searches) == 3
+    assert base64.b64decode(image_searches[0]["image_b64"]) == photo  # sent undecoded
+    assert ("/search/web", {"query": "Model T price", "k": 10}) in server.requests
+
+
+OFFICIAL_BASE_AGENT = """
+from typing import Any, Dict, List
+
+from PIL import Image
+from cragmm_search.search import UnifiedSearchPipeline
+
+
+class BaseAgent:
+    def __init__(self, search_pipeline: UnifiedSearchPipeline):
+        self.search_pipeline = search_pipeline
+
+    def get_batch_size(self) -> int:
+        return 16
+
+    def batch_generate_response(
+        self,
+        queries: List[str],
+        images: List[Image.Image],
+        message_histories: List[List[Dict[str, Any]]],
+    ) -> List[str]:
+        raise NotImplementedError
+"""
+
+OFFICIAL_STYLE_AGENT = """
+from cragmm_search.search import UnifiedSearchPipeline
+
+from agents.base_agent import BaseAgent
+
+
+class MyAgent(BaseAgent):
+    def __init__(self, search_pipeline: UnifiedSearchPipeline):
+        super().__init__(search_pipeline)
+
+    def batch_generate_response(self, queries, images, message_histories):
+        is_pipeline = isinstance(self.search_pipeline, UnifiedSearchPipeline)
+        return [f"{is_pipeline} {image.size}" for image in images]
+"""
+
+
+def test_an_agent_written_for_the_challenge_kit_runs_unchanged(client, run_agent, tmp_path):
+    context = tmp_path / "context"
+    (context / "agents").mkdir(parents=True)
+    (context / "agents/__init__.py").write_text("")
+    (context / "agents/base_agent.py").write_text(OFFICIAL_BASE_AGENT)
+    (context / "agents/my_agent.py").write_text(OFFICIAL_STYLE_AGENT)
+    (context / "Dockerfile").write_text(
+        f"FROM {BASE_IMAGE}\nCOPY . /agent\nENV PODIUM_AGENT=agents.my_agent:MyAgent\n"
+    )
+    client.images.build(path=str(context), tag="podium-test/official-style", rm=True)
+    socket_dir, _ = run_agent("podium-test/official-style", "multi-source-augmentation")
+    body = batch(turn("What is this?", jpeg_bytes((30, 20))))
+    status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
+    assert (status, answer["responses"]) == (200, ["True (30, 20)"])
+
+
+def test_sigterm_stops_the_container_promptly(client, run_agent):
+    socket_dir, container = run_agent(build_example(client, "zero-work"), "multi-turn-qa")
+    started = time.monotonic()
+    container.stop(timeout=10)
+    assert time.monotonic() - started < 5
+    assert container.wait()["StatusCode"] == 143
+    assert not (socket_dir / "agent.sock").exists()

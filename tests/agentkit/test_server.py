@@ -1,0 +1,366 @@
+"""agentkit's server, run as ``python -m agentkit`` on the host with real Unix sockets."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+from tests.agentkit.conftest import batch, jpeg_bytes, turn
+
+KIT_A = """
+    from agentkit.search import SearchPipeline
+
+    class Agent:
+        def __init__(self, search_pipeline):
+            assert isinstance(search_pipeline, SearchPipeline)
+            self.search_pipeline = search_pipeline
+
+        def get_batch_size(self):
+            return 40
+
+        def batch_generate_response(self, queries, images, message_histories):
+            return [
+                f"{q}|{image.size if image else None}|{len(h)}|{h[-1]['content'] if h else ''}"
+                f"|{self.search_pipeline.web_search}"
+                for q, image, h in zip(queries, images, message_histories)
+            ]
+"""
+
+GATED_LOAD = """
+    import os, time
+
+    class Agent:
+        def __init__(self, search_pipeline):
+            while not os.path.exists(os.environ["GATE"]):
+                time.sleep(0.01)
+
+        def get_batch_size(self):
+            return 0
+
+        def batch_generate_response(self, queries, images, message_histories):
+            return ["ok"] * len(queries)
+"""
+
+
+def test_ready_is_503_while_loading_then_200_with_clipped_batch_size(start_agent, tmp_path):
+    gate = tmp_path / "gate"
+    agent = start_agent(GATED_LOAD, env={"GATE": str(gate)})
+    status, body = agent.get()
+    assert status == 503
+    assert body["ready"] is False
+    status, body = agent.post(batch(turn()))
+    assert status == 503
+    assert "still loading" in body["error"]
+    gate.touch()
+    status, body = agent.wait_loaded()
+    assert status == 200
+    assert body["ready"] is True
+    assert body["batch_size"] == 1  # get_batch_size() returned 0
+    assert body["kit"] == "A"
+    assert body["agentkit_version"] and body["protocol_version"] == "1"
+
+
+def test_kit_a_class_gets_queries_images_histories_and_search_pipeline(start_agent):
+    agent = start_agent(KIT_A, env={"PODIUM_TASK": "single-source-augmentation"})
+    status, ready = agent.wait_loaded()
+    assert (status, ready["kit"], ready["batch_size"]) == (200, "A", 16)
+    history = [
+        {"role": "user", "content": "What is this?"},
+        {"role": "assistant", "content": "a truncated answer"},
+    ]
+    status, body = agent.post(
+        batch(
+            turn("first", jpeg_bytes((32, 16))),
+            turn("second", None, interaction_id="i2", turn_idx=1, message_history=history),
+            batch_id="batch-7",
+        )
+    )
+    assert status == 200, body
+    assert body["batch_id"] == "batch-7"
+    assert body["responses"] == [
+        "first|(32, 16)|0||False",
+        "second|None|2|a truncated answer|False",
+    ]
+
+
+KIT_B = """
+    from typing import Any
+
+    class Agent:
+        def __init__(self, **kwargs: Any):
+            self.kwargs = kwargs
+
+        def get_batch_size(self) -> int:
+            return 4
+
+        def batch_generate_response(
+            self, queries, images, message_histories, rag_context_list, **kwargs
+        ):
+            return [
+                f"{q}|{rag}|{domain}|{sorted(self.kwargs.items())}"
+                for q, rag, domain in zip(queries, rag_context_list, kwargs["domains"])
+            ]
+"""
+
+
+def test_kit_b_class_gets_rag_context_domains_and_constructor_keywords(start_agent):
+    agent = start_agent(
+        KIT_B, env={"PODIUM_TASK": "multi-turn-qa", "PODIUM_MODEL_NAME": "my/model"}
+    )
+    status, ready = agent.wait_loaded()
+    assert (status, ready["kit"], ready["batch_size"]) == (200, "B", 4)
+    context = "<search results>x</search results>"
+    status, body = agent.post(
+        batch(
+            turn("q1", jpeg_bytes(), rag_context=context, domain="food"),
+            turn("q2", jpeg_bytes(), interaction_id="i2"),
+        )
+    )
+    assert status == 200, body
+    keywords = "[('is_multi_turn', True), ('model_name', 'my/model')]"
+    assert body["responses"] == [
+        f"q1|<search results>x</search results>|food|{keywords}",
+        f"q2||None|{keywords}",
+    ]
+
+
+def test_kit_b_class_without_domains_or_kwargs_is_called_without_them(start_agent):
+    source = """
+        class Agent:
+            def __init__(self, is_multi_turn=False):
+                self.is_multi_turn = is_multi_turn
+
+            def get_batch_size(self):
+                return 2
+
+            def batch_generate_response(self, queries, images, message_histories, rag_context_list):
+                return [f"{self.is_multi_turn}:{rag}" for rag in rag_context_list]
+    """
+    agent = start_agent(source, env={"PODIUM_TASK": "multi-source-augmentation"})
+    assert agent.wait_loaded()[0] == 200
+    status, body = agent.post(batch(turn(rag_context="ctx", domain="food")))
+    assert (status, body["responses"]) == (200, ["False:ctx"])
+
+
+def test_load_failures_are_reported_with_the_participants_error(start_agent):
+    cases = [
+        (
+            "class Agent:\n    def __init__(self, search_pipeline):\n"
+            "        raise RuntimeError('weights missing')\n"
+            "    def get_batch_size(self): return 1\n"
+            "    def batch_generate_response(self, q, i, h): return []\n",
+            "agent:Agent",
+            "RuntimeError: weights missing",
+        ),
+        ("import not_installed_package\n", "agent:Agent", "ModuleNotFoundError"),
+        ("class Other: pass\n", "agent:Agent", "has no attribute 'Agent'"),
+        (
+            "class Agent:\n    def get_batch_size(self): return 1\n",
+            "agent:Agent",
+            "has no method batch_generate_response()",
+        ),
+        ("class Agent: pass\n", "agent", "'module:Class'"),
+        ("class Agent: pass\n", None, "PODIUM_AGENT"),
+        (
+            "class Agent:\n    def __init__(self, search_pipeline): pass\n"
+            "    def get_batch_size(self): return 'eight'\n"
+            "    def batch_generate_response(self, q, i, h): return []\n",
+            "agent:Agent",
+            "get_batch_size() returned 'eight'",
+        ),
+        (
+            "class Agent:\n    def __init__(self, search_pipeline): pass\n"
+            "    def get_batch_size(self): return 1\n"
+            "    def batch_generate_response(self, queries): return []\n",
+            "agent:Agent",
+            "must take (queries, images, message_histories)",
+        ),
+    ]
+    agents = [(start_agent(src, spec=spec), expected) for src, spec, expected in cases]
+    for agent, expected in agents:
+        status, body = agent.wait_loaded()
+        assert status == 500, body
+        assert body["ready"] is False
+        assert expected in body["error"], body["error"]
+        status, body = agent.post(batch(turn()))
+        assert status == 500
+        assert "failed to load" in body["error"]
+        assert agent.process.poll() is None  # still serving /ready
+
+
+def test_images_are_not_decoded_unless_the_agent_reads_pixels(start_agent):
+    source = """
+        class Agent:
+            def __init__(self, search_pipeline): pass
+            def get_batch_size(self): return 2
+            def batch_generate_response(self, queries, images, message_histories):
+                answers = []
+                for query, image in zip(queries, images):
+                    if query == "pixels":
+                        image.load()
+                    answers.append(f"{image.format} {image.size}")
+                return answers
+    """
+    agent = start_agent(source)
+    assert agent.wait_loaded()[0] == 200
+    whole = jpeg_bytes((800, 600))
+    broken = whole[: len(whole) // 3]  # a valid header, most of the pixel data missing
+    status, body = agent.post(batch(turn("header only", broken)))
+    assert (status, body["responses"]) == (200, ["JPEG (800, 600)"])
+    status, body = agent.post(batch(turn("pixels", broken)))
+    assert status == 500
+    assert body["error"].startswith("the agent raised OSError")
+
+
+def test_bad_bodies_get_400_with_the_field_named(start_agent):
+    agent = start_agent(KIT_A)
+    assert agent.wait_loaded()[0] == 200
+    cases = [
+        (b"{not json", "body is not JSON"),
+        (b"\xff\xfe", "body is not"),
+        (b"[1, 2]", "body must be a JSON object, got list"),
+        (b'{"batch_id": "b", "turns": []}', "turns must be a non-empty list"),
+        (b'{"batch_id": true, "turns": [{}]}', "batch_id must be a string or an integer"),
+        (b'{"batch_id": "b", "deadline_s": -1, "turns": [{}]}', "deadline_s must be a positive"),
+        (b'{"batch_id": "b", "deadline_s": NaN, "turns": [{}]}', "deadline_s must be a positive"),
+        (b'{"batch_id": "b", "turns": [5]}', "turns[0] must be an object, got int"),
+        (json.dumps(batch(*[turn()] * 17)).encode(), "turns holds 17 turns, more than 16"),
+    ]
+    good = turn("q", jpeg_bytes())
+    bad_turns = [
+        ({**good, "query": 3}, "turns[1].query must be a string, got int"),
+        ({**good, "turn_idx": "0"}, "turns[1].turn_idx must be a non-negative integer"),
+        ({**good, "image_b64": "@@@"}, "turns[1].image_b64 is not valid base64"),
+        ({**good, "image_b64": "aGVsbG8="}, "turns[1].image_b64 is not an image Pillow can read"),
+        (
+            {**good, "message_history": [{"role": "system", "content": "x"}]},
+            "turns[1].message_history[0].role must be one of",
+        ),
+        (
+            {**good, "message_history": [{"role": "user"}]},
+            "turns[1].message_history[0] must be an object with exactly 'role' and 'content'",
+        ),
+        ({**good, "rag_context": 1}, "turns[1].rag_context must be a string or null"),
+    ]
+    for bad_turn, message in bad_turns:
+        cases.append((batch(good, bad_turn), message))
+    for body, message in cases:
+        raw = body if isinstance(body, bytes) else None
+        status, answer = agent.post(None if raw else body, raw=raw)
+        assert status == 400, (body, answer)
+        assert message in answer["error"], (message, answer["error"])
+    status, answer = agent.post(batch(good), path="/nowhere")
+    assert (status, "no such path") == (404, answer["error"][:12])
+    assert agent.post(batch(good))[0] == 200  # still serving
+
+
+def _raw_exchange(path, data: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_missing_or_oversized_content_length_is_refused_without_reading(start_agent):
+    agent = start_agent(KIT_A)
+    assert agent.wait_loaded()[0] == 200
+    answer = _raw_exchange(agent.socket, b"POST /batch HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") and b"Content-Length header required" in answer
+    answer = _raw_exchange(
+        agent.socket, b"POST /batch HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"
+    )
+    assert answer.startswith(b"HTTP/1.1 400") and b"outside 0.." in answer
+
+
+def test_wrong_return_shapes_are_protocol_errors(start_agent):
+    source = """
+        class Agent:
+            def __init__(self, search_pipeline): pass
+            def get_batch_size(self): return 4
+            def batch_generate_response(self, queries, images, message_histories):
+                mode = queries[0]
+                if mode == "str":
+                    return "one answer"
+                if mode == "short":
+                    return ["only one"]
+                if mode == "none":
+                    return ["fine", None]
+                if mode == "raise":
+                    raise KeyError("missing key")
+                return tuple("ok" for _ in queries)
+    """
+    agent = start_agent(source)
+    assert agent.wait_loaded()[0] == 200
+    expected = {
+        "str": "protocol error: batch_generate_response returned str, expected a list of 2 strings",
+        "short": "protocol error: batch_generate_response returned 1 responses for 2 queries",
+        "none": "protocol error: batch_generate_response: response 1 is NoneType, expected str",
+        "raise": "the agent raised KeyError: 'missing key'",
+    }
+    for mode, message in expected.items():
+        status, body = agent.post(batch(turn(mode), turn("x", interaction_id="i2")))
+        assert status == 500
+        assert body["error"] == message
+    status, body = agent.post(batch(turn("tuple"), turn("x", interaction_id="i2")))
+    assert (status, body["responses"]) == (200, ["ok", "ok"])
+
+
+def test_one_batch_at_a_time_on_the_main_thread_with_the_deadline(start_agent, tmp_path):
+    gate = tmp_path / "gate"
+    source = """
+        import os, threading, time
+        from agentkit.deadline import remaining_time
+
+        class Agent:
+            def __init__(self, search_pipeline): pass
+            def get_batch_size(self): return 1
+            def batch_generate_response(self, queries, images, message_histories):
+                if queries[0] == "wait":
+                    while not os.path.exists(os.environ["GATE"]):
+                        time.sleep(0.01)
+                left = remaining_time()
+                main = threading.current_thread() is threading.main_thread()
+                return [f"{main} {left is not None and 0 < left <= 5}"]
+    """
+    agent = start_agent(source, env={"GATE": str(gate)})
+    assert agent.wait_loaded()[0] == 200
+    first: dict = {}
+    waiting = threading.Thread(
+        target=lambda: first.update(answer=agent.post(batch(turn("wait"), deadline_s=5)))
+    )
+    waiting.start()
+    time.sleep(0.3)
+    status, body = agent.post(batch(turn("now"), batch_id="b2"))
+    assert status == 409
+    assert "b1 is still being answered" in body["error"]
+    gate.touch()
+    waiting.join(10)
+    assert first["answer"] == (
+        200,
+        {
+            "batch_id": "b1",
+            "responses": ["True True"],
+            "elapsed_s": first["answer"][1]["elapsed_s"],
+        },
+    )
+    status, body = agent.post(batch(turn("now"), batch_id="b3", deadline_s=None))
+    assert (status, body["responses"]) == (200, ["True False"])
+
+
+def test_sigterm_stops_the_server_and_removes_the_socket(start_agent, tmp_path):
+    agent = start_agent(KIT_A)
+    assert agent.wait_loaded()[0] == 200
+    agent.process.terminate()
+    assert agent.process.wait(10) == 128 + 15
+    assert not agent.socket.exists()
+    loading = start_agent(GATED_LOAD, env={"GATE": str(tmp_path / "never")})
+    assert loading.get()[0] == 503
+    loading.process.terminate()
+    assert loading.process.wait(5) == 128 + 15  # even in the middle of loading
+    assert not loading.socket.exists()

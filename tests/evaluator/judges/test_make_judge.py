@@ -1,0 +1,67 @@
+import pytest
+
+from evaluator.judges import RulesJudge, make_judge
+from evaluator.judges.openai_judge import OpenAIJudge
+from evaluator.records import EvaluatorError
+
+ENV = (
+    "PODIUM_JUDGE_BASE_URL",
+    "OPENAI_BASE_URL",
+    "PODIUM_JUDGE_MODEL",
+    "PODIUM_JUDGE_API_KEY",
+    "OPENAI_API_KEY",
+    "PODIUM_JUDGE_REVISION",
+    "PODIUM_JUDGE_CONCURRENCY",
+    "PODIUM_JUDGE_STRUCTURED",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_rules_judge() -> None:
+    assert isinstance(make_judge("rules"), RulesJudge)
+    assert make_judge("rules", concurrency=None).judge_id == "rules@1"
+    with pytest.raises(EvaluatorError, match=r"rules judge: takes no options, got \['model'\]"):
+        make_judge("rules", model="gpt")
+
+
+def test_openai_judge_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PODIUM_JUDGE_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("PODIUM_JUDGE_MODEL", "Qwen/Qwen2.5-7B-Instruct")
+    monkeypatch.setenv("PODIUM_JUDGE_REVISION", "a1b2c3")
+    monkeypatch.setenv("PODIUM_JUDGE_CONCURRENCY", "32")
+    monkeypatch.setenv("PODIUM_JUDGE_STRUCTURED", "vllm")
+    judge = make_judge("openai")
+    assert isinstance(judge, OpenAIJudge)
+    assert judge.judge_id == "openai:Qwen/Qwen2.5-7B-Instruct@a1b2c3"
+    assert (judge.concurrency, judge.structured) == (32, "vllm")
+    assert make_judge("openai", model="other").judge_id == "openai:other@a1b2c3"  # options win
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "message"),
+    [
+        ({}, {"model": "m"}, "no API key"),
+        ({"PODIUM_JUDGE_BASE_URL": "http://x/v1"}, {}, "no model"),
+        ({"PODIUM_JUDGE_CONCURRENCY": "many"}, {"model": "m"}, "PODIUM_JUDGE_CONCURRENCY='many'"),
+        ({"OPENAI_API_KEY": "k"}, {"model": "m", "structured": "json"}, "option structured"),
+        ({"OPENAI_API_KEY": "k"}, {"model": "m", "concurrency": 0}, "option concurrency"),
+        ({"OPENAI_API_KEY": "k"}, {"model": "m", "temperature": 1}, "unknown option"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], options: dict, message: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(EvaluatorError, match=message):
+        make_judge("openai", **options)
+
+
+def test_unknown_judge() -> None:
+    with pytest.raises(EvaluatorError, match="unknown judge 'gpt'"):
+        make_judge("gpt")

@@ -1,0 +1,53 @@
+"""The encoders load once per session (the CPU is shared); each test gets its own corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.workers.search.helpers import SMALL_CHUNKS, CorpusFiles, CountingEncoder, write_corpus
+from workers.search.encoders import ColourImageEncoder, text_encoder
+from workers.search.engine import SearchEngine
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    return text_encoder("minilm")
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> CorpusFiles:
+    """A small corpus of this test's own, to change at will."""
+    return write_corpus(tmp_path / "corpus", count=8)
+
+
+@pytest.fixture(scope="session")
+def shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusFiles:
+    """A corpus that tests only read (never change), so its indexes are built once."""
+    return write_corpus(tmp_path_factory.mktemp("shared") / "corpus")
+
+
+@pytest.fixture(scope="session")
+def engine(shared_corpus: CorpusFiles, minilm, tmp_path_factory) -> SearchEngine:
+    return SearchEngine(
+        shared_corpus.root,
+        text_encoder=minilm,
+        image_encoder=ColourImageEncoder(),
+        cache_dir=tmp_path_factory.mktemp("shared-cache"),
+        chunk_policy=SMALL_CHUNKS,
+    )
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path, minilm):
+    """Engines over a corpus sharing the session's encoders, with counting wrappers."""
+
+    def make(root: Path, **options) -> tuple[SearchEngine, CountingEncoder, CountingEncoder]:
+        text, image = CountingEncoder(minilm), CountingEncoder(ColourImageEncoder())
+        options.setdefault("cache_dir", tmp_path / "cache")
+        options.setdefault("chunk_policy", SMALL_CHUNKS)
+        engine = SearchEngine(root, text_encoder=text, image_encoder=image, **options)
+        return engine, text, image
+
+    return make

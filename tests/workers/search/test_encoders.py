@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.workers.search.helpers import draw_entity
+from workers.search.encoders import (
+    ClipImageEncoder,
+    ColourImageEncoder,
+    image_encoder,
+    minilm_dir,
+    text_encoder,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised, very small CLIP saved like a downloaded checkpoint."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    torch.manual_seed(0)
+    config = CLIPConfig(
+        text_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "vocab_size": 100,
+        },
+        vision_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 32,
+            "patch_size": 8,
+        },
+        projection_dim=12,
+    )
+    path = tmp_path_factory.mktemp("tiny-clip") / "clip-tiny"
+    CLIPModel(config).save_pretrained(path)
+    CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    ).save_pretrained(path)
+    return path
+
+
+def test_clip_encoder_loads_a_local_checkpoint(tiny_clip_dir: Path) -> None:
+    encoder = image_encoder(f"clip:{tiny_clip_dir}")
+    assert isinstance(encoder, ClipImageEncoder)
+    assert encoder.id.startswith("clip:clip-tiny@")
+    rows = encoder.encode([draw_entity(0), draw_entity(1), draw_entity(0).convert("L")])
+    assert rows.shape == (3, 12) and rows.dtype == np.float32
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(rows[0], rows[1])
+    assert np.allclose(encoder.encode([draw_entity(0)])[0], rows[0], atol=1e-5)
+
+
+def test_encoder_id_follows_the_model_files(tiny_clip_dir: Path, tmp_path: Path) -> None:
+    before = image_encoder(f"clip:{tiny_clip_dir}").id
+    config = tiny_clip_dir / "preprocessor_config.json"
+    original = config.read_text()
+    config.write_text(original.replace("32", "33", 1))
+    try:
+        assert ClipImageEncoder(tiny_clip_dir).id != before
+    finally:
+        config.write_text(original)
+
+
+def test_minilm_text_embeddings_are_normalised_and_meaningful(minilm) -> None:
+    rows = minilm.encode(["a red sports car", "a fast red automobile", "tomato soup recipe"])
+    assert rows.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert rows[0] @ rows[1] > rows[0] @ rows[2]
+    assert minilm.id.startswith("sentence-transformers:model@")
+    assert minilm_dir().is_dir()
+
+
+def test_colour_encoder_is_deterministic_and_normalised() -> None:
+    encoder = ColourImageEncoder()
+    grey = Image.new("RGB", (50, 80), (128, 128, 128))
+    rows = encoder.encode([draw_entity(3), draw_entity(3), grey, draw_entity(4).convert("RGBA")])
+    assert rows.shape == (4, 260) and rows.dtype == np.float32
+    assert np.array_equal(rows[0], rows[1])
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("make", "spec", "message"),
+    [
+        (text_encoder, "bert", "unknown text encoder 'bert'"),
+        (text_encoder, "sentence-transformers:/no/such/dir", "model directory /no/such/dir"),
+        (image_encoder, "clip:", "unknown image encoder 'clip:'"),
+        (image_encoder, "clip:/no/such/dir", "model directory /no/such/dir not found"),
+    ],
+)
+def test_bad_encoder_specs_say_what_is_wrong(make, spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make(spec)

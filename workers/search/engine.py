@@ -1,0 +1,268 @@
+"""Image search and web search over a corpus, with the official API's result shapes and rules.
+
+Mirrors the official ``cragmm_search`` ``UnifiedSearchPipeline``:
+
+- image search (an image in, top k out): ``{"index": int, "score": float (cosine), "url": str,
+  "entities": [{"entity_name", "entity_attributes"}]}``, best first;
+- web search (text in): the top k *chunks* are fetched and then de-duplicated by page, keeping
+  each page's best chunk, so fewer than k results may come back:
+  ``{"index": "<page_url>_chunk_<n>", "score", "page_name", "page_snippet", "page_url"}``;
+- in ``single-source-augmentation`` (Task 1) web search is not enabled, and a text query is
+  refused with the official pipeline's ``ValueError`` message, ``TEXT_QUERY_REFUSED``.
+
+Indexes are built (or read from the cache) on first use, or up front with ``prepare(task)``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
+
+from agentkit.protocol import TASKS
+from workers.search import encoders
+from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, chunk_text
+from workers.search.index import IVF_THRESHOLD, SearchIndex, cache_key, load_or_build
+
+log = logging.getLogger(__name__)
+
+WEB_SEARCH_TASKS = frozenset({"multi-source-augmentation", "multi-turn-qa"})
+TEXT_QUERY_REFUSED = (
+    "Text input is not supported as web search is not enabled. Please provide image path, "
+    "PIL image or image embeddings for image search."
+)
+MAX_K = 1000
+MAX_IMAGE_PIXELS = 40_000_000  # checked before decoding, so a small file cannot expand to GBs
+ENCODE_BATCH = 64
+TEXT_ENCODER_ENV = "PODIUM_SEARCH_TEXT_ENCODER"
+IMAGE_ENCODER_ENV = "PODIUM_SEARCH_IMAGE_ENCODER"
+
+
+class SearchRefused(ValueError):
+    """A search the task does not enable; the message is the official API's."""
+
+
+class BadQuery(ValueError):
+    """A query that cannot be searched (bad k, empty text, undecodable image)."""
+
+
+def web_search_enabled(task: str) -> bool:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    return task in WEB_SEARCH_TASKS
+
+
+def check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise BadQuery(f"k must be an integer from 1 to {MAX_K}, got {k!r:.40}")
+    return k
+
+
+def decode_image(data: bytes) -> Image.Image:
+    """A fully decoded image from file bytes, or ``BadQuery`` saying why not."""
+    errors = (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError)
+    try:
+        image = Image.open(io.BytesIO(data))  # reads the header only
+    except errors as exc:
+        raise BadQuery(f"image is not a decodable picture: {exc}") from exc
+    if image.width * image.height > MAX_IMAGE_PIXELS:
+        raise BadQuery(
+            f"image is {image.width}x{image.height}, over the {MAX_IMAGE_PIXELS}-pixel limit"
+        )
+    try:
+        image.load()
+    except errors as exc:
+        raise BadQuery(f"image is not a decodable picture: {exc}") from exc
+    return image
+
+
+def _encode_in_batches(
+    encode: Callable[[Sequence[Any]], np.ndarray], items: Sequence[Any], what: str
+) -> np.ndarray:
+    rows = []
+    with tqdm(total=len(items), desc=f"encoding {what}", unit=what, disable=None) as bar:
+        for start in range(0, len(items), ENCODE_BATCH):
+            batch = items[start : start + ENCODE_BATCH]
+            rows.append(encode(batch))
+            bar.update(len(batch))
+    return np.concatenate(rows)
+
+
+class SearchEngine:
+    """Image and web search over one corpus directory."""
+
+    def __init__(
+        self,
+        corpus_dir: Path | str,
+        *,
+        text_encoder: str | encoders.TextEncoder | None = None,
+        image_encoder: str | encoders.ImageEncoder | None = None,
+        cache_dir: Path | None = None,
+        chunk_policy: ChunkPolicy | None = None,
+        ivf_threshold: int = IVF_THRESHOLD,
+        prefer_gpu: bool | None = None,
+    ) -> None:
+        """Encoders are spec strings (loaded on first use) or loaded encoders to share."""
+        self.corpus = Corpus(Path(corpus_dir))
+        text_encoder = text_encoder or _configured(TEXT_ENCODER_ENV, encoders.DEFAULT_TEXT_ENCODER)
+        image_encoder = image_encoder or _configured(
+            IMAGE_ENCODER_ENV, encoders.DEFAULT_IMAGE_ENCODER
+        )
+        self._text_spec, self._text_encoder = _spec_or_encoder(text_encoder)
+        self._image_spec, self._image_encoder = _spec_or_encoder(image_encoder)
+        self.cache_dir = cache_dir
+        self.chunk_policy = chunk_policy or ChunkPolicy()
+        self.ivf_threshold = ivf_threshold
+        self.prefer_gpu = prefer_gpu
+        self._lock = threading.Lock()
+        self._image_side: tuple[list, SearchIndex] | None = None
+        self._web_side: tuple[list, SearchIndex] | None = None
+
+    # -- public API ------------------------------------------------------------------------
+
+    def prepare(self, task: str) -> None:
+        """Load encoders and build or read the indexes ``task`` needs, before the first query."""
+        self._images()
+        if web_search_enabled(task):
+            self._web()
+
+    def image_search(self, image: Image.Image, k: int = 5) -> list[dict[str, Any]]:
+        k = check_k(k)
+        entries, index = self._images()
+        query = self._image_encoder_loaded().encode([image])[0]
+        return [
+            {
+                "index": row,
+                "score": score,
+                "url": entries[row].url,
+                "entities": [
+                    {"entity_name": e.entity_name, "entity_attributes": e.entity_attributes}
+                    for e in entries[row].entities
+                ],
+            }
+            for row, score in index.search(query, k)
+        ]
+
+    def web_search(self, query: str, k: int = 5, *, task: str | None = None) -> list[dict]:
+        """Top pages for ``query``; refused when ``task`` is given and has no web search."""
+        if task is not None and not web_search_enabled(task):
+            raise SearchRefused(TEXT_QUERY_REFUSED)
+        k = check_k(k)
+        if not isinstance(query, str) or not query.strip():
+            raise BadQuery("query must be a non-empty string")
+        pages, index = self._web()
+        vector = self._text_encoder_loaded().encode([query])[0]
+        best: dict[int, tuple[int, float]] = {}
+        for row, score in index.search(vector, k):
+            page = int(index.rows["page"][row])
+            best.setdefault(page, (int(index.rows["chunk"][row]), score))
+        ranked = sorted(best.items(), key=lambda item: item[1][1], reverse=True)
+        return [
+            {
+                "index": chunk_index(pages[page].page_url, chunk),
+                "score": score,
+                "page_name": pages[page].page_name,
+                "page_snippet": pages[page].page_snippet,
+                "page_url": pages[page].page_url,
+            }
+            for page, (chunk, score) in ranked
+        ]
+
+    @property
+    def indexes_built(self) -> dict[str, bool]:
+        """For each loaded index, whether this process encoded it (False: read from cache)."""
+        sides = {"image": self._image_side, "web": self._web_side}
+        return {name: side[1].built for name, side in sides.items() if side is not None}
+
+    # -- lazy loading ----------------------------------------------------------------------
+
+    def _image_encoder_loaded(self) -> encoders.ImageEncoder:
+        with self._lock:
+            if self._image_encoder is None:
+                self._image_encoder = encoders.image_encoder(self._image_spec)
+            return self._image_encoder
+
+    def _text_encoder_loaded(self) -> encoders.TextEncoder:
+        with self._lock:
+            if self._text_encoder is None:
+                self._text_encoder = encoders.text_encoder(self._text_spec)
+            return self._text_encoder
+
+    def _images(self) -> tuple[list, SearchIndex]:
+        encoder = self._image_encoder_loaded()
+        with self._lock:
+            if self._image_side is None:
+                entries = self.corpus.image_entries()
+                key = cache_key("image", self.corpus.image_content_hash(entries), encoder.id)
+
+                def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                    return _encode_in_batches(
+                        lambda batch: encoder.encode([_open(e.image) for e in batch]),
+                        entries,
+                        "images",
+                    ), {}
+
+                self._image_side = (entries, self._load_or_build(key, build))
+            return self._image_side
+
+    def _web(self) -> tuple[list, SearchIndex]:
+        encoder = self._text_encoder_loaded()
+        with self._lock:
+            if self._web_side is None:
+                pages = self.corpus.web_pages()
+                key = cache_key(
+                    "web", self.corpus.web_content_hash(), encoder.id, self.chunk_policy.id
+                )
+
+                def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                    texts, page_rows, chunk_rows = [], [], []
+                    for number, page in enumerate(pages):
+                        for n, text in enumerate(chunk_text(page.text, self.chunk_policy)):
+                            texts.append(text)
+                            page_rows.append(number)
+                            chunk_rows.append(n)
+                    rows = {
+                        "page": np.asarray(page_rows, np.int64),
+                        "chunk": np.asarray(chunk_rows, np.int64),
+                    }
+                    return _encode_in_batches(encoder.encode, texts, "chunks"), rows
+
+                self._web_side = (pages, self._load_or_build(key, build))
+            return self._web_side
+
+    def _load_or_build(self, key: str, build: Callable) -> SearchIndex:
+        return load_or_build(
+            key,
+            build,
+            self.cache_dir,
+            ivf_threshold=self.ivf_threshold,
+            prefer_gpu=self.prefer_gpu,
+        )
+
+
+def _open(path: Path) -> Image.Image:
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
+        raise CorpusError(f"{path}: not a readable image: {exc}") from exc
+
+
+def _spec_or_encoder(encoder: Any) -> tuple[str, Any]:
+    return (encoder, None) if isinstance(encoder, str) else (encoder.id, encoder)
+
+
+def _configured(variable: str, default: str) -> str:
+    value = os.environ.get(variable)
+    if value:
+        return value
+    log.info("search: %s not set, using the default encoder %r", variable, default)
+    return default

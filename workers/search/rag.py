@@ -1,0 +1,123 @@
+"""Kit B's ``rag_context``: the context string Podium retrieves for each turn itself.
+
+Behaves like the post-challenge release's retriever (``utils/retriever.py``), so a kit B agent
+sees the context it was built for:
+
+- image search with k=30, keeping results scoring above 0.75; entity names listed once each in
+  rank order, then each entity's attributes as indented JSON while the image part stays under
+  8,000 characters (about 2,000 tokens);
+- in tasks with web search, web search with k=50 on the query (or on ``full_query`` when the
+  caller has a rewritten one), then page snippets as numbered ``<DOC>`` blocks while the web part
+  stays under 32,000 characters (about 8,000 tokens);
+- the whole wrapped in ``<search results>`` ... ``</search results>``; the wording of the
+  instructions around each part is the release's, word for word, typos included, because
+  agents were prompted and tuned against it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PIL import Image
+
+from workers.search.engine import SearchEngine, web_search_enabled
+
+IMAGE_RESULTS = 30
+IMAGE_SCORE_THRESHOLD = 0.75
+IMAGE_CHAR_CAP = 2000 * 4
+WEB_RESULTS = 50
+WEB_CHAR_CAP = 8000 * 4
+
+IMAGE_INTRO = (
+    "You are given some image entity description retrieved based on visual similarity to the"
+    " provided image. These may or may not represent the same entity in the provided image."
+    " Incorporate their information into your answer ONLY IF you are confident they refer to"
+    " the exact same entity. Disregard them otherwise.\n\n"
+)
+ENTITY_NAMES = (
+    "Here is a list of entity names retrieved based on visual similarity to the provided"
+    " image: {names}.\n\n"
+)
+ATTRIBUTES_INTRO = (
+    "Here are some additional attributes for some of the entities. Only incoperate these"
+    " information into your answer ONLY IF you are confidentthe referenced entity is in the"
+    " provided image.\n"
+)
+IMAGE_OUTRO = (
+    "Incorporate these image entity information into your answer ONLY IF you are confident"
+    " they refer to the exact same entity. Disregard them otherwise.\n\n"
+)
+WEB_INTRO = (
+    "You are given snippets from web page search results based on this question:"
+    ' "{query}". These page snippets may or may not contain relevant or truthful information'
+    " about the question. Incorporate these information into your answer ONLY IF you are"
+    " confident they address the question. Disregard them otherwise.\n\n"
+)
+WEB_DOC = (
+    "<DOC>\nWebpage ID: [{number}]\nTitle: {title}\nWeb content snippet: {snippet}\n</DOC>\n\n"
+)
+WEB_OUTRO = (
+    "Incorporate these web search results into your answer ONLY IF you are confident they"
+    " contain relevant or truthful information about the question. Disregard them otherwise.\n\n"
+)
+
+
+def image_context(results: list[dict[str, Any]]) -> str:
+    """The image part for image search results (empty when none scores above the threshold)."""
+    kept = [r for r in results if r.get("score", 0) > IMAGE_SCORE_THRESHOLD]
+    if not kept:
+        return ""
+    entities = [entity for result in kept for entity in result.get("entities", [])]
+    names = list(dict.fromkeys(entity["entity_name"] for entity in entities))
+    text = IMAGE_INTRO + ENTITY_NAMES.format(names=", ".join(names)) + ATTRIBUTES_INTRO
+    seen: set[str] = set()
+    count = 0
+    for result in kept:
+        if len(text) > IMAGE_CHAR_CAP:
+            break
+        for entity in result.get("entities", []):
+            name, attributes = entity["entity_name"], entity.get("entity_attributes")
+            if name in seen:
+                continue
+            seen.add(name)
+            if not attributes or len(text) + len(str(attributes)) >= IMAGE_CHAR_CAP:
+                continue
+            count += 1
+            rendered = json.dumps(attributes, indent=2, ensure_ascii=False)
+            text += f"Entity {count}: {name}\nEntity attributes: {rendered}\n\n"
+    return text + IMAGE_OUTRO
+
+
+def web_context(query: str, results: list[dict[str, Any]]) -> str:
+    """The web part for web search results (empty when there are none)."""
+    if not results:
+        return ""
+    text = WEB_INTRO.format(query=query)
+    count = 0
+    for result in results:
+        snippet = result.get("page_snippet", "")
+        if not snippet:
+            continue
+        if len(text) + len(snippet) >= WEB_CHAR_CAP:
+            break
+        count += 1
+        text += WEB_DOC.format(number=count, title=result.get("page_name", ""), snippet=snippet)
+    return text + WEB_OUTRO
+
+
+def rag_context(
+    engine: SearchEngine,
+    query: str,
+    image: Image.Image | None,
+    task: str,
+    full_query: str | None = None,
+) -> str:
+    """The ``rag_context`` string for one turn of ``task`` (no image: no image part)."""
+    context = "<search results>"
+    if image is not None:
+        context += image_context(engine.image_search(image, k=IMAGE_RESULTS))
+    if web_search_enabled(task):
+        results = engine.web_search(full_query or query, k=WEB_RESULTS)
+        context += web_context(query, results)
+    return context + "</search results>"

@@ -1,0 +1,199 @@
+"""The search service an agent container reaches through ``search.sock`` (no network).
+
+HTTP/1.1 with JSON bodies over a Unix socket (``agentkit/protocol.py``), one thread per
+connection, keep-alive allowed:
+
+- ``POST /search/image`` ``{"image_b64": str, "k": int}`` -> 200 ``{"results": [...]}``
+- ``POST /search/web`` ``{"query": str, "k": int}`` -> 200 ``{"results": [...]}``
+
+Errors are ``{"error": str}``: 400 bad request (the message says which field), 403 web search
+in a task that does not enable it (the message is the official API's ``ValueError`` text, so
+agentkit raises the same exception), 404 unknown path, 405 not POST, 411 no Content-Length,
+413 body over ``MAX_BODY_BYTES``, 500 an unexpected server fault (logged here, not shown).
+
+The socket file is made mode 0666 so the container's non-root user (uid 10001) can connect;
+the directory holding it must be searchable by that user too (the runner creates it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import os
+import socketserver
+import stat
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+from agentkit.protocol import IMAGE_SEARCH_PATH, WEB_SEARCH_PATH
+from workers.search.engine import (
+    BadQuery,
+    SearchEngine,
+    SearchRefused,
+    decode_image,
+    web_search_enabled,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a base64 960x1280 photo is well under 4 MB
+IDLE_TIMEOUT_S = 60.0
+
+
+class _RequestError(Exception):
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "PodiumSearch/1"
+    timeout = IDLE_TIMEOUT_S
+    server: _Server
+
+    def do_POST(self) -> None:
+        try:
+            body = self._body()
+            if self.path == IMAGE_SEARCH_PATH:
+                results = self._image_search(body)
+            elif self.path == WEB_SEARCH_PATH:
+                results = self._web_search(body)
+            else:
+                raise _RequestError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
+        except _RequestError as exc:
+            self._reply(exc.status, {"error": str(exc)})
+        except SearchRefused as exc:
+            self._reply(HTTPStatus.FORBIDDEN, {"error": str(exc)})
+        except BadQuery as exc:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+        except Exception:
+            log.exception("search service: %s failed", self.path)
+            self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "search failed"})
+        else:
+            self._reply(HTTPStatus.OK, {"results": results})
+
+    def _refuse_method(self) -> None:
+        self.close_connection = True  # a body, if any, was not read
+        self._reply(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "use POST"})
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _refuse_method
+
+    def _body(self) -> dict[str, Any]:
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            self.close_connection = True
+            raise _RequestError(HTTPStatus.LENGTH_REQUIRED, "Content-Length header required")
+        try:
+            length = int(length_header)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            raise _RequestError(HTTPStatus.BAD_REQUEST, "Content-Length must be a whole number")
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True  # the unread body would be parsed as the next request
+            raise _RequestError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"body of {length} bytes is over the {MAX_BODY_BYTES}-byte limit",
+            )
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _RequestError(HTTPStatus.BAD_REQUEST, f"body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise _RequestError(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+        return body
+
+    def _image_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        encoded = body.get("image_b64")
+        if not isinstance(encoded, str) or not encoded:
+            raise BadQuery("field 'image_b64' must be a non-empty base64 string")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise BadQuery(f"field 'image_b64' is not valid base64: {exc}") from exc
+        return self.server.engine.image_search(decode_image(data), body.get("k", 5))
+
+    def _web_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        engine = self.server.engine
+        return engine.web_search(body.get("query"), body.get("k", 5), task=self.server.task)
+
+    def _reply(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def address_string(self) -> str:
+        return "search.sock"  # Unix-socket peers have no address
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("search service: " + format, *args)
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, socket_path: Path, engine: SearchEngine, task: str) -> None:
+        web_search_enabled(task)  # rejects an unknown task id before binding
+        self.engine = engine
+        self.task = task
+        super().__init__(str(socket_path), _Handler)
+
+
+class SearchService:
+    """A running search service; ``close()`` stops it and removes the socket file."""
+
+    def __init__(self, engine: SearchEngine, socket_path: Path, task: str) -> None:
+        self.socket_path = socket_path
+        self.task = task
+        _remove_stale_socket(socket_path)
+        self._server = _Server(socket_path, engine, task)
+        os.chmod(socket_path, 0o666)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name=f"search-service:{socket_path.name}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+        self.socket_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> SearchService:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _remove_stale_socket(path: Path) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise FileExistsError(f"{path} exists and is not a socket; refusing to replace it")
+    path.unlink()
+
+
+def start_search_service(engine: SearchEngine, socket_path: Path | str, task: str) -> SearchService:
+    """Serve ``engine`` for ``task`` on ``socket_path`` in background threads."""
+    return SearchService(engine, Path(socket_path), task)
