@@ -222,7 +222,8 @@ def _web_pages(rng: random.Random, entity: Entity) -> list[dict[str, str]]:
             {
                 "page_url": f"{SITE}/{domain_slug}/{entity.slug}/{title}",
                 "page_name": f"{entity.name} - {title}",
-                "page_snippet": " ".join([intro, sentences[0]]),
+                # The snippet summarises the page's facts, so web search can answer from it.
+                "page_snippet": " ".join([intro, *(s for s in sentences if s not in FILLER)]),
                 "text": text,
             }
         )

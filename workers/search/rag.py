@@ -9,9 +9,9 @@ sees the context it was built for:
 - in tasks with web search, web search with k=50 on the query (or on ``full_query`` when the
   caller has a rewritten one), then page snippets as numbered ``<DOC>`` blocks while the web part
   stays under 32,000 characters (about 8,000 tokens);
-- the whole wrapped in ``<search results>`` ... ``</search results>``; the wording of the
-  instructions around each part is the release's, word for word, typos included, because
-  agents were prompted and tuned against it.
+- the whole wrapped in ``<search results>`` ... ``</search results>``, with the same layout
+  (entity list, attribute blocks, numbered ``<DOC>`` blocks) and caps as the release; the
+  instruction sentences around each part are Podium's own wording.
 """
 
 from __future__ import annotations
@@ -30,36 +30,30 @@ WEB_RESULTS = 50
 WEB_CHAR_CAP = 8000 * 4
 
 IMAGE_INTRO = (
-    "You are given some image entity description retrieved based on visual similarity to the"
-    " provided image. These may or may not represent the same entity in the provided image."
-    " Incorporate their information into your answer ONLY IF you are confident they refer to"
-    " the exact same entity. Disregard them otherwise.\n\n"
+    "Below are descriptions of entities whose pictures look similar to the image in the"
+    " question. They may show a different entity: use them only when you are sure they describe"
+    " the entity in the image, and ignore them otherwise.\n\n"
 )
-ENTITY_NAMES = (
-    "Here is a list of entity names retrieved based on visual similarity to the provided"
-    " image: {names}.\n\n"
-)
+ENTITY_NAMES = "Entities found by image similarity, best match first: {names}.\n\n"
 ATTRIBUTES_INTRO = (
-    "Here are some additional attributes for some of the entities. Only incoperate these"
-    " information into your answer ONLY IF you are confidentthe referenced entity is in the"
-    " provided image.\n"
+    "Attributes of some of these entities follow. Use them only when you are sure the entity"
+    " they belong to is the one in the image.\n"
 )
 IMAGE_OUTRO = (
-    "Incorporate these image entity information into your answer ONLY IF you are confident"
-    " they refer to the exact same entity. Disregard them otherwise.\n\n"
+    "Use the entity descriptions above only when you are sure they describe the entity in the"
+    " image; otherwise ignore them.\n\n"
 )
 WEB_INTRO = (
-    "You are given snippets from web page search results based on this question:"
-    ' "{query}". These page snippets may or may not contain relevant or truthful information'
-    " about the question. Incorporate these information into your answer ONLY IF you are"
-    " confident they address the question. Disregard them otherwise.\n\n"
+    'Below are snippets of web pages found for the question "{query}". They may be irrelevant'
+    " or wrong: use them only when you are sure they answer the question, and ignore them"
+    " otherwise.\n\n"
 )
 WEB_DOC = (
     "<DOC>\nWebpage ID: [{number}]\nTitle: {title}\nWeb content snippet: {snippet}\n</DOC>\n\n"
 )
 WEB_OUTRO = (
-    "Incorporate these web search results into your answer ONLY IF you are confident they"
-    " contain relevant or truthful information about the question. Disregard them otherwise.\n\n"
+    "Use the web snippets above only when you are sure they are relevant and truthful;"
+    " otherwise ignore them.\n\n"
 )
 
 

@@ -36,7 +36,7 @@ def test_image_part_keeps_scores_above_threshold_and_lists_names_once() -> None:
         ]
     )
     assert text.startswith(IMAGE_INTRO) and text.endswith(IMAGE_OUTRO)
-    assert "provided image: Eiffel Tower, Paris.\n\n" in text
+    assert "best match first: Eiffel Tower, Paris.\n\n" in text
     assert "Louvre" not in text  # 0.75 is not above the threshold
     expected = 'Entity 1: Eiffel Tower\nEntity attributes: {\n  "height": "330 m"\n}\n\n'
     assert expected in text
@@ -61,7 +61,7 @@ def test_web_part_numbers_snippets_and_stops_at_the_cap() -> None:
         {"page_name": "E", "page_snippet": "epsilon"},
     ]
     text = web_context('What is "it"?', results)
-    assert 'based on this question: "What is "it"?".' in text
+    assert 'found for the question "What is "it"?".' in text
     assert "<DOC>\nWebpage ID: [1]\nTitle: A\nWeb content snippet: alpha\n</DOC>\n\n" in text
     assert "Webpage ID: [2]\nTitle: C\n" in text
     assert "Title: B" not in text and "Title: D" not in text and "Title: E" not in text
@@ -89,7 +89,7 @@ def test_web_tasks_add_web_results_for_the_full_query(engine: SearchEngine) -> N
             full_query=f"When was the {entity_name(2)} first made?",
         )
         assert f"Entity 1: {entity_name(2)}" in context
-        assert 'based on this question: "When was it made?"' in context
+        assert 'found for the question "When was it made?"' in context
         first_doc = context[context.index("<DOC>") :]
         assert first_doc.startswith(f"<DOC>\nWebpage ID: [1]\nTitle: About the {entity_name(2)}\n")
 
