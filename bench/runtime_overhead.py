@@ -1,0 +1,222 @@
+"""What Podium's agent runtime costs: per-turn overhead, its share for a 100 ms agent, start-up.
+
+Runs real containers under the default sandbox policy through ``workers.runner.run_agent``:
+
+1. the zero-work example agent (``examples/agents/zero-work``: batch size 16, answers "" at
+   once) on a split of ``--turns`` single-turn conversations, each with its own
+   ``--image-size`` JPEG: everything measured is harness (runner, HTTP over the Unix socket,
+   base64 images, agentkit, sink). Per-turn overhead = batch-loop time / turns.
+2. the same agent sleeping 100 ms per batch: overhead share = (loop time - 0.1 s x batches) /
+   loop time.
+3. where one 16-turn batch's time goes: the runner preparing the body, agentkit's own time
+   (``elapsed_s`` in its reply), and the rest (transport, HTTP, parsing the reply).
+4. container start to ready (create the socket volume and container, start it, /ready says
+   ready), ``--starts`` times.
+
+    python bench/runtime_overhead.py [--turns 1024] [--starts 5] [--image-size 960x1280]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import statistics
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+from PIL import Image, ImageDraw
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from evaluator.records import Conversation, Split, Turn  # noqa: E402
+from workers.agent_client import encode_batch  # noqa: E402
+from workers.agent_container import AgentContainer  # noqa: E402
+from workers.batches import turn_batches  # noqa: E402
+from workers.images import AgentImage, build_context  # noqa: E402
+from workers.limits import Limits  # noqa: E402
+from workers.runner import run_agent  # noqa: E402
+from workers.sandbox import SandboxPolicy  # noqa: E402
+
+SLEEP_S = 0.1
+SLEEPER = f"""
+import time
+from agent import ZeroWorkAgent
+
+
+class SleepingAgent(ZeroWorkAgent):
+    def batch_generate_response(self, queries, images, message_histories):
+        time.sleep({SLEEP_S})
+        return super().batch_generate_response(queries, images, message_histories)
+"""
+
+
+class Truncator:
+    name = "identity"
+
+    def truncate(self, text: str) -> str:
+        return text
+
+
+def build(directory: Path, tag: str, extra: dict[str, str], workdir: Path) -> AgentImage:
+    tarball = workdir / f"{tag.replace('/', '-').replace(':', '-')}.tar"
+    with tarfile.open(tarball, "w") as tar:
+        for path in sorted(directory.iterdir()):
+            tar.add(path, arcname=path.name)
+        for name, text in extra.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return build_context(tarball, tag=tag, timeout_s=600)
+
+
+def make_split(root: Path, turns: int, size: tuple[int, int]) -> tuple[Split, int]:
+    """``turns`` single-turn conversations, each with its own photo-sized JPEG."""
+    (root / "images").mkdir(parents=True)
+    conversations = []
+    image_bytes = 0
+    for i in range(turns):
+        picture = Image.new("RGB", size, ((37 * i) % 256, 90, 160))
+        draw = ImageDraw.Draw(picture)
+        for k in range(40):
+            box = ((k * 53 + i) % size[0], (k * 97) % size[1])
+            draw.ellipse((*box, box[0] + 120, box[1] + 90), fill=((k * 31) % 256, i % 256, 200))
+        path = root / "images" / f"{i}.jpg"
+        picture.save(path, format="JPEG", quality=85)
+        image_bytes += path.stat().st_size
+        turn = Turn(f"t{i}", f"What is the brand of this vehicle number {i}?", "unused")
+        conversations.append(Conversation(f"c{i}", f"images/{i}.jpg", None, (turn,)))
+    return Split(root=root, conversations=conversations), image_bytes // turns
+
+
+def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, int, int]:
+    """(seconds from ready to the last answer, turns, batches) for one run."""
+    arrivals: list[float] = []
+    started = time.monotonic()
+    report = run_agent(
+        image,
+        split,
+        "single-source-augmentation",
+        Limits(),
+        lambda result: arrivals.append(time.monotonic()),
+        truncator=Truncator(),
+    )
+    if report.status != "completed":
+        raise SystemExit(f"run failed: {report.failure_reason}")
+    batches = -(-len(report.turns) // report.batch_size)
+    loop = arrivals[-1] - (started + report.start_to_ready_s)
+    return loop, len(report.turns), batches
+
+
+def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float]:
+    """Per batch of the zero-work agent: (runner preparing the body, agentkit's own time from
+    its reply's elapsed_s, the rest of the call: transport, HTTP, parsing the reply)."""
+    prepare = call = server = 0.0
+    count = 0
+    with AgentContainer(
+        docker.from_env(), image.image_id, "single-source-augmentation", SandboxPolicy()
+    ) as box:
+        box.wait_ready(time.monotonic() + 60)
+        assert box.agent is not None
+        for batch in turn_batches(split.conversations, 16):
+            started = time.perf_counter()
+            turns = [
+                {
+                    "session_id": ref.session_id,
+                    "interaction_id": ref.interaction_id,
+                    "turn_idx": ref.turn_idx,
+                    "query": ref.turn.query,
+                    "message_history": [],
+                    "rag_context": None,
+                    "domain": None,
+                }
+                for ref in batch
+            ]
+            images = [
+                base64.b64encode(split.image_path(ref.conversation).read_bytes()).decode()
+                for ref in batch
+            ]
+            body = encode_batch(str(count), 160.0, turns, images)
+            sent = time.perf_counter()
+            reply = box.agent.batch(body, 160.0)
+            call += time.perf_counter() - sent
+            prepare += sent - started
+            server += reply.body["elapsed_s"]
+            count += 1
+    return 1000 * prepare / count, 1000 * server / count, 1000 * (call - server) / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1024)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--image-size", default="960x1280")
+    args = parser.parse_args()
+    size = tuple(int(v) for v in args.image_size.split("x"))
+    client = docker.from_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        zero = build(
+            REPO / "examples/agents/zero-work", "podium-bench/zero-work:latest", {}, workdir
+        )
+        sleeper = build(
+            REPO / "examples/agents/zero-work",
+            "podium-bench/sleeper:latest",
+            {
+                "sleeper.py": SLEEPER,
+                "Dockerfile": "FROM podium/agent-base:py3.11\nCOPY . /agent\n"
+                "ENV PODIUM_AGENT=sleeper:SleepingAgent\n",
+            },
+            workdir,
+        )
+        split, mean_image = make_split(workdir / "split", args.turns, size)
+        print(f"split: {args.turns} turns, JPEG {size[0]}x{size[1]}, mean {mean_image} bytes")
+
+        loop, turns, batches = batch_loop_s(zero, split)
+        print(
+            f"zero-work: {turns} turns in {batches} batches, batch loop {loop:.3f} s, "
+            f"{1000 * loop / turns:.3f} ms per turn (goal <= 2 ms)"
+        )
+
+        loop, turns, batches = batch_loop_s(sleeper, split)
+        work = SLEEP_S * batches
+        print(
+            f"100 ms per batch: {batches} batches, batch loop {loop:.3f} s, agent sleep "
+            f"{work:.1f} s, overhead {100 * (loop - work) / loop:.2f} % (goal <= 5 %)"
+        )
+
+        prepare, server, rest = breakdown_ms(zero, split)
+        print(
+            f"one 16-turn batch: runner prepares {prepare:.2f} ms, agentkit {server:.2f} ms, "
+            f"transport + HTTP + reply {rest:.2f} ms"
+        )
+
+        tiny = Split(root=split.root, conversations=split.conversations[:1])
+        starts = []
+        for _ in range(args.starts):
+            report = run_agent(
+                zero,
+                tiny,
+                "single-source-augmentation",
+                Limits(),
+                lambda result: None,
+                truncator=Truncator(),
+            )
+            starts.append(report.start_to_ready_s)
+        print(
+            f"start to ready over {args.starts} starts: median "
+            f"{statistics.median(starts):.3f} s, min {min(starts):.3f} s, "
+            f"max {max(starts):.3f} s"
+        )
+    for tag in ("podium-bench/zero-work:latest", "podium-bench/sleeper:latest"):
+        client.images.remove(tag, noprune=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""A well-behaved kit A agent that answers with what it was given, as JSON.
+
+The tests read back the query, the history and the image size of each turn, and the batch
+it came in (a counter of this process's batch calls)."""
+
+import json
+
+
+class Agent:
+    def __init__(self, search_pipeline):
+        self.search_pipeline = search_pipeline
+        self.calls = 0
+
+    def get_batch_size(self):
+        return 2
+
+    def batch_generate_response(self, queries, images, message_histories):
+        self.calls += 1
+        return [
+            json.dumps(
+                {
+                    "batch": self.calls,
+                    "query": query,
+                    "history": history,
+                    "image_size": list(image.size) if image is not None else None,
+                }
+            )
+            for query, image, history in zip(queries, images, message_histories, strict=True)
+        ]

@@ -1,0 +1,189 @@
+"""The runner's HTTP-over-Unix-socket client against real socket servers that misbehave."""
+
+from __future__ import annotations
+
+import json
+import os
+import socketserver
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from workers.agent_client import (
+    AgentClient,
+    AgentTimeout,
+    AgentUnavailable,
+    ProtocolError,
+    batch_responses,
+    encode_batch,
+)
+
+
+def http_response(status: int, body: bytes, extra: bytes = b"") -> bytes:
+    return (
+        f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n".encode()
+        + extra
+        + b"\r\n"
+        + body
+    )
+
+
+class Behaviour(socketserver.StreamRequestHandler):
+    """Answers each request according to the server's ``mode``."""
+
+    def handle(self) -> None:
+        while True:
+            request_line = self.rfile.readline()
+            if not request_line:
+                return
+            length = 0
+            while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.rfile.read(length)
+            self.server.requests += 1
+            mode = self.server.mode
+            if mode == "silent":
+                time.sleep(30)
+                return
+            if mode == "drip":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+                for _ in range(1000):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+                return
+            if mode == "close":
+                return
+            if mode == "garbage":
+                self.wfile.write(b"this is not http\r\n\r\n")
+                return
+            if mode == "huge":
+                self.wfile.write(http_response(200, b'"' + b"x" * 5000 + b'"'))
+            elif mode == "bad_utf8":
+                self.wfile.write(http_response(200, b'{"responses": ["ok \xff\xfe end"]}'))
+            elif mode == "ready":
+                body = {"ready": True, "batch_size": 40, "kit": "B"}
+                self.wfile.write(http_response(200, json.dumps(body).encode()))
+            elif mode == "loading":
+                self.wfile.write(http_response(503, b'{"ready": false}'))
+            elif mode == "load_failed":
+                self.wfile.write(http_response(500, b'{"ready": false, "error": "no weights"}'))
+            else:
+                self.wfile.write(http_response(200, b'{"responses": ["fine"]}'))
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: Path, mode: str) -> None:
+        super().__init__(str(path), Behaviour)
+        self.mode = mode
+        self.requests = 0
+
+
+@pytest.fixture
+def serve(tmp_path):
+    servers = []
+
+    def start(mode: str) -> Path:
+        path = tmp_path / "agent.sock"
+        server = Server(path, mode)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return path
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_keeps_one_connection_for_many_calls(serve):
+    path = serve("ok")
+    client = AgentClient(path)
+    for _ in range(3):
+        reply = client.batch(b"{}", timeout_s=2)
+        assert reply.status == 200 and reply.body == {"responses": ["fine"]}
+    client.close()
+
+
+@pytest.mark.parametrize("mode", ["silent", "drip"])
+def test_deadline_holds_against_silent_and_dripping_agents(serve, mode):
+    client = AgentClient(serve(mode))
+    started = time.monotonic()
+    with pytest.raises(AgentTimeout):
+        client.batch(b"{}", timeout_s=0.5)
+    assert time.monotonic() - started < 1.5
+
+
+def test_oversized_body_is_a_protocol_error(serve):
+    client = AgentClient(serve("huge"), max_body_bytes=1000)
+    with pytest.raises(ProtocolError, match="larger than 1000 bytes"):
+        client.batch(b"{}", timeout_s=2)
+
+
+def test_invalid_utf8_is_replaced_not_fatal(serve):
+    reply = AgentClient(serve("bad_utf8")).batch(b"{}", timeout_s=2)
+    assert reply.body == {"responses": ["ok \ufffd\ufffd end"]}
+
+
+def test_garbage_is_a_protocol_error_and_a_hang_up_means_unavailable(serve, tmp_path):
+    with pytest.raises(ProtocolError, match="malformed HTTP"):
+        AgentClient(serve("garbage")).batch(b"{}", timeout_s=2)
+    os.unlink(tmp_path / "agent.sock")
+    with pytest.raises(AgentUnavailable):
+        AgentClient(serve("close")).batch(b"{}", timeout_s=2)
+
+
+def test_missing_socket_is_unavailable(tmp_path):
+    with pytest.raises(AgentUnavailable, match="does not exist"):
+        AgentClient(tmp_path / "agent.sock").ready()
+
+
+def test_symlink_planted_by_the_agent_is_not_followed(serve, tmp_path):
+    real = serve("ok")
+    link = tmp_path / "link.sock"
+    link.symlink_to(real)
+    with pytest.raises(ProtocolError, match="not a socket"):
+        AgentClient(link).batch(b"{}", timeout_s=2)
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    with pytest.raises(ProtocolError, match="not a socket"):
+        AgentClient(plain).batch(b"{}", timeout_s=2)
+
+
+def test_readiness_states(serve, tmp_path):
+    ready = AgentClient(serve("ready")).ready()
+    assert ready.ready and ready.batch_size == 16 and ready.kit == "B"
+    for mode, expected in (("loading", (False, None)), ("load_failed", (False, "no weights"))):
+        os.unlink(tmp_path / "agent.sock")
+        readiness = AgentClient(serve(mode)).ready()
+        assert (readiness.ready, readiness.error) == expected
+
+
+def test_encode_batch_splices_images_and_round_trips():
+    turns = [
+        {"query": 'looks like "podium-image-0123-0" but is text', "turn_idx": 0},
+        {"query": 'é \x00 "quoted"', "turn_idx": 1},
+    ]
+    body = encode_batch("7", 20.0, turns, ["QUJD+/9=", None])
+    assert json.loads(body) == {
+        "batch_id": "7",
+        "deadline_s": 20.0,
+        "turns": [{**turns[0], "image_b64": "QUJD+/9="}, {**turns[1], "image_b64": None}],
+    }
+    assert turns[0].get("image_b64") is None, "the caller's turns are left as they were"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [None, [], {"responses": "x"}, {"responses": ["a"]}, {"responses": ["a", 2]}],
+)
+def test_batch_responses_must_be_one_string_per_turn(body):
+    with pytest.raises(ProtocolError, match="/batch"):
+        batch_responses(body, 2)
+    assert batch_responses({"responses": ["a", "b"], "elapsed_s": 0.1}, 2) == ["a", "b"]

@@ -1,0 +1,132 @@
+"""Hostile agents: each attack is contained and reported, and the host and other runs are fine.
+
+(The agent that tries to write outside scratch and gain privileges is
+``test_sandbox.py::test_agent_inside_sees_only_what_the_policy_allows``.)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.workers.conftest import (
+    TEST_LIMITS,
+    TEST_POLICY,
+    IdentityTruncator,
+    Recorder,
+    make_split,
+)
+from workers.runner import run_agent
+
+pytestmark = pytest.mark.docker
+TASK = "multi-source-augmentation"
+
+
+def run(image, split, sink, limits=TEST_LIMITS):
+    return run_agent(
+        image, split, TASK, limits, sink, truncator=IdentityTruncator(), policy=TEST_POLICY
+    )
+
+
+def well_behaved_run(agent_image, root) -> Recorder:
+    """A normal agent's run; it must complete with every turn answered."""
+    recorder = Recorder()
+    report = run(agent_image("agents/recorder"), make_split(root, [2, 1]), recorder)
+    assert report.status == "completed", report.failure_reason
+    assert [r.outcome for r in recorder.results] == ["answered"] * 3
+    return recorder
+
+
+def alongside(agent_image, root, hostile):
+    """Runs ``hostile()`` while a well-behaved agent runs; returns hostile's result."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        attack = pool.submit(hostile)
+        neighbour = pool.submit(well_behaved_run, agent_image, root)
+        neighbour.result(timeout=120)
+        return attack.result(timeout=120)
+
+
+def test_network_attempts_all_fail(agent_image, tmp_path, recorder, no_leftovers):
+    report = run(agent_image("hostile/network"), make_split(tmp_path / "s", [1]), recorder)
+    assert report.status == "completed", report.failure_reason
+    seen = json.loads(recorder.results[0].response)
+    attempts = {k: v for k, v in seen.items() if k != "interfaces"}
+    assert attempts and all(v.startswith("failed") for v in attempts.values()), attempts
+    assert seen["interfaces"] == ["lo"]
+    # the host's services are untouched and still there for the host
+    with socket.create_connection(("127.0.0.1", 5432), timeout=2):
+        pass
+
+
+def test_filesystem_search_finds_no_ground_truth(agent_image, tmp_path, recorder, no_leftovers):
+    split = make_split(tmp_path / "s", [2])
+    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=60)
+    report = run(agent_image("hostile/fs_snoop"), split, recorder, limits=limits)
+    assert report.status == "completed", report.failure_reason
+    assert [r.outcome for r in recorder.results] == ["answered", "answered"]
+    for result in recorder.results:
+        seen = json.loads(result.response)
+        assert seen["found"] == []
+        assert seen["scanned_files"] > 100, "it did search the image's filesystem"
+        assert "PODIUM-GROUND-TRUTH" not in result.response
+
+
+def test_hanging_agent_times_out_and_is_removed(agent_image, tmp_path, recorder, no_leftovers):
+    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=0.5, max_consecutive_timeouts=5)
+    split = make_split(tmp_path / "s", [1, 1, 1])
+    report = run(agent_image("hostile/hang"), split, recorder, limits=limits)
+    assert report.status == "completed"
+    assert report.counts() == {"answered": 0, "timeout": 3, "error": 0}
+    assert all(r.response == "" for r in recorder.results)
+
+
+def test_fork_bomb_is_held_by_the_pids_limit(agent_image, tmp_path, recorder, no_leftovers):
+    def attack():
+        return run(agent_image("hostile/fork_bomb"), make_split(tmp_path / "s", [1]), recorder)
+
+    report = alongside(agent_image, tmp_path / "n", attack)
+    assert report.status == "completed", report.failure_reason
+    answer = recorder.results[0].response
+    children = int(answer.split()[1])
+    assert 0 < children < TEST_POLICY.pids_limit
+    assert "Resource temporarily unavailable" in answer
+    subprocess.run(["true"], check=True)  # the host can still start processes
+
+
+def test_memory_hog_is_oom_killed_with_a_readable_reason(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    def attack():
+        return run(agent_image("hostile/memory_hog"), make_split(tmp_path / "s", [1, 1]), recorder)
+
+    report = alongside(agent_image, tmp_path / "n", attack)
+    assert report.status == "failed"
+    assert report.failure_reason == (
+        "the agent ran out of memory: it needed more than its 256 MiB limit; killed"
+    )
+    assert recorder.results == []
+    well_behaved_run(agent_image, tmp_path / "after")
+
+
+def test_output_flood_is_capped_by_the_log_limit(
+    agent_image, docker_client, tmp_path, no_leftovers
+):
+    image = agent_image("hostile/flood")
+    log_sizes = []
+
+    def sink(result):
+        (container,) = docker_client.containers.list(filters={"ancestor": image.image_id})
+        logs = Path(container.attrs["LogPath"]).parent.glob("*-json.log*")  # rotation included
+        log_sizes.append(sum(path.stat().st_size for path in logs))
+
+    report = run(image, make_split(tmp_path / "s", [1, 1]), sink)
+    assert report.status == "completed", report.failure_reason
+    assert report.counts()["answered"] == 2
+    # 32 MB written per turn; Docker keeps one json-file of at most max-size (plus a line).
+    assert len(log_sizes) == 2 and 0 < max(log_sizes) <= 2 * TEST_POLICY.log_max_bytes

@@ -1,0 +1,134 @@
+"""The runner with Podium's search service: kit A agents search through search.sock in the
+socket volume; kit B agents get the rag_context the runner computes per turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from evaluator.sample import write_sample
+from evaluator.split import load_split
+from tests.workers.conftest import REPO, TEST_LIMITS, TEST_POLICY, IdentityTruncator, Recorder
+from workers.outcomes import TurnResult
+from workers.runner import run_agent
+
+pytestmark = pytest.mark.docker
+TASK = "multi-source-augmentation"
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sample") / "data"
+    write_sample(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def search(sample, tmp_path_factory):
+    from workers.search.engine import SearchEngine
+
+    engine = SearchEngine(sample / "corpus", cache_dir=tmp_path_factory.mktemp("search-cache"))
+    engine.prepare(TASK)
+    return engine
+
+
+def exact_matches(split, recorder: Recorder) -> int:
+    truth = {t.interaction_id: t.ground_truth.strip().lower() for _, _, t in split.turns()}
+    return sum(r.response.strip().lower() == truth[r.interaction_id] for r in recorder.results)
+
+
+@pytest.mark.parametrize("example, kit", [("rag-kit-a", "A"), ("kit-b", "B")])
+def test_examples_answer_through_podiums_search(
+    example, kit, agent_image, sample, search, no_leftovers
+):
+    split = load_split(sample / TASK / "validation")
+    recorder = Recorder()
+    image = agent_image(f"examples/agents/{example}")
+    report = run_agent(
+        image,
+        split,
+        TASK,
+        TEST_LIMITS,
+        recorder,
+        search=search,
+        truncator=IdentityTruncator(),
+        policy=TEST_POLICY,
+    )
+    assert report.status == "completed", report.failure_reason
+    assert report.kit == kit
+    assert report.counts()["answered"] == len(split.turns())
+    # The agents only know what search told them: right answers prove search reached them.
+    assert exact_matches(split, recorder) >= 3
+
+
+def test_without_search_kit_b_gets_no_context(agent_image, sample, no_leftovers):
+    split = load_split(sample / TASK / "validation")
+    recorder = Recorder()
+    report = run_agent(
+        agent_image("examples/agents/kit-b"),
+        split,
+        TASK,
+        TEST_LIMITS,
+        recorder,
+        truncator=IdentityTruncator(),
+        policy=TEST_POLICY,
+    )
+    assert report.status == "completed", report.failure_reason
+    assert exact_matches(split, recorder) == 0
+
+
+def test_cli_serves_search_from_a_corpus(agent_image, sample, tmp_path, no_leftovers):
+    task = "single-source-augmentation"
+    split_dir = sample / task / "validation"
+    image = agent_image("examples/agents/rag-kit-a")
+    out = tmp_path / "predictions.jsonl"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workers.run_agent",
+            "--image",
+            image.ref,
+            "--split",
+            str(split_dir),
+            "--task",
+            task,
+            "--corpus",
+            str(sample / "corpus"),
+            "--out",
+            str(out),
+            "--report",
+            str(tmp_path / "report.json"),
+            "--memory",
+            "256m",
+            "--cpus",
+            "1",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PODIUM_SEARCH_CACHE": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 0, result.stderr
+    split = load_split(split_dir)
+    recorder = Recorder()
+    for line in out.read_text().splitlines():
+        record = json.loads(line)
+        recorder(
+            TurnResult(
+                record["session_id"],
+                record["interaction_id"],
+                0,
+                record["response"],
+                "answered",
+                0.0,
+            )
+        )
+    assert len(recorder.results) == len(split.turns())
+    assert exact_matches(split, recorder) >= 3

@@ -1,0 +1,88 @@
+"""The sandbox policy: the create arguments, and what an agent actually sees inside."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentkit.protocol import SOCKET_DIR
+from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
+from workers.runner import run_agent
+from workers.sandbox import SandboxPolicy
+
+
+def test_defaults_turn_every_protection_on():
+    kwargs = SandboxPolicy().container_kwargs("sha256:x", "multi-turn-qa", "vol", "run1")
+    assert kwargs["network_mode"] == "none"
+    assert kwargs["read_only"] is True
+    assert kwargs["user"] == "10001:10001"
+    assert kwargs["cap_drop"] == ["ALL"]
+    assert kwargs["security_opt"] == ["no-new-privileges"]
+    assert kwargs["privileged"] is False
+    assert kwargs["memswap_limit"] == kwargs["mem_limit"]
+    assert kwargs["pids_limit"] > 0 and kwargs["nano_cpus"] > 0
+    assert [m["Target"] for m in kwargs["mounts"]] == [SOCKET_DIR]
+    assert "volumes" not in kwargs, "nothing but the socket volume is mounted"
+    assert set(kwargs["tmpfs"]) == {"/tmp"} and "size=" in kwargs["tmpfs"]["/tmp"]
+    assert kwargs["log_config"]["Type"] == "json-file"
+    assert kwargs["log_config"]["Config"] == {"max-size": str(1024 * 1024), "max-file": "1"}
+    assert kwargs["environment"]["PODIUM_TASK"] == "multi-turn-qa"
+    assert kwargs["device_requests"] == []
+    assert {u["Name"] for u in kwargs["ulimits"]} == {"nofile", "core"}
+
+
+def test_gpu_requests():
+    (every,) = SandboxPolicy(gpus="all").device_requests()
+    assert every["Count"] == -1 and every["Capabilities"] == [["gpu"]]
+    (some,) = SandboxPolicy(gpus="0, 2").device_requests()
+    assert some["DeviceIDs"] == ["0", "2"]
+    with pytest.raises(ValueError, match="gpus"):
+        SandboxPolicy(gpus=",").device_requests()
+
+
+@pytest.mark.parametrize("field", ["memory_bytes", "pids_limit", "nofile", "cpus"])
+def test_nonsense_sizes_are_refused(field):
+    with pytest.raises(ValueError, match=field):
+        SandboxPolicy(**{field: 0})
+
+
+@pytest.mark.docker
+def test_agent_inside_sees_only_what_the_policy_allows(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    split = make_split(tmp_path / "split", [1])
+    report = run_agent(
+        agent_image("hostile/escape"),
+        split,
+        "single-source-augmentation",
+        TEST_LIMITS,
+        recorder,
+        truncator=IdentityTruncator(),
+        policy=TEST_POLICY,
+    )
+    assert report.status == "completed", report.failure_reason
+    seen = json.loads(recorder.results[0].response)
+    # read-only root filesystem; no privilege gain
+    assert all(r == "failed: EROFS" for r in seen["writes"].values()), seen["writes"]
+    assert seen["setuid_root"] == "failed: EPERM"
+    assert seen["chmod_root"].startswith("failed:")
+    assert seen["mount"] == "failed: EPERM"
+    assert seen["uid"] == 10001 and seen["status"]["Uid"].split()[0] == "10001"
+    assert int(seen["status"]["CapEff"], 16) == 0 and int(seen["status"]["CapBnd"], 16) == 0
+    assert seen["status"]["NoNewPrivs"] == "1"
+    # scratch and the socket directory are size-capped tmpfs
+    assert seen["scratch_bytes_written"] <= TEST_POLICY.scratch_bytes
+    assert seen["socket_dir_bytes_written"] <= TEST_POLICY.socket_dir_bytes
+    mounts = {line.split()[1]: line.split() for line in seen["mounts"]}
+    assert mounts["/tmp"][2] == "tmpfs" and mounts[SOCKET_DIR][2] == "tmpfs"
+    assert mounts["/"][3].startswith("ro")
+    # limits
+    assert int(seen["memory_limit"]) == TEST_POLICY.memory_bytes
+    assert int(seen["memsw_limit"]) == TEST_POLICY.memory_bytes, "swap must be disabled"
+    assert int(seen["pids_max"]) == TEST_POLICY.pids_limit
+    quota, period = (int(v) for v in seen["cpu_quota"])
+    assert quota / period == pytest.approx(TEST_POLICY.cpus)
+    assert seen["nofile"] == [TEST_POLICY.nofile, TEST_POLICY.nofile]
+    assert seen["core"] == [0, 0]
+    assert seen["docker_socket"] is False

@@ -1,0 +1,203 @@
+"""The runner's side of the agent protocol: HTTP/1.1 + JSON over the agent's Unix socket.
+
+The socket lives in a directory the (untrusted) agent can write to, so it is opened without
+following links: ``O_PATH | O_NOFOLLOW``, checked to be a socket, then connected through
+``/proc/self/fd`` (which also keeps the path short). Every call has a hard deadline: a watchdog
+shuts the socket down when it passes, so neither a silent agent nor one that drips bytes can
+hold the runner past it. Response bodies are size-capped before parsing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import stat
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentkit.protocol import BATCH_PATH, READY_PATH, clip_batch_size
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class AgentUnavailable(Exception):
+    """The socket is not there yet, refused the connection, or went away mid-call."""
+
+
+class AgentTimeout(Exception):
+    """The call passed its deadline."""
+
+
+class ProtocolError(Exception):
+    """The agent answered something the protocol does not allow; the message says what."""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    batch_size: int = 1
+    kit: str = "native"
+    error: str | None = None  # set when the agent reports that loading failed
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    status: int  # HTTP status
+    body: Any  # parsed JSON
+
+
+def encode_batch(
+    batch_id: str, deadline_s: float, turns: list[dict], images_b64: list[str | None]
+) -> bytes:
+    """The JSON body of ``POST /batch``; ``images_b64[i]`` becomes ``turns[i]["image_b64"]``.
+
+    Images are most of the bytes. Base64 text never needs JSON escaping, so each image is
+    spliced in as it is instead of going through the JSON encoder: the encoder only sees short
+    markers (with a per-call nonce, so no query text can imitate one).
+    """
+    marker = f"podium-image-{uuid.uuid4().hex}-"
+    marked = [
+        {**turn, "image_b64": None if image is None else f"{marker}{i}"}
+        for i, (turn, image) in enumerate(zip(turns, images_b64, strict=True))
+    ]
+    text = json.dumps(
+        {"batch_id": batch_id, "deadline_s": deadline_s, "turns": marked}, separators=(",", ":")
+    )
+    head, *rest = text.split(f'"{marker}')
+    pieces = [head]
+    for piece in rest:  # each starts with '<i>"'
+        index, _, tail = piece.partition('"')
+        pieces += ['"', images_b64[int(index)], '"', tail]
+    return "".join(pieces).encode("ascii")
+
+
+def batch_responses(body: Any, expected: int) -> list[str]:
+    """The ``responses`` of a 200 ``/batch`` reply: exactly ``expected`` strings."""
+    responses = body.get("responses") if isinstance(body, dict) else None
+    if not isinstance(responses, list) or len(responses) != expected:
+        raise ProtocolError(
+            f"/batch must answer {{'responses': [...]}} with {expected} strings, one per turn"
+        )
+    if not all(isinstance(r, str) for r in responses):
+        raise ProtocolError("/batch: every response must be a string")
+    return responses
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, socket_path: Path, timeout: float) -> None:
+        super().__init__("agent", timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        try:
+            fd = os.open(self.socket_path, os.O_PATH | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            raise AgentUnavailable("the agent socket does not exist yet") from None
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                raise ProtocolError("agent.sock is not a socket")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            try:
+                sock.connect(f"/proc/self/fd/{fd}")
+            except OSError:
+                sock.close()
+                raise
+            self.sock = sock
+        finally:
+            os.close(fd)
+
+
+class AgentClient:
+    """One keep-alive connection to an agent; reconnects after errors and time-outs."""
+
+    def __init__(self, socket_path: str | Path, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.socket_path = Path(socket_path)
+        self.max_body_bytes = max_body_bytes
+        self._conn: _UnixConnection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def ready(self, timeout_s: float = 5.0) -> Readiness:
+        """``GET /ready``: not ready (503), ready with the batch size and kit, or load failure."""
+        reply = self.call("GET", READY_PATH, None, timeout_s)
+        body = reply.body if isinstance(reply.body, dict) else {}
+        if reply.status == 503:
+            return Readiness(ready=False)
+        if reply.status != 200:
+            error = body.get("error") if isinstance(body.get("error"), str) else None
+            return Readiness(ready=False, error=error or f"/ready answered HTTP {reply.status}")
+        size = body.get("batch_size")
+        if body.get("ready") is not True or isinstance(size, bool) or not isinstance(size, int):
+            raise ProtocolError("/ready must answer {'ready': true, 'batch_size': <int>, ...}")
+        kit = body.get("kit") if body.get("kit") in ("A", "B", "native") else "native"
+        return Readiness(ready=True, batch_size=clip_batch_size(size), kit=kit)
+
+    def batch(self, body: bytes, timeout_s: float) -> AgentReply:
+        """``POST /batch`` (a body from ``encode_batch``) with a hard deadline of ``timeout_s``."""
+        return self.call("POST", BATCH_PATH, body, timeout_s)
+
+    def call(self, method: str, path: str, body: bytes | None, timeout_s: float) -> AgentReply:
+        if timeout_s <= 0:
+            raise AgentTimeout(f"{method} {path}: no time left")
+        if self._conn is None:
+            self._conn = _UnixConnection(self.socket_path, timeout_s)
+        conn = self._conn
+        conn.timeout = timeout_s
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout_s)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        expired = threading.Event()
+        watchdog = threading.Timer(timeout_s, self._expire, args=(conn, expired))
+        watchdog.daemon = True
+        started = time.monotonic()
+        watchdog.start()
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            raw = response.read(self.max_body_bytes + 1)
+            if expired.is_set():
+                raise TimeoutError
+            if len(raw) > self.max_body_bytes:
+                limit = self.max_body_bytes
+                raise ProtocolError(f"{path}: response body larger than {limit} bytes")
+            if response.length:  # the body stopped short of its Content-Length
+                raise http.client.IncompleteRead(raw, response.length)
+            if response.will_close:
+                self.close()
+        except (ProtocolError, AgentUnavailable):
+            self.close()
+            raise
+        except (TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
+            self.close()
+            if expired.is_set() or time.monotonic() - started >= timeout_s:
+                raise AgentTimeout(f"{method} {path}: no answer within {timeout_s:.1f} s") from None
+            hung_up = (http.client.RemoteDisconnected, http.client.IncompleteRead)
+            if isinstance(exc, http.client.HTTPException) and not isinstance(exc, hung_up):
+                raise ProtocolError(f"{path}: malformed HTTP response ({exc})") from None
+            raise AgentUnavailable(f"{method} {path}: {exc.__class__.__name__}: {exc}") from None
+        finally:
+            watchdog.cancel()
+        try:
+            parsed = json.loads(raw.decode("utf-8", errors="replace")) if raw else None
+        except ValueError:
+            raise ProtocolError(f"{path}: HTTP {response.status} body is not JSON") from None
+        return AgentReply(status=response.status, body=parsed)
+
+    @staticmethod
+    def _expire(conn: _UnixConnection, expired: threading.Event) -> None:
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)

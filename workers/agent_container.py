@@ -1,0 +1,182 @@
+"""One start of an agent image in the sandbox: socket volume, container, search service.
+
+``AgentContainer`` is a context manager; leaving it (normally, on an exception or on
+KeyboardInterrupt) kills and removes the container, the socket volume and the search service.
+A restart is a fresh ``AgentContainer``: new container, new scratch, new socket directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from agentkit.protocol import AGENT_SOCKET, SEARCH_SOCKET
+from workers.agent_client import AgentClient, AgentTimeout, AgentUnavailable, Readiness
+from workers.outcomes import RunFailed
+from workers.sandbox import SandboxPolicy
+
+READY_POLL_S = 0.1
+EXIT_SETTLE_S = 2.0  # how long a crash may take to show up as an exited container
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    running: bool
+    exit_code: int | None
+    oom_killed: bool
+
+
+class AgentCrashed(Exception):
+    """The container stopped or the agent's socket went away; ``state`` says how."""
+
+    def __init__(self, state: ContainerState) -> None:
+        super().__init__(f"the agent stopped (exit code {state.exit_code})")
+        self.state = state
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
+
+
+class AgentContainer:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        image_id: str,
+        task: str,
+        policy: SandboxPolicy,
+        *,
+        search: Any = None,  # a workers.search SearchEngine serving search.sock
+        run_id: str | None = None,
+    ) -> None:
+        self.client = client
+        self.image_id = image_id
+        self.task = task
+        self.policy = policy
+        self.search = search
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.volume: Any = None
+        self.container: Any = None
+        self.search_handle: Any = None
+        self.agent: AgentClient | None = None
+
+    def __enter__(self) -> AgentContainer:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self.volume = self.policy.create_socket_volume(self.client, self.run_id, self.image_id)
+        kwargs = self.policy.container_kwargs(
+            self.image_id, self.task, self.volume.name, self.run_id
+        )
+        try:
+            self.container = self.client.containers.create(**kwargs)
+            self.container.start()
+        except docker.errors.APIError as exc:
+            raise RunFailed(f"the agent container could not start: {exc.explanation}") from None
+        socket_dir = Path(self.volume.attrs["Mountpoint"])
+        if not os.path.ismount(socket_dir):
+            if not self.state().running:
+                return  # it already stopped (and Docker unmounted the volume): wait_ready says so
+            raise RuntimeError(
+                f"{socket_dir} is not mounted: the runner must run on the Docker host "
+                "(it reaches the agent through the socket volume's host path)"
+            )
+        self.agent = AgentClient(socket_dir / Path(AGENT_SOCKET).name)
+        if self.search is not None:
+            from workers.search.service import start_search_service  # faiss: only when used
+
+            search_path = socket_dir / Path(SEARCH_SOCKET).name
+            if search_path.is_symlink() or search_path.exists():
+                search_path.unlink()  # the agent may have planted something there
+            self.search_handle = start_search_service(self.search, search_path, self.task)
+
+    def state(self) -> ContainerState:
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:  # Podium's problem, not the agent's: no restart
+            raise RuntimeError("the agent container was removed outside the runner") from None
+        state = self.container.attrs["State"]
+        return ContainerState(
+            running=bool(state.get("Running")),
+            exit_code=None if state.get("Running") else state.get("ExitCode"),
+            oom_killed=bool(state.get("OOMKilled")),
+        )
+
+    def settled_state(self) -> ContainerState:
+        """The state after a failed call, waiting briefly for a dying container to exit."""
+        deadline = time.monotonic() + EXIT_SETTLE_S
+        state = self.state()
+        while state.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+            state = self.state()
+        return state
+
+    def crash_reason(self, state: ContainerState) -> str:
+        if state.oom_killed:
+            limit = _gib(self.policy.memory_bytes)
+            return f"the agent ran out of memory: it needed more than its {limit} limit; killed"
+        if state.running:
+            return "the agent closed its socket unexpectedly"
+        return f"the agent stopped unexpectedly (exit code {state.exit_code})"
+
+    def wait_ready(self, deadline: float) -> Readiness:
+        """Poll ``/ready`` until the agent is loaded; ``deadline`` is a ``time.monotonic()``."""
+        while True:
+            state = self.state()
+            if not state.running:
+                raise AgentCrashed(state)
+            assert self.agent is not None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            try:
+                readiness = self.agent.ready(timeout_s=min(5.0, remaining))
+            except (AgentUnavailable, AgentTimeout):
+                readiness = Readiness(ready=False)
+            if readiness.error:
+                raise RunFailed(f"the agent failed to load: {readiness.error}")
+            if readiness.ready:
+                return readiness
+            time.sleep(min(READY_POLL_S, max(0.0, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+        if self.search_handle is not None:
+            self.search_handle.close()
+            self.search_handle = None
+        if self.container is not None:
+            _quietly(lambda: self.container.remove(force=True))
+            self.container = None
+        if self.volume is not None:
+            _quietly(lambda: self.volume.remove(force=True))
+            self.volume = None
+
+
+def _quietly(action: Callable[[], object]) -> None:
+    """Clean-up that must not mask the real error; an object already gone is fine."""
+    for _ in range(3):
+        try:
+            action()
+            return
+        except docker.errors.NotFound:
+            return
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            time.sleep(0.2)

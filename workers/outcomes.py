@@ -1,0 +1,64 @@
+"""What a run produces: one ``TurnResult`` per turn (sent to the sink as it arrives) and a
+``RunReport`` at the end. Reasons are written for the participant and never carry a query,
+an answer or anything else from the split."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Outcome = Literal["answered", "timeout", "error"]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    session_id: str
+    interaction_id: str
+    turn_idx: int
+    response: str  # capped and valid UTF-8; empty unless answered
+    outcome: Outcome
+    latency_s: float  # wall time of the batch call that carried this turn
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    interaction_id: str
+    outcome: Outcome
+    latency_s: float
+
+
+@dataclass
+class RunReport:
+    status: Literal["completed", "failed"]
+    failure_reason: str | None
+    image: str
+    image_digest: str
+    task: str
+    batch_size: int | None = None
+    kit: str | None = None
+    restarts: int = 0
+    start_to_ready_s: float | None = None  # first start of the container until ready
+    total_s: float = 0.0
+    turns: list[TurnOutcome] = field(default_factory=list)  # this run's turns, in order asked
+    resumed_turns: int = 0  # answered by an earlier run, not asked again
+
+    def counts(self) -> dict[str, int]:
+        totals = {"answered": 0, "timeout": 0, "error": 0}
+        for turn in self.turns:
+            totals[turn.outcome] += 1
+        return totals
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["counts"] = self.counts()
+        return data
+
+
+def clean_answer(text: str, cap_bytes: int) -> str:
+    """Valid UTF-8 without NUL, at most ``cap_bytes`` bytes, cut on a character boundary."""
+    data = text.replace("\x00", "\ufffd").encode("utf-8", errors="replace")
+    return data[:cap_bytes].decode("utf-8", errors="ignore")
+
+
+class RunFailed(Exception):
+    """Ends a run; ``str(exc)`` is the participant-readable reason."""

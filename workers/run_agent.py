@@ -1,0 +1,240 @@
+"""``python -m workers.run_agent``: run an agent image on a split and write its predictions.
+
+Predictions go to ``--out`` in the evaluator's JSONL format (``{"session_id",
+"interaction_id", "response"}``, so ``python -m evaluator score`` grades them) the moment each
+answer arrives (append + fsync). Every turn's outcome (answered / timeout / error) also goes to
+``<out>.outcomes.jsonl``; a timed-out turn has no prediction, so it is scored missing. Started
+again with the same ``--out``, the run resumes: turns in either file are never asked again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from tqdm import tqdm
+
+from agentkit.protocol import MAX_BATCH_SIZE, TASKS
+from evaluator.predictions import load_predictions
+from evaluator.records import EvaluatorError, Split
+from evaluator.split import load_split
+from workers.images import ImageError
+from workers.limits import Limits
+from workers.outcomes import TurnResult
+from workers.runner import run_agent
+from workers.sandbox import SandboxPolicy
+
+SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "512m", "16g", "1048576" (binary units, as docker's --memory)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*", text.lower())
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 512m or 16g")
+    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
+
+
+def _positive(kind: type) -> object:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults, sandbox = Limits(), SandboxPolicy()
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.run_agent",
+        description="Run an agent image, sandboxed, on a split; write predictions and a report.",
+    )
+    parser.add_argument("--image", required=True, help="image tag or ID in the local engine")
+    parser.add_argument("--split", required=True, type=Path, help="split directory")
+    parser.add_argument("--task", required=True, choices=TASKS)
+    parser.add_argument("--corpus", type=Path, help="search corpus directory (enables search)")
+    parser.add_argument("--out", required=True, type=Path, help="predictions JSONL (resumed)")
+    parser.add_argument("--report", required=True, type=Path, help="run report JSON")
+    limits = parser.add_argument_group("limits (defaults: the original challenge's)")
+    limits.add_argument(
+        "--batch-size-max",
+        type=int,
+        default=MAX_BATCH_SIZE,
+        choices=range(1, MAX_BATCH_SIZE + 1),
+        metavar=f"1..{MAX_BATCH_SIZE}",
+    )
+    limits.add_argument("--per-turn-s", type=_positive(float), default=defaults.per_turn_s)
+    limits.add_argument("--readiness-s", type=_positive(float), default=defaults.readiness_s)
+    limits.add_argument("--total-s", type=_positive(float), help="total wall time of the run")
+    limits.add_argument("--timeout-policy", choices=("missing", "fail"), default="missing")
+    limits.add_argument("--max-restarts", type=int, default=defaults.max_restarts)
+    limits.add_argument(
+        "--max-consecutive-timeouts", type=_positive(int), default=defaults.max_consecutive_timeouts
+    )
+    box = parser.add_argument_group("sandbox")
+    box.add_argument("--memory", type=parse_size, default=sandbox.memory_bytes, help="e.g. 16g")
+    box.add_argument("--cpus", type=_positive(float), default=sandbox.cpus)
+    box.add_argument("--gpus", help='"all" or device ids such as "0,1" (default: none)')
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _repair_torn_tail(path: Path) -> None:
+    """Drop a last line cut short by a crash mid-write (its turn is simply asked again)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with path.open("r+b") as handle:
+            handle.truncate(cut)
+        print(f"warning: {path}: dropped an incomplete last line", file=sys.stderr)
+
+
+def _outcomes_path(out: Path) -> Path:
+    return out.with_name(out.name + ".outcomes.jsonl")
+
+
+def read_answered(out: Path, split: Split) -> dict[str, str]:
+    """Turns recorded by earlier runs into ``out``: interaction_id -> response ("" when the
+    turn timed out or failed). Bad lines are an EvaluatorError naming file and line."""
+    answered: dict[str, str] = {}
+    outcomes = _outcomes_path(out)
+    for path in (out, outcomes):
+        _repair_torn_tail(path)
+    if outcomes.exists():
+        known = {t.interaction_id for _, _, t in split.turns()}
+        for line_no, line in enumerate(outcomes.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                record = json.loads(line)
+                interaction_id = record["interaction_id"]
+            except (ValueError, KeyError, TypeError):
+                raise EvaluatorError(f"{outcomes}:{line_no}: not an outcome record") from None
+            if interaction_id not in known:
+                raise EvaluatorError(
+                    f"{outcomes}:{line_no}: field 'interaction_id': {interaction_id!r} is not in "
+                    "the split (outputs of another split?)"
+                )
+            answered[interaction_id] = ""
+    if out.exists() and out.stat().st_size:
+        predictions, _ = load_predictions(out, split)
+        answered.update({k: p.response for k, p in predictions.items()})
+    return answered
+
+
+class PredictionWriter:
+    """The sink of a CLI run: appends and fsyncs each answer, and each outcome."""
+
+    def __init__(self, out: Path, progress: tqdm) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.predictions: IO[str] = out.open("a", encoding="utf-8")
+        self.outcomes: IO[str] = _outcomes_path(out).open("a", encoding="utf-8")
+        self.progress = progress
+
+    def __call__(self, result: TurnResult) -> None:
+        if result.outcome == "answered":
+            record = {
+                "session_id": result.session_id,
+                "interaction_id": result.interaction_id,
+                "response": result.response,
+            }
+            self._append(self.predictions, record)
+        self._append(
+            self.outcomes,
+            {
+                "session_id": result.session_id,
+                "interaction_id": result.interaction_id,
+                "outcome": result.outcome,
+                "latency_s": round(result.latency_s, 6),
+            },
+        )
+        self.progress.update(1)
+
+    @staticmethod
+    def _append(handle: IO[str], record: dict) -> None:
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    def close(self) -> None:
+        self.predictions.close()
+        self.outcomes.close()
+
+
+def _search_engine(corpus: Path, task: str) -> object:
+    from workers.search.engine import SearchEngine  # faiss and encoders: only when searching
+
+    engine = SearchEngine(corpus)
+    engine.prepare(task)
+    return engine
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        limits = Limits(
+            readiness_s=args.readiness_s,
+            per_turn_s=args.per_turn_s,
+            max_batch_size=args.batch_size_max,
+            total_wall_s=args.total_s,
+            max_consecutive_timeouts=args.max_consecutive_timeouts,
+            max_restarts=args.max_restarts,
+            timeout_policy=args.timeout_policy,
+        )
+        policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
+        split = load_split(args.split)
+        answered = read_answered(args.out, split)
+        search = _search_engine(args.corpus, args.task) if args.corpus else None
+    except (ValueError, EvaluatorError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    total = len(split.turns())
+    progress = tqdm(
+        total=total,
+        initial=len(answered),
+        unit="turn",
+        disable=args.no_progress,
+        desc=f"{args.task} {args.split.name}",
+    )
+    writer = PredictionWriter(args.out, progress)
+    try:
+        report = run_agent(
+            args.image,
+            split,
+            args.task,
+            limits,
+            writer,
+            search=search,
+            answered=answered,
+            policy=policy,
+        )
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: run again with --out {args.out} to resume", file=sys.stderr)
+        return 130
+    finally:
+        writer.close()
+        progress.close()
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if report.status != "completed":
+        print(f"run failed: {report.failure_reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""Run one agent image against one split: sandboxed, in the official turn order, under limits.
+
+``run_agent`` starts the container, waits for ``/ready``, then sends batches (one turn per
+conversation, turn N+1 only after turn N) with a deadline of ``per_turn_s`` x batch size. Every
+turn's result goes to ``sink`` the moment it arrives, so an interrupted run resumes from
+``answered`` without asking anything twice. Defined outcomes:
+
+- a batch past its deadline: its turns are recorded as ``timeout`` (empty response, scored
+  missing), or the run fails when ``timeout_policy`` is "fail";
+- ``max_consecutive_timeouts`` timed-out batches in a row, or a crash: a fresh container, and
+  the run resumes at the first unanswered turn; more than ``max_restarts`` restarts fail the run;
+- the agent raised (HTTP 5xx from ``/batch``): the turns are recorded as ``error``;
+- out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
+  fails with a reason the participant can read (never a query or answer from the split).
+
+The container is always removed at the end. Ground truth never leaves this process.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import contextlib
+import functools
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import docker
+
+from agentkit.protocol import TASKS
+from evaluator.records import Split
+from workers.agent_client import (
+    AgentTimeout,
+    AgentUnavailable,
+    ProtocolError,
+    Readiness,
+    batch_responses,
+    encode_batch,
+)
+from workers.agent_container import AgentContainer, AgentCrashed, ContainerState
+from workers.batches import TurnRef, turn_batches, turn_request
+from workers.images import AgentImage, local_image
+from workers.limits import Limits
+from workers.outcomes import Outcome, RunFailed, RunReport, TurnOutcome, TurnResult, clean_answer
+from workers.sandbox import SandboxPolicy
+
+Sink = Callable[[TurnResult], None]
+BUSY_STATUSES = (409, 503)  # the agent is still on an earlier (timed-out) batch
+BUSY_RETRY_S = 0.02
+PROTOCOL_STATUSES = (400, 404, 405, 411, 413)  # the agent does not speak the protocol
+
+
+class _Restart(Exception):
+    """The container must be replaced; the message says why (for the crash-loop reason)."""
+
+
+def _image_b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+class _Run:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        image: AgentImage,
+        split: Split,
+        task: str,
+        limits: Limits,
+        sink: Sink,
+        *,
+        search: Any,
+        answered: Mapping[str, str],
+        truncate: Callable[[str], str],
+        policy: SandboxPolicy,
+    ) -> None:
+        self.client = client
+        self.image = image
+        self.split = split
+        self.task = task
+        self.limits = limits
+        self.sink = sink
+        self.search = search
+        self.truncate = truncate
+        self.policy = policy
+        self.run_id = uuid.uuid4().hex[:12]
+        known = {t.interaction_id for _, _, t in split.turns()}
+        self.answered = {k: v for k, v in answered.items() if k in known}
+        self.history_answers = {k: truncate(v) for k, v in self.answered.items()}
+        self.started = time.monotonic()
+        self.report = RunReport(
+            status="failed",
+            failure_reason=None,
+            image=image.ref,
+            image_digest=image.digest,
+            task=task,
+            resumed_turns=len(self.answered),
+        )
+        self.batches: Any = None
+        self.pending: list[TurnRef] | None = None  # a batch to send (again) after a restart
+        self.upcoming: list[TurnRef] | None = None  # the batch after, its images read ahead
+        self.reader = concurrent.futures.ThreadPoolExecutor(1, "podium-images")
+        self.batch_number = 0
+        # Holds the images of the batch being sent and of the one read ahead (16 each at most).
+        self.image_b64 = functools.lru_cache(maxsize=48)(_image_b64)
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def execute(self) -> RunReport:
+        try:
+            while True:
+                try:
+                    self._attempt()
+                    self.report.status = "completed"
+                    break
+                except _Restart as why:
+                    self.report.restarts += 1
+                    if self.report.restarts > self.limits.max_restarts:
+                        raise RunFailed(
+                            f"crash loop: the agent needed a restart {self.report.restarts} "
+                            f"times, more than the {self.limits.max_restarts} allowed (last: {why})"
+                        ) from None
+        except RunFailed as failure:
+            self.report.failure_reason = str(failure)
+        finally:
+            self.reader.shutdown(cancel_futures=True)
+            self.report.total_s = time.monotonic() - self.started
+        return self.report
+
+    def _attempt(self) -> None:
+        started = time.monotonic()
+        with AgentContainer(
+            self.client,
+            self.image.image_id,
+            self.task,
+            self.policy,
+            search=self.search,
+            run_id=self.run_id,
+        ) as box:
+            readiness = self._wait_ready(box, started)
+            if self.batches is None:
+                self.report.batch_size = self.limits.batch_size(readiness.batch_size)
+                self.report.kit = readiness.kit
+                self.batches = turn_batches(
+                    self.split.conversations, self.report.batch_size, self.answered
+                )
+            consecutive_timeouts = 0
+            while True:
+                batch = self.pending or self._next_batch()
+                if batch is None:
+                    return
+                self.pending = batch
+                if consecutive_timeouts >= self.limits.max_consecutive_timeouts:
+                    # Only now, with a batch still to send, is a fresh container worth it.
+                    raise _Restart(f"{consecutive_timeouts} batches in a row timed out")
+                outcome = self._send(box, batch, readiness.kit)
+                self.pending = None
+                consecutive_timeouts = consecutive_timeouts + 1 if outcome == "timeout" else 0
+
+    def _wait_ready(self, box: AgentContainer, started: float) -> Readiness:
+        """``started``: when this container's creation began (start-up counts from there)."""
+        deadline = started + self.limits.readiness_s
+        total = self._total_deadline()
+        try:
+            readiness = box.wait_ready(min(deadline, total) if total else deadline)
+        except AgentCrashed as crash:
+            self._crashed(box, crash.state)
+        except TimeoutError:
+            if total and time.monotonic() >= total:
+                raise RunFailed(self._wall_reason()) from None
+            raise RunFailed(
+                f"the agent was not ready within {self.limits.readiness_s:.0f} s"
+            ) from None
+        except ProtocolError as exc:
+            raise RunFailed(f"protocol error: {exc}") from None
+        if self.report.start_to_ready_s is None:
+            self.report.start_to_ready_s = time.monotonic() - started
+        return readiness
+
+    def _send(self, box: AgentContainer, batch: list[TurnRef], kit: str) -> Outcome:
+        """One batch call; records its turns and says how it went."""
+        assert box.agent is not None
+        deadline_s = self.limits.batch_deadline_s(len(batch))
+        total = self._total_deadline()
+        if total and total - time.monotonic() < deadline_s:
+            deadline_s = total - time.monotonic()
+            if deadline_s <= 0:
+                raise RunFailed(self._wall_reason())
+        self.batch_number += 1
+        body = encode_batch(
+            str(self.batch_number),
+            deadline_s,
+            [self._turn_request(ref, kit) for ref in batch],
+            [self._image_b64(ref) for ref in batch],
+        )
+        started = time.monotonic()
+        try:
+            reply = box.agent.batch(body, deadline_s)
+            # 409/503: still busy with a batch that timed out; retry within this deadline.
+            while reply.status in BUSY_STATUSES:
+                time.sleep(BUSY_RETRY_S)
+                reply = box.agent.batch(body, started + deadline_s - time.monotonic())
+        except AgentTimeout:
+            if total and time.monotonic() >= total:
+                raise RunFailed(self._wall_reason()) from None
+            if self.limits.timeout_policy == "fail":
+                raise RunFailed(
+                    f"a batch of {len(batch)} turns took longer than its {deadline_s:.1f} s "
+                    "deadline (this task fails a run on any time-out)"
+                ) from None
+            self._record(batch, [""] * len(batch), "timeout", time.monotonic() - started)
+            return "timeout"
+        except AgentUnavailable:
+            self._crashed(box, box.settled_state())
+        except ProtocolError as exc:
+            raise RunFailed(f"protocol error: {exc}") from None
+        latency = time.monotonic() - started
+        if reply.status in PROTOCOL_STATUSES:
+            raise RunFailed(f"protocol error: /batch answered HTTP {reply.status}")
+        if reply.status != 200:
+            self._record(batch, [""] * len(batch), "error", latency)
+            return "error"
+        try:
+            responses = batch_responses(reply.body, len(batch))
+        except ProtocolError as exc:
+            raise RunFailed(f"protocol error: {exc}") from None
+        cap = self.limits.answer_cap_bytes
+        self._record(batch, [clean_answer(r, cap) for r in responses], "answered", latency)
+        return "answered"
+
+    # -- pieces ----------------------------------------------------------------------------
+
+    def _next_batch(self) -> list[TurnRef] | None:
+        """The next batch in order; the one after it has its images read while the agent works
+        (the order never depends on answers, only the histories do)."""
+        batch = self.upcoming if self.upcoming is not None else next(self.batches, None)
+        self.upcoming = next(self.batches, None) if batch is not None else None
+        if self.upcoming is not None:
+            self.reader.submit(lambda refs: [self._image_b64(ref) for ref in refs], self.upcoming)
+        return batch
+
+    def _image_b64(self, ref: TurnRef) -> str | None:
+        image_path = self.split.image_path(ref.conversation)
+        return self.image_b64(image_path) if image_path else None
+
+    def _turn_request(self, ref: TurnRef, kit: str) -> dict:
+        if kit != "B":
+            return turn_request(ref, self.history_answers)
+        rag_context = None
+        if self.search is not None:
+            from PIL import Image
+
+            from workers.search.rag import rag_context as retrieve
+
+            path = self.split.image_path(ref.conversation)
+            with Image.open(path) if path else contextlib.nullcontext() as image:
+                rag_context = retrieve(self.search, ref.turn.query, image, self.task)
+        domain = ref.turn.labels.get("domain")
+        return turn_request(ref, self.history_answers, rag_context=rag_context, domain=domain)
+
+    def _record(
+        self, batch: list[TurnRef], responses: list[str], outcome: Outcome, latency: float
+    ) -> None:
+        for ref, response in zip(batch, responses, strict=True):
+            result = TurnResult(
+                ref.session_id, ref.interaction_id, ref.turn_idx, response, outcome, latency
+            )
+            self.sink(result)
+            self.history_answers[ref.interaction_id] = self.truncate(response)
+            self.report.turns.append(TurnOutcome(ref.interaction_id, outcome, latency))
+
+    def _crashed(self, box: AgentContainer, state: ContainerState) -> NoReturn:
+        reason = box.crash_reason(state)
+        if state.oom_killed:
+            raise RunFailed(reason)
+        raise _Restart(reason)
+
+    def _total_deadline(self) -> float | None:
+        total = self.limits.total_wall_s
+        return self.started + total if total else None
+
+    def _wall_reason(self) -> str:
+        return f"the run exceeded its total wall time of {self.limits.total_wall_s:.0f} s"
+
+
+def run_agent(
+    image: AgentImage | str,
+    split: Split,
+    task: str,
+    limits: Limits,
+    sink: Sink,
+    *,
+    search: Any = None,
+    answered: Mapping[str, str] | None = None,
+    truncator: Any = None,
+    policy: SandboxPolicy | None = None,
+    client: docker.DockerClient | None = None,
+) -> RunReport:
+    """Run ``image`` on ``split`` for ``task``; every turn's result goes to ``sink`` at once.
+
+    ``search``: a ``workers.search`` engine to serve on search.sock (and to compute kit B's
+    rag_context), or None. ``answered``: interaction_id -> response of turns answered by an
+    earlier run. ``truncator``: the evaluator's 75-token truncator (loaded when None) used for
+    the answers the agent sees in its histories.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    client = client or docker.from_env()
+    if isinstance(image, str):
+        image = local_image(image, client)
+    if truncator is None:
+        from evaluator.truncation import load_truncator
+
+        truncator = load_truncator()
+    run = _Run(
+        client,
+        image,
+        split,
+        task,
+        limits,
+        sink,
+        search=search,
+        answered=answered or {},
+        truncate=truncator.truncate,
+        policy=policy or SandboxPolicy(),
+    )
+    return run.execute()
