@@ -105,7 +105,7 @@ class SearchEngine:
         *,
         text_encoder: str | encoders.TextEncoder | None = None,
         image_encoder: str | encoders.ImageEncoder | None = None,
-        cache_dir: Path | None = None,
+        cache_dir: str | Path | None = None,
         chunk_policy: ChunkPolicy | None = None,
         ivf_threshold: int = IVF_THRESHOLD,
         prefer_gpu: bool | None = None,
@@ -118,7 +118,7 @@ class SearchEngine:
         )
         self._text_spec, self._text_encoder = _spec_or_encoder(text_encoder)
         self._image_spec, self._image_encoder = _spec_or_encoder(image_encoder)
-        self.cache_dir = cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.chunk_policy = chunk_policy or ChunkPolicy()
         self.ivf_threshold = ivf_threshold
         self.prefer_gpu = prefer_gpu
