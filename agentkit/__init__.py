@@ -4,4 +4,4 @@ Standard library and Pillow only. ``python -m agentkit`` starts the server; see
 ``docs/agent-protocol.md``.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,8 +1,11 @@
 """Reading a ``POST /batch`` body into turns the agent can be called with.
 
 Every field is checked; a bad one raises :class:`BadRequest` naming it (``turns[2].query: ...``).
+A turn's image comes as a file (``image_path``, what Podium sends) or inline (``image_b64``).
 Images are opened lazily: ``PIL.Image.open`` reads only the header, so an agent that never looks
-at the pixels never pays for decoding them.
+at the pixels never pays for decoding them. A file is read whole first (one ``read`` from
+Podium's tmpfs, no descriptor kept open): an agent holding on to images holds memory, never the
+files the runner removes after the batch.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import binascii
 import io
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +106,7 @@ def _parse_turn(turn: Any, where: str) -> TurnRequest:
         interaction_id=_string(turn, "interaction_id", where),
         turn_idx=turn_idx,
         query=_string(turn, "query", where),
-        image=_image(turn.get("image_b64"), f"{where}.image_b64"),
+        image=_image(turn, where),
         message_history=_history(turn.get("message_history", []), f"{where}.message_history"),
         rag_context=_string(turn, "rag_context", where, optional=True),
         domain=_string(turn, "domain", where, optional=True),
@@ -118,15 +123,40 @@ def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
     return value
 
 
-def _image(value: Any, where: str) -> Image.Image | None:
-    if value is None:
-        return None
+def _image(turn: dict, where: str) -> Image.Image | None:
+    path, inline = turn.get("image_path"), turn.get("image_b64")
+    if path is not None and inline is not None:
+        raise BadRequest(f"{where} has both image_path and image_b64: send one of them")
+    if path is not None:
+        return _open(_read_file(path, f"{where}.image_path"), f"{where}.image_path")
+    if inline is not None:
+        return _open(_decode_b64(inline, f"{where}.image_b64"), f"{where}.image_b64")
+    return None
+
+
+def _read_file(path: Any, where: str) -> bytes:
+    if not isinstance(path, str) or not os.path.isabs(path):
+        shown = repr(path) if isinstance(path, str) else _kind(path)
+        raise BadRequest(f"{where} must be an absolute file path or null, got {shown}")
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise BadRequest(f"{where}: {path} is not a regular file")
+            return f.read()
+    except OSError as exc:
+        raise BadRequest(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _decode_b64(value: Any, where: str) -> bytes:
     if not isinstance(value, str):
         raise BadRequest(f"{where} must be a base64 string or null, got {_kind(value)}")
     try:
-        data = base64.b64decode(value, validate=True)
+        return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"{where} is not valid base64: {exc}") from None
+
+
+def _open(data: bytes, where: str) -> Image.Image:
     try:
         return open_image(data)
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:

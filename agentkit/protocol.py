@@ -4,7 +4,9 @@ Standard library only: this module is imported inside agent images and by ``work
 The full description for participants is ``docs/agent-protocol.md``.
 
 Transport: HTTP/1.1 with JSON bodies over Unix sockets in a directory Podium mounts at
-``SOCKET_DIR``; the container has no network at all.
+``SOCKET_DIR``; the container has no network at all. Images travel as files: Podium writes the
+images of the batch being asked into ``IMAGE_DIR`` (read-only for the agent, named
+``<sha256 of the file>.<ext>``) before sending it; they stay there for that batch's call only.
 
 - The agent serves ``AGENT_SOCKET``:
   ``GET /ready`` -> 503 while the agent loads, then 200 ``{"ready": true, "batch_size": n,
@@ -18,17 +20,20 @@ Transport: HTTP/1.1 with JSON bodies over Unix sockets in a directory Podium mou
   official result shapes, or 4xx ``{"error": str}`` (e.g. web search refused in Task 1).
 
 A TurnRequest is ``{"session_id", "interaction_id", "turn_idx", "query",
-"image_b64": str | null, "message_history": [{"role", "content"}...],
-"rag_context": str | null, "domain": str | null}``.
+"image_path": str | null, "message_history": [{"role", "content"}...],
+"rag_context": str | null, "domain": str | null}``. ``image_path`` is the absolute path of the
+turn's image file (Podium always sends it this way); agentkit also accepts ``"image_b64"``, the
+file's bytes in base64, instead (at most one of the two per turn).
 """
 
 from __future__ import annotations
 
-PROTOCOL_VERSION = "1"
+PROTOCOL_VERSION = "2"  # 2: images as files in IMAGE_DIR
 
 SOCKET_DIR = "/podium/sock"
 AGENT_SOCKET = f"{SOCKET_DIR}/agent.sock"
 SEARCH_SOCKET = f"{SOCKET_DIR}/search.sock"
+IMAGE_DIR = "/podium/images"
 
 ENV_AGENT = "PODIUM_AGENT"  # "module:Class" of the participant's agent
 ENV_TASK = "PODIUM_TASK"  # task id, e.g. "multi-turn-qa"

@@ -4,14 +4,16 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
 
 1. the zero-work example agent (``examples/agents/zero-work``: batch size 16, answers "" at
    once) on a split of ``--turns`` single-turn conversations, each with its own
-   ``--image-size`` JPEG: everything measured is harness (runner, HTTP over the Unix socket,
-   base64 images, agentkit, sink). Per-turn overhead = batch-loop time / turns.
+   ``--image-size`` JPEG: everything measured is harness (runner, images written to the
+   container's image directory, HTTP over the Unix socket, agentkit opening the image files,
+   sink). Per-turn overhead = batch-loop time / turns.
 2. the same agent sleeping 100 ms per batch: overhead share = (loop time - 0.1 s x batches) /
    loop time.
-3. where one 16-turn batch's time goes: the runner preparing the body, agentkit's own time
+3. where one 16-turn batch's time goes: the runner preparing the batch (read and hash the
+   images, write them to the image directory, build the body), agentkit's own time
    (``elapsed_s`` in its reply), and the rest (transport, HTTP, parsing the reply).
-4. container start to ready (create the socket volume and container, start it, /ready says
-   ready), ``--starts`` times.
+4. container start to ready (create the socket and image volumes and the container, start it,
+   /ready says ready), ``--starts`` times.
 
     python bench/runtime_overhead.py [--turns 1024] [--starts 5] [--image-size 960x1280]
 """
@@ -19,7 +21,6 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
 from __future__ import annotations
 
 import argparse
-import base64
 import io
 import statistics
 import sys
@@ -37,7 +38,8 @@ sys.path.insert(0, str(REPO))
 from evaluator.records import Conversation, Split, Turn  # noqa: E402
 from workers.agent_client import encode_batch  # noqa: E402
 from workers.agent_container import AgentContainer  # noqa: E402
-from workers.batches import turn_batches  # noqa: E402
+from workers.batches import turn_batches, turn_request  # noqa: E402
+from workers.image_volume import read_image, volume_bytes  # noqa: E402
 from workers.images import AgentImage, build_context  # noqa: E402
 from workers.limits import Limits  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
@@ -115,34 +117,31 @@ def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, int, int]:
 
 
 def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float]:
-    """Per batch of the zero-work agent: (runner preparing the body, agentkit's own time from
-    its reply's elapsed_s, the rest of the call: transport, HTTP, parsing the reply)."""
+    """Per batch of the zero-work agent: (runner preparing the batch: images read, hashed and
+    written to the image directory, the body built; agentkit's own time from its reply's
+    elapsed_s; the rest of the call: transport, HTTP, parsing the reply)."""
     prepare = call = server = 0.0
     count = 0
+    paths = [split.image_path(c) for c in split.conversations]
     with AgentContainer(
-        docker.from_env(), image.image_id, "single-source-augmentation", SandboxPolicy()
+        docker.from_env(),
+        image.image_id,
+        "single-source-augmentation",
+        SandboxPolicy(),
+        image_dir_bytes=volume_bytes(paths, 16),
     ) as box:
         box.wait_ready(time.monotonic() + 60)
-        assert box.agent is not None
+        assert box.agent is not None and box.images is not None
         for batch in turn_batches(split.conversations, 16):
             started = time.perf_counter()
+            image_paths = box.images.stage(
+                [read_image(split.image_path(ref.conversation)) for ref in batch]
+            )
             turns = [
-                {
-                    "session_id": ref.session_id,
-                    "interaction_id": ref.interaction_id,
-                    "turn_idx": ref.turn_idx,
-                    "query": ref.turn.query,
-                    "message_history": [],
-                    "rag_context": None,
-                    "domain": None,
-                }
-                for ref in batch
+                turn_request(ref, {}, image_path=path)
+                for ref, path in zip(batch, image_paths, strict=True)
             ]
-            images = [
-                base64.b64encode(split.image_path(ref.conversation).read_bytes()).decode()
-                for ref in batch
-            ]
-            body = encode_batch(str(count), 160.0, turns, images)
+            body = encode_batch(str(count), 160.0, turns)
             sent = time.perf_counter()
             reply = box.agent.batch(body, 160.0)
             call += time.perf_counter() - sent

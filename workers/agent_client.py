@@ -2,22 +2,21 @@
 
 The socket lives in a directory the (untrusted) agent can write to, so it is opened without
 following links: ``O_PATH | O_NOFOLLOW``, checked to be a socket, then connected through
-``/proc/self/fd`` (which also keeps the path short). Every call has a hard deadline: a watchdog
-shuts the socket down when it passes, so neither a silent agent nor one that drips bytes can
-hold the runner past it. Response bodies are size-capped before parsing.
+``/proc/self/fd`` (which also keeps the path short). Every call has a hard deadline: each
+blocking send or receive on the socket may only wait for what is left of it, so neither a
+silent agent nor one that drips bytes can hold the runner past it (and no thread is needed to
+enforce it). Response bodies are size-capped before parsing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
+import math
 import os
 import socket
 import stat
-import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,29 +52,10 @@ class AgentReply:
     body: Any  # parsed JSON
 
 
-def encode_batch(
-    batch_id: str, deadline_s: float, turns: list[dict], images_b64: list[str | None]
-) -> bytes:
-    """The JSON body of ``POST /batch``; ``images_b64[i]`` becomes ``turns[i]["image_b64"]``.
-
-    Images are most of the bytes. Base64 text never needs JSON escaping, so each image is
-    spliced in as it is instead of going through the JSON encoder: the encoder only sees short
-    markers (with a per-call nonce, so no query text can imitate one).
-    """
-    marker = f"podium-image-{uuid.uuid4().hex}-"
-    marked = [
-        {**turn, "image_b64": None if image is None else f"{marker}{i}"}
-        for i, (turn, image) in enumerate(zip(turns, images_b64, strict=True))
-    ]
-    text = json.dumps(
-        {"batch_id": batch_id, "deadline_s": deadline_s, "turns": marked}, separators=(",", ":")
-    )
-    head, *rest = text.split(f'"{marker}')
-    pieces = [head]
-    for piece in rest:  # each starts with '<i>"'
-        index, _, tail = piece.partition('"')
-        pieces += ['"', images_b64[int(index)], '"', tail]
-    return "".join(pieces).encode("ascii")
+def encode_batch(batch_id: str, deadline_s: float, turns: list[dict]) -> bytes:
+    """The JSON body of ``POST /batch`` (images travel as files: turns hold ``image_path``)."""
+    body = {"batch_id": batch_id, "deadline_s": deadline_s, "turns": turns}
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
 def batch_responses(body: Any, expected: int) -> list[str]:
@@ -90,10 +70,35 @@ def batch_responses(body: Any, expected: int) -> list[str]:
     return responses
 
 
+class _DeadlineSocket(socket.socket):
+    """A Unix socket whose every blocking send and receive ends by ``deadline``
+    (a ``time.monotonic()``), raising ``TimeoutError``: http.client reads and writes through
+    ``recv_into`` and ``sendall`` only."""
+
+    deadline = math.inf
+
+    def _wait_at_most_what_is_left(self) -> None:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the call's deadline passed")
+        self.settimeout(remaining)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._wait_at_most_what_is_left()
+        return super().recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._wait_at_most_what_is_left()
+        super().sendall(data, flags)
+
+
 class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, socket_path: Path, timeout: float) -> None:
-        super().__init__("agent", timeout=timeout)
+    sock: _DeadlineSocket | None
+
+    def __init__(self, socket_path: Path) -> None:
+        super().__init__("agent")
         self.socket_path = socket_path
+        self.deadline = math.inf
 
     def connect(self) -> None:
         try:
@@ -103,9 +108,10 @@ class _UnixConnection(http.client.HTTPConnection):
         try:
             if not stat.S_ISSOCK(os.fstat(fd).st_mode):
                 raise ProtocolError("agent.sock is not a socket")
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self.timeout)
+            sock = _DeadlineSocket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.deadline = self.deadline
             try:
+                sock._wait_at_most_what_is_left()
                 sock.connect(f"/proc/self/fd/{fd}")
             except OSError:
                 sock.close()
@@ -151,23 +157,17 @@ class AgentClient:
         if timeout_s <= 0:
             raise AgentTimeout(f"{method} {path}: no time left")
         if self._conn is None:
-            self._conn = _UnixConnection(self.socket_path, timeout_s)
+            self._conn = _UnixConnection(self.socket_path)
         conn = self._conn
-        conn.timeout = timeout_s
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout_s)
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        expired = threading.Event()
-        watchdog = threading.Timer(timeout_s, self._expire, args=(conn, expired))
-        watchdog.daemon = True
         started = time.monotonic()
-        watchdog.start()
+        conn.deadline = started + timeout_s
+        if conn.sock is not None:
+            conn.sock.deadline = conn.deadline
+        headers = {"Content-Type": "application/json"} if body is not None else {}
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             raw = response.read(self.max_body_bytes + 1)
-            if expired.is_set():
-                raise TimeoutError
             if len(raw) > self.max_body_bytes:
                 limit = self.max_body_bytes
                 raise ProtocolError(f"{path}: response body larger than {limit} bytes")
@@ -180,24 +180,14 @@ class AgentClient:
             raise
         except (TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
             self.close()
-            if expired.is_set() or time.monotonic() - started >= timeout_s:
+            if isinstance(exc, TimeoutError) or time.monotonic() - started >= timeout_s:
                 raise AgentTimeout(f"{method} {path}: no answer within {timeout_s:.1f} s") from None
             hung_up = (http.client.RemoteDisconnected, http.client.IncompleteRead)
             if isinstance(exc, http.client.HTTPException) and not isinstance(exc, hung_up):
                 raise ProtocolError(f"{path}: malformed HTTP response ({exc})") from None
             raise AgentUnavailable(f"{method} {path}: {exc.__class__.__name__}: {exc}") from None
-        finally:
-            watchdog.cancel()
         try:
             parsed = json.loads(raw.decode("utf-8", errors="replace")) if raw else None
         except ValueError:
             raise ProtocolError(f"{path}: HTTP {response.status} body is not JSON") from None
         return AgentReply(status=response.status, body=parsed)
-
-    @staticmethod
-    def _expire(conn: _UnixConnection, expired: threading.Event) -> None:
-        expired.set()
-        sock = conn.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)

@@ -1,8 +1,9 @@
-"""One start of an agent image in the sandbox: socket volume, container, search service.
+"""One start of an agent image in the sandbox: socket and image volumes, container, search.
 
 ``AgentContainer`` is a context manager; leaving it (normally, on an exception or on
-KeyboardInterrupt) kills and removes the container, the socket volume and the search service.
-A restart is a fresh ``AgentContainer``: new container, new scratch, new socket directory.
+KeyboardInterrupt) kills and removes the container, both volumes and the search service.
+A restart is a fresh ``AgentContainer``: new container, new scratch, new socket and image
+directories.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import requests.exceptions
 
 from agentkit.protocol import AGENT_SOCKET, SEARCH_SOCKET
 from workers.agent_client import AgentClient, AgentTimeout, AgentUnavailable, Readiness
+from workers.image_volume import ImageVolume
 from workers.outcomes import RunFailed
 from workers.sandbox import SandboxPolicy
 
@@ -55,6 +57,7 @@ class AgentContainer:
         task: str,
         policy: SandboxPolicy,
         *,
+        image_dir_bytes: int,  # workers.image_volume.volume_bytes for the split
         search: Any = None,  # a workers.search SearchEngine serving search.sock
         run_id: str | None = None,
     ) -> None:
@@ -62,12 +65,15 @@ class AgentContainer:
         self.image_id = image_id
         self.task = task
         self.policy = policy
+        self.image_dir_bytes = image_dir_bytes
         self.search = search
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.volume: Any = None
+        self.image_volume: Any = None
         self.container: Any = None
         self.search_handle: Any = None
         self.agent: AgentClient | None = None
+        self.images: ImageVolume | None = None
 
     def __enter__(self) -> AgentContainer:
         try:
@@ -82,8 +88,11 @@ class AgentContainer:
 
     def start(self) -> None:
         self.volume = self.policy.create_socket_volume(self.client, self.run_id, self.image_id)
+        self.image_volume = self.policy.create_image_volume(
+            self.client, self.run_id, self.image_id, self.image_dir_bytes
+        )
         kwargs = self.policy.container_kwargs(
-            self.image_id, self.task, self.volume.name, self.run_id
+            self.image_id, self.task, self.volume.name, self.image_volume.name, self.run_id
         )
         try:
             self.container = self.client.containers.create(**kwargs)
@@ -91,14 +100,16 @@ class AgentContainer:
         except docker.errors.APIError as exc:
             raise RunFailed(f"the agent container could not start: {exc.explanation}") from None
         socket_dir = Path(self.volume.attrs["Mountpoint"])
-        if not os.path.ismount(socket_dir):
+        image_dir = Path(self.image_volume.attrs["Mountpoint"])
+        if not (os.path.ismount(socket_dir) and os.path.ismount(image_dir)):
             if not self.state().running:
                 return  # it already stopped (and Docker unmounted the volume): wait_ready says so
             raise RuntimeError(
-                f"{socket_dir} is not mounted: the runner must run on the Docker host "
-                "(it reaches the agent through the socket volume's host path)"
+                f"{socket_dir} or {image_dir} is not mounted: the runner must run on the Docker "
+                "host (it reaches the agent through the volumes' host paths)"
             )
         self.agent = AgentClient(socket_dir / Path(AGENT_SOCKET).name)
+        self.images = ImageVolume(image_dir)
         if self.search is not None:
             from workers.search.service import start_search_service  # faiss: only when used
 
@@ -165,9 +176,10 @@ class AgentContainer:
         if self.container is not None:
             _quietly(lambda: self.container.remove(force=True))
             self.container = None
-        if self.volume is not None:
-            _quietly(lambda: self.volume.remove(force=True))
-            self.volume = None
+        for volume in (self.volume, self.image_volume):
+            if volume is not None:
+                _quietly(lambda volume=volume: volume.remove(force=True))
+        self.volume = self.image_volume = None
 
 
 def _quietly(action: Callable[[], object]) -> None:

@@ -69,16 +69,18 @@ def turn_request(
     ref: TurnRef,
     truncated_answers: Mapping[str, str],
     *,
+    image_path: str | None = None,
     rag_context: str | None = None,
     domain: str | None = None,
 ) -> dict:
-    """The protocol's TurnRequest for ``ref``, without its image (``encode_batch`` adds it).
-    ``rag_context`` and ``domain`` are for kit B agents only."""
+    """The protocol's TurnRequest for ``ref``. ``image_path``: where its image is inside the
+    container (``ImageVolume.stage``); ``rag_context`` and ``domain`` are for kit B agents."""
     return {
         "session_id": ref.session_id,
         "interaction_id": ref.interaction_id,
         "turn_idx": ref.turn_idx,
         "query": ref.turn.query,
+        "image_path": image_path,
         "message_history": message_history(ref, truncated_answers),
         "rag_context": rag_context,
         "domain": domain,

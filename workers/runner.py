@@ -10,22 +10,24 @@ turn's result goes to ``sink`` the moment it arrives, so an interrupted run resu
 - ``max_consecutive_timeouts`` timed-out batches in a row, or a crash: a fresh container, and
   the run resumes at the first unanswered turn; more than ``max_restarts`` restarts fail the run;
 - the agent raised (HTTP 5xx from ``/batch``): the turns are recorded as ``error``;
+- the image directory full (only if the agent keeps removed images open): a fresh container;
 - out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
   fails with a reason the participant can read (never a query or answer from the split).
 
-The container is always removed at the end. Ground truth never leaves this process.
+Images go to the agent as files: before each batch is sent, the container's image directory is
+made to hold exactly that batch's images (``workers/image_volume.py``); the next batch's files
+are read and hashed ahead, in this process only. The container is always removed at the end.
+Ground truth never leaves this process.
 """
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import contextlib
 import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, NoReturn
 
 import docker
@@ -42,6 +44,7 @@ from workers.agent_client import (
 )
 from workers.agent_container import AgentContainer, AgentCrashed, ContainerState
 from workers.batches import TurnRef, turn_batches, turn_request
+from workers.image_volume import ImageDirFull, ImageFile, read_image, volume_bytes
 from workers.images import AgentImage, local_image
 from workers.limits import Limits
 from workers.outcomes import Outcome, RunFailed, RunReport, TurnOutcome, TurnResult, clean_answer
@@ -55,10 +58,6 @@ PROTOCOL_STATUSES = (400, 404, 405, 411, 413)  # the agent does not speak the pr
 
 class _Restart(Exception):
     """The container must be replaced; the message says why (for the crash-loop reason)."""
-
-
-def _image_b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 class _Run:
@@ -104,7 +103,10 @@ class _Run:
         self.reader = concurrent.futures.ThreadPoolExecutor(1, "podium-images")
         self.batch_number = 0
         # Holds the images of the batch being sent and of the one read ahead (16 each at most).
-        self.image_b64 = functools.lru_cache(maxsize=48)(_image_b64)
+        self.read_image = functools.lru_cache(maxsize=48)(read_image)
+        self.image_dir_bytes = volume_bytes(
+            filter(None, map(split.image_path, split.conversations)), limits.max_batch_size
+        )
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -136,6 +138,7 @@ class _Run:
             self.image.image_id,
             self.task,
             self.policy,
+            image_dir_bytes=self.image_dir_bytes,
             search=self.search,
             run_id=self.run_id,
         ) as box:
@@ -188,13 +191,18 @@ class _Run:
             deadline_s = total - time.monotonic()
             if deadline_s <= 0:
                 raise RunFailed(self._wall_reason())
+        assert box.images is not None
+        try:
+            image_paths = box.images.stage([self._image_file(ref) for ref in batch])
+        except ImageDirFull as full:
+            raise _Restart(str(full)) from None
+        if self.upcoming is not None:  # read the next batch's images while the agent works
+            self.reader.submit(lambda refs: [self._image_file(ref) for ref in refs], self.upcoming)
         self.batch_number += 1
-        body = encode_batch(
-            str(self.batch_number),
-            deadline_s,
-            [self._turn_request(ref, kit) for ref in batch],
-            [self._image_b64(ref) for ref in batch],
-        )
+        turns = [
+            self._turn_request(r, kit, path) for r, path in zip(batch, image_paths, strict=True)
+        ]
+        body = encode_batch(str(self.batch_number), deadline_s, turns)
         started = time.monotonic()
         try:
             reply = box.agent.batch(body, deadline_s)
@@ -233,21 +241,20 @@ class _Run:
     # -- pieces ----------------------------------------------------------------------------
 
     def _next_batch(self) -> list[TurnRef] | None:
-        """The next batch in order; the one after it has its images read while the agent works
-        (the order never depends on answers, only the histories do)."""
+        """The next batch in order. The one after it is known already (the order never depends
+        on answers, only the histories do): ``_send`` has its images read and hashed, in this
+        process, while the agent works."""
         batch = self.upcoming if self.upcoming is not None else next(self.batches, None)
         self.upcoming = next(self.batches, None) if batch is not None else None
-        if self.upcoming is not None:
-            self.reader.submit(lambda refs: [self._image_b64(ref) for ref in refs], self.upcoming)
         return batch
 
-    def _image_b64(self, ref: TurnRef) -> str | None:
+    def _image_file(self, ref: TurnRef) -> ImageFile | None:
         image_path = self.split.image_path(ref.conversation)
-        return self.image_b64(image_path) if image_path else None
+        return self.read_image(image_path) if image_path else None
 
-    def _turn_request(self, ref: TurnRef, kit: str) -> dict:
+    def _turn_request(self, ref: TurnRef, kit: str, image_path: str | None) -> dict:
         if kit != "B":
-            return turn_request(ref, self.history_answers)
+            return turn_request(ref, self.history_answers, image_path=image_path)
         rag_context = None
         if self.search is not None:
             from PIL import Image
@@ -258,7 +265,9 @@ class _Run:
             with Image.open(path) if path else contextlib.nullcontext() as image:
                 rag_context = retrieve(self.search, ref.turn.query, image, self.task)
         domain = ref.turn.labels.get("domain")
-        return turn_request(ref, self.history_answers, rag_context=rag_context, domain=domain)
+        return turn_request(
+            ref, self.history_answers, image_path=image_path, rag_context=rag_context, domain=domain
+        )
 
     def _record(
         self, batch: list[TurnRef], responses: list[str], outcome: Outcome, latency: float

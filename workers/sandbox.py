@@ -3,13 +3,20 @@
 Every protection is on by default; an organiser tunes the sizes (memory, CPUs, GPUs, scratch)
 per task, never switches a protection off.
 
-The only mount is the per-run socket directory at ``/podium/sock``. It is a small docker volume
-backed by tmpfs (local driver, ``type=tmpfs``) owned by the agent's uid, so a hostile agent
-cannot fill the host disk through it: it holds at most ``socket_dir_bytes`` of memory. Docker
-mounts that tmpfs at the volume's host ``Mountpoint`` while the container runs; the runner
-(root on the Docker host) reaches ``agent.sock`` there and places ``search.sock`` next to it.
-The root filesystem is read-only; ``/tmp`` is a size-capped tmpfs for scratch. Nothing from the
-split's ground truth is ever mounted or passed in the environment.
+Two small docker volumes backed by tmpfs (local driver, ``type=tmpfs``) are mounted, both
+fresh for every container start:
+
+- the socket directory at ``/podium/sock``, owned by the agent's uid, so a hostile agent cannot
+  fill the host disk through it: it holds at most ``socket_dir_bytes`` of memory;
+- the image directory at ``/podium/images``, mounted read-only and owned by the runner, sized
+  by the runner for one batch of the split's images (see ``workers/image_volume.py``).
+
+Docker mounts each tmpfs at the volume's host ``Mountpoint`` while the container runs; the
+runner (root on the Docker host) reaches ``agent.sock`` there, places ``search.sock`` next to it
+and writes the images of the batch being asked. The root filesystem is read-only; ``/tmp`` is a
+size-capped tmpfs for scratch. Nothing from the split's ground truth is ever mounted or passed
+in the environment. ``NVIDIA_VISIBLE_DEVICES`` is always set: CUDA base images default it to
+``all``, which on a host whose default runtime is nvidia would expose every GPU.
 """
 
 from __future__ import annotations
@@ -22,12 +29,13 @@ from typing import Any
 import docker
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from agentkit.protocol import ENV_TASK, SOCKET_DIR
+from agentkit.protocol import ENV_TASK, IMAGE_DIR, SOCKET_DIR
 
 AGENT_UID = 10001
 AGENT_GID = 10001
 LABEL_RUN = "podium.run"  # every container and volume Podium creates carries this label
 LABEL_IMAGE = "podium.image"  # ... and this one: the image ID it runs (or ran)
+NO_GPU = "void"  # NVIDIA_VISIBLE_DEVICES value that exposes no GPU
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -67,12 +75,25 @@ class SandboxPolicy:
             raise ValueError(f"SandboxPolicy.gpus must be 'all' or device ids, got {self.gpus!r}")
         return [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
 
-    def container_kwargs(self, image: str, task: str, socket_volume: str, run_id: str) -> dict:
+    def visible_devices(self) -> str:
+        """``NVIDIA_VISIBLE_DEVICES``: the granted device ids, "all", or "void" for none."""
+        (request,) = self.device_requests() or [None]
+        if request is None:
+            return NO_GPU
+        return ",".join(request["DeviceIDs"]) if request["DeviceIDs"] else "all"
+
+    def container_kwargs(
+        self, image: str, task: str, socket_volume: str, image_volume: str, run_id: str
+    ) -> dict:
         """Arguments for ``client.containers.create`` running ``image`` for ``task``."""
         return {
             "image": image,
             "detach": True,
-            "environment": {ENV_TASK: task, "HOME": "/tmp"},
+            "environment": {
+                ENV_TASK: task,
+                "HOME": "/tmp",
+                "NVIDIA_VISIBLE_DEVICES": self.visible_devices(),
+            },
             "labels": {LABEL_RUN: run_id, LABEL_IMAGE: image},
             "hostname": "agent",
             "user": f"{AGENT_UID}:{AGENT_GID}",
@@ -80,7 +101,10 @@ class SandboxPolicy:
             "read_only": True,
             # exec: JIT compilers (triton, inductor) load the code they write to scratch.
             "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={self.scratch_bytes},mode=1777"},
-            "mounts": [Mount(target=SOCKET_DIR, source=socket_volume, type="volume")],
+            "mounts": [
+                Mount(target=SOCKET_DIR, source=socket_volume, type="volume"),
+                Mount(target=IMAGE_DIR, source=image_volume, type="volume", read_only=True),
+            ],
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "privileged": False,
@@ -104,13 +128,30 @@ class SandboxPolicy:
 
     def create_socket_volume(self, client: docker.DockerClient, run_id: str, image: str) -> Any:
         """A fresh tmpfs-backed volume for the socket directory, owned by the agent's uid."""
-        options = (
-            f"size={self.socket_dir_bytes},uid={AGENT_UID},gid={AGENT_GID},mode=0700,"
-            "nosuid,nodev,noexec"
-        )
-        return client.volumes.create(
-            name=f"podium-sock-{run_id}-{uuid.uuid4().hex[:8]}",
-            driver="local",
-            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": options},
-            labels={LABEL_RUN: run_id, LABEL_IMAGE: image},
-        )
+        owner = f"uid={AGENT_UID},gid={AGENT_GID},mode=0700"
+        return _tmpfs_volume(client, "sock", self.socket_dir_bytes, owner, run_id, image)
+
+    def create_image_volume(
+        self, client: docker.DockerClient, run_id: str, image: str, size_bytes: int
+    ) -> Any:
+        """A fresh tmpfs-backed volume of ``size_bytes`` for the image directory, owned by the
+        runner (who writes it; the agent reads it through a read-only mount)."""
+        owner = f"uid={os.geteuid()},gid={os.getegid()},mode=0755"
+        return _tmpfs_volume(client, "images", size_bytes, owner, run_id, image)
+
+
+def _tmpfs_volume(
+    client: docker.DockerClient, kind: str, size_bytes: int, owner: str, run_id: str, image: str
+) -> Any:
+    if size_bytes <= 0:
+        raise ValueError(f"a {kind} volume must have a positive size, got {size_bytes}")
+    return client.volumes.create(
+        name=f"podium-{kind}-{run_id}-{uuid.uuid4().hex[:8]}",
+        driver="local",
+        driver_opts={
+            "type": "tmpfs",
+            "device": "tmpfs",
+            "o": f"size={size_bytes},{owner},nosuid,nodev,noexec",
+        },
+        labels={LABEL_RUN: run_id, LABEL_IMAGE: image},
+    )

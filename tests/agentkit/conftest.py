@@ -57,13 +57,18 @@ def jpeg_bytes(size: tuple[int, int] = (64, 48), color: str = "red") -> bytes:
     return buffer.getvalue()
 
 
-def turn(query: str = "What is this?", image: bytes | None = None, **fields: Any) -> dict:
+def turn(query: str = "What is this?", image: bytes | Path | None = None, **fields: Any) -> dict:
+    """A TurnRequest; ``image`` as a file (a Path: ``image_path``) or inline (bytes: base64)."""
+    if isinstance(image, Path):
+        picture = {"image_path": str(image)}
+    else:
+        picture = {"image_b64": None if image is None else base64.b64encode(image).decode()}
     return {
         "session_id": fields.pop("session_id", "s1"),
         "interaction_id": fields.pop("interaction_id", "i1"),
         "turn_idx": fields.pop("turn_idx", 0),
         "query": query,
-        "image_b64": None if image is None else base64.b64encode(image).decode(),
+        **picture,
         "message_history": fields.pop("message_history", []),
         "rag_context": fields.pop("rag_context", None),
         "domain": fields.pop("domain", None),

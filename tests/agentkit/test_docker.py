@@ -12,6 +12,7 @@ import docker
 import pytest
 from docker.models.containers import Container
 
+from agentkit.protocol import IMAGE_DIR
 from tests.agentkit.conftest import REPO, batch, jpeg_bytes, request, turn
 
 pytestmark = pytest.mark.docker
@@ -39,13 +40,16 @@ def build_example(client: docker.DockerClient, name: str) -> str:
 
 @pytest.fixture
 def run_agent(client, tmp_path) -> Iterator:
-    """Start an image sandboxed as Podium runs it; the socket directory is a host folder."""
+    """Start an image sandboxed as Podium runs it; the socket directory is a host folder, the
+    image directory a host folder mounted read-only at /podium/images (``socket_dir.parent /
+    "images"``)."""
     containers = []
 
     def run(image: str, task: str) -> tuple[Path, Container]:
         socket_dir = tmp_path / f"sock{len(containers)}"
         socket_dir.mkdir()
         socket_dir.chmod(0o777)
+        (tmp_path / "images").mkdir(exist_ok=True)
         container = client.containers.run(
             image,
             detach=True,
@@ -55,7 +59,10 @@ def run_agent(client, tmp_path) -> Iterator:
             cap_drop=["ALL"],
             user=f"{AGENT_UID}:{AGENT_UID}",
             environment={"PODIUM_TASK": task},
-            volumes={str(socket_dir): {"bind": "/podium/sock", "mode": "rw"}},
+            volumes={
+                str(socket_dir): {"bind": "/podium/sock", "mode": "rw"},
+                str(tmp_path / "images"): {"bind": IMAGE_DIR, "mode": "ro"},
+            },
         )
         containers.append(container)
         deadline = time.monotonic() + 30
@@ -101,17 +108,20 @@ def test_rag_agent_searches_podiums_socket_from_inside_the_container(client, run
     socket_dir, _ = run_agent(image, "multi-source-augmentation")
     server = stub("multi-source-augmentation", socket_dir / "search.sock")
     photo = jpeg_bytes((120, 90))
+    (socket_dir.parent / "images/photo.jpg").write_bytes(photo)
+    in_container = Path(IMAGE_DIR, "photo.jpg")
     body = batch(
-        turn("What is the brand of this vehicle?", photo),
-        turn("What car is this?", photo, interaction_id="i2"),
-        turn("What is the price of this vehicle?", photo, interaction_id="i3"),
+        turn("What is the brand of this vehicle?", in_container),
+        turn("What car is this?", in_container, interaction_id="i2"),
+        turn("What is the price of this vehicle?", photo, interaction_id="i3"),  # inline
     )
     status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
     assert status == 200, answer
     assert answer["responses"] == ["Ford", "Model T", "I don't know"]
     image_searches = [body for path, body in server.requests if path == "/search/image"]
     assert len(image_searches) == 3
-    assert base64.b64decode(image_searches[0]["image_b64"]) == photo  # sent undecoded
+    sent = [base64.b64decode(search["image_b64"]) for search in image_searches]
+    assert sent == [photo] * 3  # the file's own bytes, undecoded
     assert ("/search/web", {"query": "Model T price", "k": 10}) in server.requests
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
 import time
+
+import pytest
+from PIL import Image
 
 from tests.agentkit.conftest import batch, jpeg_bytes, turn
 
@@ -59,7 +63,7 @@ def test_ready_is_503_while_loading_then_200_with_clipped_batch_size(start_agent
     assert body["ready"] is True
     assert body["batch_size"] == 1  # get_batch_size() returned 0
     assert body["kit"] == "A"
-    assert body["agentkit_version"] and body["protocol_version"] == "1"
+    assert body["agentkit_version"] and body["protocol_version"] == "2"
 
 
 def test_kit_a_class_gets_queries_images_histories_and_search_pipeline(start_agent):
@@ -190,7 +194,8 @@ def test_load_failures_are_reported_with_the_participants_error(start_agent):
         assert agent.process.poll() is None  # still serving /ready
 
 
-def test_images_are_not_decoded_unless_the_agent_reads_pixels(start_agent):
+@pytest.mark.parametrize("transport", ["image_path", "image_b64"])
+def test_images_are_not_decoded_unless_the_agent_reads_pixels(start_agent, tmp_path, transport):
     source = """
         class Agent:
             def __init__(self, search_pipeline): pass
@@ -207,11 +212,82 @@ def test_images_are_not_decoded_unless_the_agent_reads_pixels(start_agent):
     assert agent.wait_loaded()[0] == 200
     whole = jpeg_bytes((800, 600))
     broken = whole[: len(whole) // 3]  # a valid header, most of the pixel data missing
+    if transport == "image_path":
+        (tmp_path / "broken.jpg").write_bytes(broken)
+        broken = tmp_path / "broken.jpg"
     status, body = agent.post(batch(turn("header only", broken)))
     assert (status, body["responses"]) == (200, ["JPEG (800, 600)"])
     status, body = agent.post(batch(turn("pixels", broken)))
     assert status == 500
     assert body["error"].startswith("the agent raised OSError")
+
+
+def test_kit_a_searches_with_an_image_file_as_its_original_bytes(start_agent, stub, tmp_path):
+    source = """
+        class Agent:
+            def __init__(self, search_pipeline):
+                self.search_pipeline = search_pipeline
+            def get_batch_size(self): return 2
+            def batch_generate_response(self, queries, images, message_histories):
+                return [
+                    self.search_pipeline(image, k=1)[0]["entities"][0]["entity_name"]
+                    + f" {image.size}"
+                    for image in images
+                ]
+    """
+    agent = start_agent(source, env={"PODIUM_TASK": "multi-turn-qa"})
+    assert agent.wait_loaded()[0] == 200
+    server = stub("multi-turn-qa", agent.socket_dir / "search.sock")
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(jpeg_bytes((96, 64), "green"))
+    status, body = agent.post(batch(turn("a", photo), turn("b", photo, interaction_id="i2")))
+    assert (status, body["responses"]) == (200, ["Model T (96, 64)", "Model T (96, 64)"])
+    sent = [base64.b64decode(request["image_b64"]) for _, request in server.requests]
+    assert sent == [photo.read_bytes()] * 2
+
+
+def test_an_image_the_agent_keeps_outlives_its_file(start_agent, tmp_path):
+    source = """
+        class Agent:
+            def __init__(self, search_pipeline):
+                self.kept = []
+            def get_batch_size(self): return 1
+            def batch_generate_response(self, queries, images, message_histories):
+                self.kept.extend(image for image in images if image is not None)
+                return [str(self.kept[0].convert("L").getpixel((0, 0)))]
+    """
+    agent = start_agent(source)
+    assert agent.wait_loaded()[0] == 200
+    photo = tmp_path / "white.png"
+    Image.new("RGB", (8, 8), "white").save(photo)
+    assert agent.post(batch(turn("keep it", photo)))[1]["responses"] == ["255"]
+    photo.unlink()  # the runner removes a batch's files once they are not needed
+    status, body = agent.post(batch(turn("decode it now")))
+    assert (status, body["responses"]) == (200, ["255"])
+
+
+def test_bad_image_files_get_400_naming_the_turn(start_agent, tmp_path):
+    agent = start_agent(KIT_A)
+    assert agent.wait_loaded()[0] == 200
+    good = turn("q")
+    (tmp_path / "text.jpg").write_text("not a picture")
+    cases = [
+        ({**good, "image_path": "photo.jpg"}, "image_path must be an absolute file path or null"),
+        ({**good, "image_path": 7}, "image_path must be an absolute file path or null, got int"),
+        ({**good, "image_path": str(tmp_path / "gone.jpg")}, "cannot read"),
+        ({**good, "image_path": str(tmp_path)}, "Is a directory"),
+        ({**good, "image_path": "/dev/zero"}, "/dev/zero is not a regular file"),
+        ({**good, "image_path": str(tmp_path / "text.jpg")}, "is not an image Pillow can read"),
+        (
+            {**good, "image_path": str(tmp_path / "text.jpg"), "image_b64": "aGVsbG8="},
+            "has both image_path and image_b64",
+        ),
+    ]
+    for bad_turn, message in cases:
+        status, answer = agent.post(batch(good, bad_turn))
+        assert status == 400, (bad_turn, answer)
+        assert answer["error"].startswith("turns[1]"), answer["error"]
+        assert message in answer["error"], (message, answer["error"])
 
 
 def test_bad_bodies_get_400_with_the_field_named(start_agent):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 
 import pytest
@@ -61,6 +62,14 @@ def test_official_order_and_histories_with_a_recording_agent(
     assert third[2]["content"] == split.conversations[2].turns[1].query
     assert "PODIUM-GROUND-TRUTH" not in json.dumps(seen)
     assert seen["c1-t0"]["image_size"] == [65, 48], "the conversation's own image"
+    # the image directory holds exactly the images of the batch being asked, by content hash
+    named = {
+        c.session_id: hashlib.sha256(split.image_path(c).read_bytes()).hexdigest() + ".jpg"
+        for c in split.conversations
+    }
+    for ids in batches.values():
+        expected = sorted({named[i.split("-")[0]] for i in ids})
+        assert all(seen[i]["image_dir"] == expected for i in ids), (ids, seen[ids[0]])
     assert [t.outcome for t in report.turns] == ["answered"] * 6
     assert report.start_to_ready_s is not None and report.total_s >= report.start_to_ready_s
     assert report.image_digest.startswith("sha256:")

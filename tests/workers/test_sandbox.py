@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from agentkit.protocol import SOCKET_DIR
+from agentkit.protocol import IMAGE_DIR, SOCKET_DIR
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy
 
 
 def test_defaults_turn_every_protection_on():
-    kwargs = SandboxPolicy().container_kwargs("sha256:x", "multi-turn-qa", "vol", "run1")
+    kwargs = SandboxPolicy().container_kwargs("sha256:x", "multi-turn-qa", "vol", "img", "run1")
     assert kwargs["network_mode"] == "none"
     assert kwargs["read_only"] is True
     assert kwargs["user"] == "10001:10001"
@@ -22,21 +22,26 @@ def test_defaults_turn_every_protection_on():
     assert kwargs["privileged"] is False
     assert kwargs["memswap_limit"] == kwargs["mem_limit"]
     assert kwargs["pids_limit"] > 0 and kwargs["nano_cpus"] > 0
-    assert [m["Target"] for m in kwargs["mounts"]] == [SOCKET_DIR]
-    assert "volumes" not in kwargs, "nothing but the socket volume is mounted"
+    mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in kwargs["mounts"]}
+    assert mounts == {SOCKET_DIR: ("vol", False), IMAGE_DIR: ("img", True)}
+    assert "volumes" not in kwargs, "nothing but the socket and image volumes is mounted"
     assert set(kwargs["tmpfs"]) == {"/tmp"} and "size=" in kwargs["tmpfs"]["/tmp"]
     assert kwargs["log_config"]["Type"] == "json-file"
     assert kwargs["log_config"]["Config"] == {"max-size": str(1024 * 1024), "max-file": "1"}
     assert kwargs["environment"]["PODIUM_TASK"] == "multi-turn-qa"
     assert kwargs["device_requests"] == []
+    assert kwargs["environment"]["NVIDIA_VISIBLE_DEVICES"] == "void", "no GPU unless granted"
     assert {u["Name"] for u in kwargs["ulimits"]} == {"nofile", "core"}
 
 
-def test_gpu_requests():
+def test_gpu_requests_and_the_visible_devices_match():
     (every,) = SandboxPolicy(gpus="all").device_requests()
     assert every["Count"] == -1 and every["Capabilities"] == [["gpu"]]
     (some,) = SandboxPolicy(gpus="0, 2").device_requests()
     assert some["DeviceIDs"] == ["0", "2"]
+    for gpus, visible in ((None, "void"), ("", "void"), ("all", "all"), ("0, 2", "0,2")):
+        kwargs = SandboxPolicy(gpus=gpus).container_kwargs("i", "multi-turn-qa", "v", "w", "r")
+        assert kwargs["environment"]["NVIDIA_VISIBLE_DEVICES"] == visible, gpus
     with pytest.raises(ValueError, match="gpus"):
         SandboxPolicy(gpus=",").device_requests()
 
@@ -76,6 +81,13 @@ def test_agent_inside_sees_only_what_the_policy_allows(
     assert seen["socket_dir_bytes_written"] <= TEST_POLICY.socket_dir_bytes
     mounts = {line.split()[1]: line.split() for line in seen["mounts"]}
     assert mounts["/tmp"][2] == "tmpfs" and mounts[SOCKET_DIR][2] == "tmpfs"
+    # the image directory: read-only tmpfs holding this turn's image only
+    assert mounts[IMAGE_DIR][2] == "tmpfs" and mounts[IMAGE_DIR][3].startswith("ro,")
+    assert seen["image_dir"]["write"] == "failed: EROFS"
+    assert seen["image_dir"]["remove"] == "failed: EROFS"
+    assert seen["image_dir"]["chmod"] == "failed: EROFS"
+    assert len(seen["image_dir"]["files"]) == 1 and seen["image_dir"]["files"][0].endswith(".jpg")
+    assert seen["environment"]["NVIDIA_VISIBLE_DEVICES"] == "void"
     assert mounts["/"][3].startswith("ro")
     # limits
     assert int(seen["memory_limit"]) == TEST_POLICY.memory_bytes

@@ -1,9 +1,10 @@
 """A well-behaved kit A agent that answers with what it was given, as JSON.
 
-The tests read back the query, the history and the image size of each turn, and the batch
-it came in (a counter of this process's batch calls)."""
+The tests read back the query, the history and the image size of each turn, the batch it
+came in (a counter of this process's batch calls) and what the image directory held then."""
 
 import json
+import os
 
 
 class Agent:
@@ -16,6 +17,7 @@ class Agent:
 
     def batch_generate_response(self, queries, images, message_histories):
         self.calls += 1
+        image_dir = sorted(os.listdir("/podium/images"))
         return [
             json.dumps(
                 {
@@ -23,6 +25,7 @@ class Agent:
                     "query": query,
                     "history": history,
                     "image_size": list(image.size) if image is not None else None,
+                    "image_dir": image_dir,
                 }
             )
             for query, image, history in zip(queries, images, message_histories, strict=True)

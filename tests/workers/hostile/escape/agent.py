@@ -1,5 +1,5 @@
-"""Hostile: tries to write outside scratch, fill its mounts and gain privileges; reports what it
-saw of its sandbox (uid, capabilities, limits) as JSON."""
+"""Hostile: tries to write outside scratch, fill its mounts, tamper with its images and gain
+privileges; reports what it saw of its sandbox (uid, capabilities, limits) as JSON."""
 
 import ctypes
 import errno
@@ -8,6 +8,7 @@ import os
 import resource
 
 MiB = 1024 * 1024
+IMAGE_DIR = "/podium/images"
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 
 
@@ -65,6 +66,17 @@ def status_fields():
     return fields
 
 
+def tamper_with_images():
+    files = sorted(os.listdir(IMAGE_DIR))
+    first = os.path.join(IMAGE_DIR, files[0])
+    return {
+        "files": files,
+        "write": attempt(lambda: write_file(os.path.join(IMAGE_DIR, "planted.jpg"))),
+        "remove": attempt(lambda: os.unlink(first)),
+        "chmod": attempt(lambda: os.chmod(first, 0o666)),
+    }
+
+
 def probe():
     return {
         "writes": {
@@ -73,6 +85,8 @@ def probe():
         },
         "scratch_bytes_written": fill("/tmp/fill", 512 * MiB),
         "socket_dir_bytes_written": fill("/podium/sock/fill", 64 * MiB),
+        "image_dir": tamper_with_images(),
+        "environment": dict(os.environ),
         "setuid_root": attempt(lambda: os.setuid(0)),
         "chmod_root": attempt(lambda: os.chmod("/", 0o777)),
         "mount": attempt(mount_tmpfs),
