@@ -128,5 +128,7 @@ def test_output_flood_is_capped_by_the_log_limit(
     report = run(image, make_split(tmp_path / "s", [1, 1]), sink)
     assert report.status == "completed", report.failure_reason
     assert report.counts()["answered"] == 2
-    # 32 MB written per turn; Docker keeps one json-file of at most max-size (plus a line).
-    assert len(log_sizes) == 2 and 0 < max(log_sizes) <= 2 * TEST_POLICY.log_max_bytes
+    # 32 MB written per turn; Docker keeps one json-file of about max-size: it checks the size
+    # after each write and rotates, so a busy engine can be caught mid-rotation (a few times
+    # max-size at most), never anywhere near the 32 MB written.
+    assert len(log_sizes) == 2 and 0 < max(log_sizes) <= 4 * TEST_POLICY.log_max_bytes
