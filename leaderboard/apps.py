@@ -15,6 +15,8 @@ class LeaderboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from leaderboard import board_cache  # noqa: F401 - connects its signal receivers
+
         defaults = getattr(settings, "DEFAULTS_IN_USE", [])
         if defaults:
             logger.info("using embedded defaults: %s", "; ".join(defaults))

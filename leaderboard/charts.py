@@ -81,9 +81,7 @@ def slice_chart(table: SliceTable, metric: str) -> Chart:
             number = cell[metric] if cell is not None else None
             if number is not None:
                 left, right = sorted((zero_x, x(number)))
-                title = (
-                    f"{entry.score.run.submission.method_name}: {number:.3f} (n={cell['turns']})"
-                )
+                title = f"{entry.method_name}: {number:.3f} (n={cell['turns']})"
                 bars.append(Bar(series, left, y + series * BAR_HEIGHT, max(right - left, 1), title))
         groups.append(Group(label=value, y=y, bars=bars))
         y += len(rows) * BAR_HEIGHT + GROUP_GAP
@@ -97,5 +95,5 @@ def slice_chart(table: SliceTable, metric: str) -> Chart:
         zero_x=zero_x,
         groups=groups,
         ticks=ticks,
-        series=[entry.score.run.submission.method_name for entry, _ in rows],
+        series=[entry.method_name for entry, _ in rows],
     )

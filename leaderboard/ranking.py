@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db.models import Case, F, QuerySet, Value, When
 from django.db.models.expressions import Window
@@ -29,55 +30,69 @@ METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("exact_match", "Exact match"),
 )
 METRIC_NAMES = tuple(name for name, _ in METRIC_COLUMNS)
-# What a leaderboard line reads, and nothing more (pages list thousands of entries).
+# What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
+# of ``Entry``'s fields after ``rank``.
 ENTRY_FIELDS = (
-    "run_id", "turns", "conversations", "truthfulness_ci_low", "truthfulness_ci_high",
-    *METRIC_NAMES,
-    "run__judge_id", "run__counting", "run__scores_complete", "run__unjudged_turns",
-    "run__split_id", "run__submission_id",
+    "run_id", "run__submission_id", "run__submission__team__name",
     "run__submission__method_name", "run__submission__is_baseline",
-    "run__submission__paper_url", "run__submission__code_url",
-    "run__submission__created_at", "run__submission__team_id",
-    "run__submission__team__name",
+    "run__submission__paper_url", "run__submission__code_url", "run__submission__created_at",
+    "run__judge_id", "run__counting", "run__scores_complete", "run__unjudged_turns",
+    "turns", "conversations", "truthfulness_ci_low", "truthfulness_ci_high", *METRIC_NAMES,
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One leaderboard line: a run's headline scores; ``rank`` is None for baselines."""
+BASELINE = "run__submission__is_baseline"
+
+
+class Entry(NamedTuple):
+    """One leaderboard line: a run's headline scores as plain values; ``rank`` is None for
+    baselines. Plain values keep thousands of entries cheap to build, cache and render."""
 
     rank: int | None
-    score: SliceScore
-
-    @property
-    def run(self) -> EvaluationRun:
-        return self.score.run
+    run_id: int
+    submission_id: int
+    team: str
+    method_name: str
+    is_baseline: bool
+    paper_url: str
+    code_url: str
+    submitted_at: datetime
+    judge_id: str
+    counting: str
+    complete: bool
+    unjudged_turns: int
+    turns: int
+    conversations: int
+    truthfulness_ci_low: float | None
+    truthfulness_ci_high: float | None
+    truthfulness: float | None
+    accuracy: float | None
+    missing: float | None
+    hallucination_rate: float | None
+    early_stop_rate: float | None
+    avg_successful_turns: float | None
+    exact_match: float | None
 
     def record(self) -> dict[str, Any]:
         """The entry as plain data: the one shape for exports and the API."""
-        run, submission = self.score.run, self.score.run.submission
         record: dict[str, Any] = {
-            "rank": self.rank,
-            "team": submission.team.name,
-            "method_name": submission.method_name,
-            "is_baseline": submission.is_baseline,
-            "paper_url": submission.paper_url,
-            "code_url": submission.code_url,
-            "submission_id": submission.pk,
-            "run_id": run.pk,
-            "submitted_at": submission.created_at.isoformat(),
-            "judge_id": run.judge_id,
-            "counting": run.counting,
-            "complete": run.scores_complete,
-            "turns": self.score.turns,
-            "conversations": self.score.conversations,
-        }
+            name: getattr(self, name)
+            for name in (
+                "rank", "team", "method_name", "is_baseline", "paper_url", "code_url",
+                "submission_id", "run_id",
+            )
+        }  # fmt: skip
+        record.update(
+            submitted_at=self.submitted_at.isoformat(),
+            judge_id=self.judge_id,
+            counting=self.counting,
+            complete=self.complete,
+            turns=self.turns,
+            conversations=self.conversations,
+        )
         for name in METRIC_NAMES:
-            record[name] = getattr(self.score, name)
-        record["truthfulness_ci95"] = [
-            self.score.truthfulness_ci_low,
-            self.score.truthfulness_ci_high,
-        ]
+            record[name] = getattr(self, name)
+        record["truthfulness_ci95"] = [self.truthfulness_ci_low, self.truthfulness_ci_high]
         return record
 
 
@@ -115,29 +130,47 @@ def entries(split: Split) -> list[Entry]:
             )
         )
         .filter(pick=1)
-        .select_related("run__submission__team")
-        .only(*ENTRY_FIELDS)
         .order_by(F(task.primary_metric).desc(nulls_last=True), "run__submission__created_at")
+        .values_list(*ENTRY_FIELDS)
     )
+    primary, baseline = ENTRY_FIELDS.index(task.primary_metric), ENTRY_FIELDS.index(BASELINE)
     result: list[Entry] = []
     ranked = 0
     previous: tuple[float | None, int] | None = None
     for row in rows:
-        if row.run.submission.is_baseline:
-            result.append(Entry(rank=None, score=row))
+        if row[baseline]:
+            result.append(Entry(None, *row))
             continue
         ranked += 1
-        value = getattr(row, task.primary_metric)
+        value = row[primary]
         rank = previous[1] if previous and value is not None and previous[0] == value else ranked
         previous = (value, rank)
-        result.append(Entry(rank=rank, score=row))
+        result.append(Entry(rank, *row))
     return result
+
+
+@dataclass(frozen=True)
+class Board:
+    """A split's leaderboard with what its pages list beside it."""
+
+    entries: list[Entry]
+    dimensions: list[str]  # slice dimensions in the entries' stored rows
+    judges: list[str]  # judges behind the entries' verdicts
+
+
+def board(split: Split) -> Board:
+    leaderboard = entries(split)
+    return Board(
+        entries=leaderboard,
+        dimensions=slice_dimensions(leaderboard),
+        judges=sorted({e.judge_id for e in leaderboard if e.judge_id}),
+    )
 
 
 def slice_dimensions(leaderboard: Sequence[Entry]) -> list[str]:
     """Every dimension in the entries' stored slice rows (labels, is_ego, turn_idx, ...)."""
     dimensions = (
-        SliceScore.objects.filter(run_id__in=[e.score.run_id for e in leaderboard])
+        SliceScore.objects.filter(run_id__in=[e.run_id for e in leaderboard])
         .exclude(dimension__in=[ALL[0], EGO[0]])
         .order_by()
         .values_list("dimension", flat=True)
@@ -163,7 +196,7 @@ class SliceTable:
 
 def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
     """The stored scores of each leaderboard entry for every value of ``dimension``."""
-    by_run: dict[int, dict[str, SliceCell]] = {e.score.run_id: {} for e in leaderboard}
+    by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
     cells = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).values(
         "run_id", "value", "turns", *METRIC_NAMES
     )
@@ -173,7 +206,7 @@ def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
     return SliceTable(
         dimension=dimension,
         values=values,
-        rows=[(e, by_run[e.score.run_id]) for e in leaderboard],
+        rows=[(e, by_run[e.run_id]) for e in leaderboard],
     )
 
 
@@ -189,25 +222,18 @@ class StoredComparison:
     metric: str
 
 
-def stored_comparison(first: EvaluationRun, second: EvaluationRun) -> StoredComparison | None:
-    low_id, high_id = sorted((first.pk, second.pk))
+def stored_comparison(first_run_id: int, second_run_id: int) -> StoredComparison | None:
+    """The stored paired comparison of two runs, oriented as asked; None if not computed."""
+    low_id, high_id = sorted((first_run_id, second_run_id))
     found = EntryComparison.objects.filter(run_a_id=low_id, run_b_id=high_id).first()
     if found is None:
         return None
-    if first.pk == low_id:
+    if first_run_id == low_id:
         return StoredComparison(
-            found.difference,
-            found.ci_low,
-            found.ci_high,
-            found.separable,
-            found.p_value,
+            found.difference, found.ci_low, found.ci_high, found.separable, found.p_value,
             found.metric,
-        )
+        )  # fmt: skip
     return StoredComparison(
-        -found.difference,
-        -found.ci_high,
-        -found.ci_low,
-        found.separable,
-        found.p_value,
+        -found.difference, -found.ci_high, -found.ci_low, found.separable, found.p_value,
         found.metric,
-    )
+    )  # fmt: skip

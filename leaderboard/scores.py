@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import EntryComparison, EvaluationRun, SliceScore
+from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split
 from leaderboard.models.results import ALL, EGO, SCORE_COLUMNS
 
 BLOCK_COUNTS = ("turns", "conversations")
@@ -100,6 +100,7 @@ def store_scores(run: EvaluationRun, scores: Mapping[str, Any]) -> int:
     run.scores_complete = bool(scores.get("complete", unjudged == 0))
     run.unjudged_turns = unjudged
     run.save(update_fields=["counting", "scores_complete", "unjudged_turns"])
+    Split.results_changed(run.split_id)
     return len(rows)
 
 

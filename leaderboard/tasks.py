@@ -48,8 +48,11 @@ def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
     """Re-queue (or, past the attempt limit, fail) active runs without a recent heartbeat."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.PODIUM_HEARTBEAT_TIMEOUT_S)
-    stale = EvaluationRun.objects.filter(state__in=EvaluationRun.ACTIVE_STATES).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    # A run without a worker is waiting in its stage's queue (handed over), not stale.
+    stale = (
+        EvaluationRun.objects.filter(state__in=EvaluationRun.ACTIVE_STATES)
+        .exclude(worker_id="")
+        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
     )
     outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
     for run_id in list(stale.values_list("pk", flat=True)):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, runs
+from leaderboard.views import boards, runs, submit
 
 app_name = "leaderboard"
 
@@ -10,6 +10,7 @@ board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
+    path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
     path(board, boards.leaderboard, name="leaderboard"),
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),

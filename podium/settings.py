@@ -91,6 +91,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "podium.timing.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -178,8 +179,14 @@ STORAGES = {
     "default": _default_storage,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-# Uploads larger than this are streamed to a temporary file, never held in memory.
-FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+# Uploaded files (image archives of several GB) are streamed to a temporary file in 64 KiB
+# chunks, whatever their size, and from there to storage: never held in memory. Form fields
+# other than files are capped by DATA_UPLOAD_MAX_MEMORY_SIZE.
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+FILE_UPLOAD_MAX_MEMORY_SIZE = 0
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Where uploads wait while they arrive; it needs room for the largest artifact (not a tmpfs).
+FILE_UPLOAD_TEMP_DIR = os.environ.get("PODIUM_UPLOAD_TEMP_DIR") or None
 
 # --- Celery (broker and results on Redis)
 REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -194,6 +201,10 @@ PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)
 PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
+# A stage task retries infrastructure errors (and a judge its unjudged turns) after this many
+# seconds, doubling up to the maximum.
+PODIUM_RETRY_BACKOFF_S = _env_int("PODIUM_RETRY_BACKOFF_S", 10)
+PODIUM_RETRY_BACKOFF_MAX_S = _env_int("PODIUM_RETRY_BACKOFF_MAX_S", 600)
 
 # --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
 PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Podium needs on a fresh Debian machine; safe to run again (it skips what is there).
-# - Debian packages: docker.io (engine), debootstrap (offline base images)
+# - Debian packages: docker.io (engine), debootstrap (offline base images), chromium (browser tests)
 # - a running Docker engine (starts dockerd when none answers)
 # - .venv with requirements.txt (reinstalled when requirements.txt changes)
 set -euo pipefail
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 apt_missing=()
 command -v dockerd >/dev/null 2>&1 || apt_missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || apt_missing+=(debootstrap)
+command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)  # browser tests (Playwright)
 if ((${#apt_missing[@]})); then
   echo "podium: installing Debian packages: ${apt_missing[*]}"
   apt-get update -qq

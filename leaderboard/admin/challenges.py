@@ -78,7 +78,17 @@ class TaskAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Quotas per team", {"fields": ("quota_per_day", "quota_total", "quota_concurrent")}),
+        (
+            "Submissions per team",
+            {
+                "fields": (
+                    "quota_per_day",
+                    "quota_total",
+                    "quota_concurrent",
+                    "max_artifact_bytes",
+                )
+            },
+        ),
     )
 
 

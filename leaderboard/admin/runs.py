@@ -12,6 +12,7 @@ from leaderboard.models import (
     EvaluationRun,
     JudgmentRecord,
     SliceScore,
+    Split,
     Submission,
     TurnAnswer,
     TurnVerdict,
@@ -50,7 +51,10 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark as baseline entries")
     def mark_baseline(self, request, queryset) -> None:
-        self.message_user(request, f"{queryset.update(is_baseline=True)} marked as baseline")
+        count = queryset.update(is_baseline=True)
+        splits = Split.objects.filter(runs__submission__in=queryset).values_list("pk", flat=True)
+        Split.results_changed(*splits)
+        self.message_user(request, f"{count} marked as baseline")
 
     @admin.action(description="Refund quota (Podium caused the failure)")
     def refund_quota(self, request, queryset) -> None:

@@ -1,1 +1,1 @@
-"""The REST API (Django REST framework): read endpoints now, submission create next."""
+"""The REST API (Django REST framework): read endpoints and submitting."""

@@ -49,6 +49,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "quota_per_day",
             "quota_total",
             "quota_concurrent",
+            "max_artifact_bytes",
         )
 
 
@@ -165,3 +166,29 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "runs",
         )
         read_only_fields = fields
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    """A new submission: a file (multipart) or a registry reference, and the method's metadata."""
+
+    challenge = serializers.SlugField(help_text="challenge slug")
+    team = serializers.CharField(
+        required=False, help_text="team name; may be left out when the user is in one team only"
+    )
+    artifact_kind = serializers.ChoiceField(choices=Submission.ArtifactKind.choices)
+    artifact = serializers.FileField(
+        required=False, help_text="image archive (docker save) or build context (tar, tar.gz)"
+    )
+    registry_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    method_name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True)
+    paper_url = serializers.URLField(required=False, allow_blank=True)
+    code_url = serializers.URLField(required=False, allow_blank=True)
+    is_baseline = serializers.BooleanField(default=False, help_text="organisers only")
+
+
+class SubmissionFlagsSerializer(serializers.Serializer):
+    """Flags set after submitting: baseline (organisers), chosen for the final (the team)."""
+
+    is_baseline = serializers.BooleanField(required=False)
+    chosen_for_final = serializers.BooleanField(required=False)

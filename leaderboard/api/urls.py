@@ -5,13 +5,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import views
+from leaderboard.api import submissions, views
 
 router = DefaultRouter()
 router.register("challenges", views.ChallengeViewSet, basename="challenge")
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("splits", views.SplitViewSet, basename="split")
-router.register("submissions", views.SubmissionViewSet, basename="submission")
+router.register("submissions", submissions.SubmissionViewSet, basename="submission")
 router.register("runs", views.RunViewSet, basename="run")
 
 app_name = "api"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -11,9 +11,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from leaderboard import permissions, ranking
+from leaderboard import board_cache, permissions
 from leaderboard.api import serializers
-from leaderboard.models import EvaluationRun, Split, Task
+from leaderboard.models import Split, Task
 
 
 class ChallengeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -67,25 +67,9 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
             "split": split,
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
-            "entries": [e.record() for e in ranking.entries(split)],
+            "entries": [e.record() for e in board_cache.board(split).entries],
         }
         return Response(serializers.LeaderboardSerializer(body).data)
-
-
-class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
-    """The submissions of the user's teams (all of them for organisers)."""
-
-    serializer_class = serializers.SubmissionSerializer
-    permission_classes = (IsAuthenticated,)
-
-    def get_queryset(self) -> QuerySet:
-        runs = EvaluationRun.objects.select_related("task", "split")
-        return (
-            permissions.visible_submissions(self.request.user)
-            .select_related("team", "challenge")
-            .prefetch_related(Prefetch("runs", runs))
-            .order_by("-created_at")
-        )
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):

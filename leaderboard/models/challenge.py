@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from django.conf import settings
@@ -127,6 +128,11 @@ class Task(models.Model):
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
     quota_total = models.PositiveIntegerField(null=True, blank=True)
     quota_concurrent = models.PositiveIntegerField(null=True, blank=True, default=1)
+    max_artifact_bytes = models.PositiveBigIntegerField(
+        default=20 * 1024**3,
+        validators=[MinValueValidator(1)],
+        help_text="largest image archive or build context a team may upload",
+    )
 
     class Meta:
         ordering = ("challenge", "order", "task_id")
@@ -200,6 +206,11 @@ class Split(models.Model):
         null=True, blank=True, help_text="results appear from then on; private test: required"
     )
     imported_at = models.DateTimeField(null=True, blank=True)
+    results_version = models.UUIDField(
+        default=uuid.uuid4,
+        editable=False,
+        help_text="changes whenever the split's results change (keys the pages' cache)",
+    )
 
     class Meta:
         ordering = ("task", "kind")
@@ -211,6 +222,11 @@ class Split(models.Model):
     @property
     def is_private(self) -> bool:
         return self.kind == self.Kind.PRIVATE_TEST
+
+    @classmethod
+    def results_changed(cls, *split_ids: int) -> None:
+        """Give these splits a new ``results_version``: pages render their results afresh."""
+        cls.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
 
     def is_revealed(self, now: datetime | None = None) -> bool:
         """Whether results are public: never when hidden; a private test only from reveal_at."""

@@ -150,7 +150,7 @@ class EvaluationRun(models.Model):
         state = self.State(state)
         if state not in self.TRANSITIONS[self.state]:
             raise InvalidTransition(f"run #{self.pk}: {self.state} -> {state} is not allowed")
-        now = timezone.now()
+        now, previous = timezone.now(), self.state
         changes: dict[str, object] = {"state": state}
         if state in self.ACTIVE_STATES:
             changes.update(stage=state, heartbeat_at=now)
@@ -173,6 +173,8 @@ class EvaluationRun(models.Model):
             )
         for name, value in changes.items():
             setattr(self, name, value)
+        if self.State.DONE in (state, previous):
+            Split.results_changed(self.split_id)
 
     def beat(self, turns_done: int | None = None) -> None:
         """A worker's sign of life, optionally with progress; kept apart from state changes."""

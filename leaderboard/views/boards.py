@@ -1,21 +1,27 @@
 """Public pages: challenges, leaderboards, slice view, comparisons, exports.
 
-Every page reads stored rows (``leaderboard.ranking``); visibility comes from
-``leaderboard.permissions``.
+Every page reads stored rows (``leaderboard.ranking``) through ``leaderboard.board_cache``, which
+keeps a split's leaderboard and rendered fragments until its results change; visibility comes
+from ``leaderboard.permissions`` and is checked on every request, before any cached part.
 """
 
 from __future__ import annotations
 
 import csv
+from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 
-from leaderboard import permissions, ranking
+from leaderboard import board_cache, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
 
+# Leaderboard and slice pages list this many entries a page; exports and the API list them all.
+ENTRIES_PER_PAGE = 100
 EXPORT_COLUMNS = (
     "rank",
     "team",
@@ -76,54 +82,79 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+def _page_number(request: HttpRequest) -> int:
+    value = request.GET.get("page", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise Http404(f"page={value!r}: expected a page number from 1")
+    return int(value)
+
+
+def _page(entries: list[ranking.Entry], number: int) -> Page:
+    try:
+        return Paginator(entries, ENTRIES_PER_PAGE).page(number)
+    except EmptyPage:
+        raise Http404(f"no page {number}: the leaderboard has {len(entries)} entries") from None
+
+
 def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
-    entries = ranking.entries(split)
-    return render(
-        request,
-        "leaderboard/leaderboard.html",
-        {
+    number = _page_number(request)
+
+    def render_body() -> str:
+        board = board_cache.board(split)
+        context = {
             "split": split,
             "task": split.task,
-            "entries": entries,
+            "board": board,
+            "page": _page(board.entries, number),
+            "query": "",
             "columns": ranking.METRIC_COLUMNS,
-            "judges": sorted({e.run.judge_id for e in entries if e.run.judge_id}),
-            "dimensions": ranking.slice_dimensions(entries),
-        },
-    )
+        }
+        return render_to_string("leaderboard/_leaderboard_body.html", context)
+
+    body = board_cache.fragment(split, "leaderboard", [number], render_body)
+    context = {"split": split, "task": split.task, "body": body}
+    return render(request, "leaderboard/leaderboard.html", context)
 
 
 def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
-    entries = ranking.entries(split)
-    dimensions = ranking.slice_dimensions(entries)
-    dimension = request.GET.get("dimension") or (dimensions[0] if dimensions else "")
-    if dimensions and dimension not in dimensions:
-        raise Http404(f"no slice dimension {dimension!r} in {split}")
+    asked = request.GET.get("dimension", "")
     metric = request.GET.get("metric", "truthfulness")
     if metric not in ranking.METRIC_NAMES:
         raise Http404(f"unknown metric {metric!r}")
-    table = ranking.slice_table(entries, dimension) if dimension else None
-    return render(
-        request,
-        "leaderboard/slices.html",
-        {
+    number = _page_number(request)
+
+    def render_body() -> str:
+        board = board_cache.board(split)
+        dimension = asked or (board.dimensions[0] if board.dimensions else "")
+        if board.dimensions and dimension not in board.dimensions:
+            raise Http404(f"no slice dimension {dimension!r} in {split}")
+        page = _page(board.entries, number)
+        table = ranking.slice_table(page.object_list, dimension) if dimension else None
+        context = {
             "split": split,
             "task": split.task,
-            "dimensions": dimensions,
+            "board": board,
             "dimension": dimension,
             "metric": metric,
+            "page": page,
+            "query": urlencode({"dimension": dimension, "metric": metric}) + "&",
             "columns": ranking.METRIC_COLUMNS,
             "table": table,
             "chart": slice_chart(table, metric) if table and table.values else None,
-        },
-    )
+        }
+        return render_to_string("leaderboard/_slices_body.html", context)
+
+    body = board_cache.fragment(split, "slices", [asked, metric, number], render_body)
+    context = {"split": split, "task": split.task, "body": body}
+    return render(request, "leaderboard/slices.html", context)
 
 
 def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
-    entries = ranking.entries(split)
-    by_run = {e.score.run_id: e for e in entries}
+    entries = board_cache.board(split).entries
+    by_run = {e.run_id: e for e in entries}
     chosen = []
     for name in ("a", "b"):
         value = request.GET.get(name, "")
@@ -132,8 +163,8 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
                 raise Http404(f"{name}={value!r} is not an entry of this leaderboard")
             chosen.append(by_run[int(value)])
     comparison = None
-    if len(chosen) == 2 and chosen[0].score.run_id != chosen[1].score.run_id:
-        comparison = ranking.stored_comparison(chosen[0].run, chosen[1].run)
+    if len(chosen) == 2 and chosen[0].run_id != chosen[1].run_id:
+        comparison = ranking.stored_comparison(chosen[0].run_id, chosen[1].run_id)
     return render(
         request,
         "leaderboard/compare.html",
@@ -157,7 +188,7 @@ def _csv_row(record: dict) -> dict:
 def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
     filename = f"{split.task.challenge.slug}-{split.task.task_id}-{split.kind}"
-    records = [entry.record() for entry in ranking.entries(split)]  # the API's shape too
+    records = [entry.record() for entry in board_cache.board(split).entries]  # the API's too
     if fmt == "json":
         body = {
             "challenge": split.task.challenge.slug,

@@ -7,10 +7,7 @@ from .factories import block
 
 
 def board(split):
-    return [
-        (e.rank, e.score.run.submission.team.name, e.score.run.submission.method_name)
-        for e in ranking.entries(split)
-    ]
+    return [(e.rank, e.team, e.method_name) for e in ranking.entries(split)]
 
 
 @pytest.fixture
@@ -89,7 +86,7 @@ def test_slice_table_matches_stored_rows_and_orders_turns_numerically(teams, pub
     table = ranking.slice_table(ranking.entries(public), "turn_idx")
     assert table.values == ["0", "1", "2", "10"]
     ((entry, cells),) = table.rows
-    assert entry.score.run_id == run.pk
+    assert entry.run_id == run.pk
     assert cells["10"]["truthfulness"] == pytest.approx(0.5)
     assert ranking.slice_dimensions(ranking.entries(public)) == ["turn_idx"]
 

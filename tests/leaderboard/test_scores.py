@@ -127,10 +127,10 @@ def test_comparison_is_stored_once_per_pair_and_read_in_either_order(teams, spli
     store_comparison(run_b, run_a, result)  # run_b has the higher id: stored reversed
     store_comparison(run_b, run_a, result)
     assert EntryComparison.objects.count() == 1
-    as_given = stored_comparison(run_b, run_a)
+    as_given = stored_comparison(run_b.pk, run_a.pk)
     assert as_given.difference == pytest.approx(result["difference"])
     assert [as_given.ci_low, as_given.ci_high] == pytest.approx(result["difference_ci95"])
-    flipped = stored_comparison(run_a, run_b)
+    flipped = stored_comparison(run_a.pk, run_b.pk)
     assert flipped.difference == pytest.approx(-result["difference"])
     assert [flipped.ci_low, flipped.ci_high] == pytest.approx(
         [-result["difference_ci95"][1], -result["difference_ci95"][0]]

@@ -1,0 +1,143 @@
+"""What the Celery pipeline adds on top of the agent runtime, measured side by side.
+
+The zero-work example agent (answers "" at once, batch size 16) answers the same split twice:
+
+1. ``workers.runner.run_agent`` alone, results kept in a list: the runtime's own cost;
+2. the whole pipeline: ``submit`` (the web form's code path, a build context) -> a real
+   ``celery worker`` process -> build (image cached by the engine) -> run (every answer a
+   ``TurnAnswer`` row and a heartbeat, as it arrives) -> judge (rules) -> aggregate.
+
+Reported: the run stage's answering time (first to last stored answer, plus the container's
+start) against the runner alone, and the whole submit -> done latency split by stage.
+
+Needs a scratch database it may migrate (``DATABASE_URL``) and Redis (``REDIS_URL``; a worker on
+that broker's queues is started here, so use a database no other worker listens on):
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_pipeline \\
+    REDIS_URL=redis://127.0.0.1:6379/10 python bench/pipeline_overhead.py [--conversations 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from evaluator.split import load_split  # noqa: E402
+from leaderboard.demo.setup import context_tar  # noqa: E402
+from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402
+from leaderboard.splits import import_split_dir  # noqa: E402
+from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
+from tests.e2e.harness import make_task, write_split  # noqa: E402
+from workers.images import build_context  # noqa: E402
+from workers.pipeline.run import limits_for  # noqa: E402
+from workers.runner import run_agent  # noqa: E402
+
+ZERO_WORK = REPO / "examples/agents/zero-work"
+QUEUES = "build,gpu-l40s,judge,default"
+
+
+def runner_alone(image, split, task) -> dict[str, float]:
+    arrived: list[float] = []
+    started = time.monotonic()
+    report = run_agent(
+        image, split, task.task_id, limits_for(task), lambda _: arrived.append(time.monotonic())
+    )
+    assert report.status == "completed", report.failure_reason
+    return {"total_s": time.monotonic() - started, "answering_s": arrived[-1] - arrived[0]}
+
+
+def through_pipeline(team, user, challenge) -> dict[str, float]:
+    upload = SimpleUploadedFile("zero-work.tar", context_tar(ZERO_WORK))
+    started = time.time()
+    submission = submit(
+        team,
+        challenge,
+        user,
+        Artifact(kind=Submission.ArtifactKind.BUILD_CONTEXT, file=upload),
+        MethodInfo(method_name=f"zero-work {started:.0f}"),
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    while run.state not in EvaluationRun.TERMINAL_STATES:
+        time.sleep(0.05)
+        run.refresh_from_db()
+    done = time.time()
+    assert run.state == EvaluationRun.State.DONE, run.failure_reason
+    answers = run.answers.order_by("created_at")
+    first, last = answers.first().created_at.timestamp(), answers.last().created_at.timestamp()
+    return {
+        "submit_to_done_s": done - started,
+        "answering_s": last - first,
+        "after_last_answer_s": run.finished_at.timestamp() - last,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--conversations", type=int, default=64)
+    parser.add_argument("--turns", type=int, default=4, help="turns per conversation")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    stamp = f"{time.time():.0f}"
+    user = User.objects.create_user(f"bench-{stamp}", password="bench-secret-123")
+    team = Team.objects.create(name=f"bench {stamp}")
+    Membership.objects.create(team=team, user=user)
+    challenge = Challenge.objects.create(name=f"bench {stamp}", slug=f"bench-{stamp}")
+    task = make_task(challenge, "multi-turn-qa", per_turn_s=10.0)
+    with tempfile.TemporaryDirectory() as scratch:
+        split_dir = write_split(Path(scratch) / "split", args.conversations, args.turns)
+        import_split_dir(task, "validation", split_dir)
+        split = load_split(split_dir)
+        with tempfile.NamedTemporaryFile(suffix=".tar") as context:
+            context.write(context_tar(ZERO_WORK))
+            context.flush()
+            image = build_context(context.name, tag="podium-bench/zero-work:latest")
+        alone = [runner_alone(image, split, task) for _ in range(args.repeat)]
+        log = open(Path(scratch) / "worker.log", "wb")  # noqa: SIM115
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "podium", "worker", "--pool=solo", "-Q",
+             QUEUES, "--without-gossip", "--without-mingle", "-l", "warning"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            piped = [through_pipeline(team, user, challenge) for _ in range(args.repeat)]
+        finally:
+            worker.terminate()
+            worker.wait()
+    turns = args.conversations * args.turns
+    median = statistics.median
+    print(f"split: {args.conversations} conversations x {args.turns} turns = {turns} turns")
+    for name, rows in (("runner alone", alone), ("pipeline", piped)):
+        for key in rows[0]:
+            values = [row[key] for row in rows]
+            print(f"{name} {key}: median {median(values):.3f} s  {[round(v, 3) for v in values]}")
+    answering = median(p["answering_s"] for p in piped), median(a["answering_s"] for a in alone)
+    print(
+        f"answering, first to last answer: pipeline / runner alone = "
+        f"{answering[0] / answering[1]:.2f}x ({(answering[0] - answering[1]) / turns * 1e3:.2f} "
+        "ms more per turn: one TurnAnswer INSERT each, progress every 0.5 s)"
+    )
+    total = median(p["submit_to_done_s"] for p in piped), median(a["total_s"] for a in alone)
+    print(f"submit -> done / runner alone total = {total[0] / total[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

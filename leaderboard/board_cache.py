@@ -1,0 +1,71 @@
+"""Rendered leaderboard fragments, cached per split until the split's results change.
+
+A split's ``results_version`` becomes a fresh UUID (``Split.results_changed``) whenever anything
+its leaderboard shows changes: stored scores (``store_scores``), a run entering or leaving
+``done`` (``EvaluationRun.move_to``), a submission's method, links, baseline or chosen flag, a
+team's name, a task's ranking rule, a deleted run (the receivers below). Fragments are keyed by
+that version, so a page never shows results older than the database and no process has to be
+told to forget anything: every web process (each with its own default cache, or all sharing
+one) stops asking for the old keys, which then expire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+
+from django.core.cache import cache
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+from django.utils.safestring import SafeString, mark_safe
+
+from leaderboard import ranking
+from leaderboard.models import EvaluationRun, Split, Submission, Task, Team
+
+# Long enough to serve a busy leaderboard from memory, short enough to free old keys' memory.
+FRAGMENT_TIMEOUT_S = 15 * 60
+
+
+def _key(split: Split, name: str, parts: Iterable[object] = ()) -> str:
+    detail = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+    return f"podium:board:{split.pk}:{split.results_version}:{name}:{detail}"
+
+
+def board(split: Split) -> ranking.Board:
+    """``ranking.board(split)``, computed once per version of the split's results."""
+    return cache.get_or_set(_key(split, "board"), lambda: ranking.board(split), FRAGMENT_TIMEOUT_S)
+
+
+def fragment(
+    split: Split, name: str, parts: Iterable[object], render: Callable[[], str]
+) -> SafeString:
+    """The HTML fragment ``name`` of ``split`` for ``parts`` (page, dimension, ...): from the
+    cache while the split's results are unchanged, else ``render()``'s (then cached)."""
+    html = cache.get_or_set(_key(split, name, parts), render, FRAGMENT_TIMEOUT_S)
+    return mark_safe(html)  # rendered by our own autoescaping templates
+
+
+@receiver(post_save, sender=Submission, dispatch_uid="board_cache_submission")
+def _submission_saved(sender: type, instance: Submission, created: bool, **kwargs: object) -> None:
+    if not created:
+        Split.results_changed(
+            *Split.objects.filter(runs__submission=instance).values_list("pk", flat=True)
+        )
+
+
+@receiver(post_save, sender=Team, dispatch_uid="board_cache_team")
+def _team_saved(sender: type, instance: Team, created: bool, **kwargs: object) -> None:
+    if not created:
+        splits = Split.objects.filter(runs__submission__team=instance).values_list("pk", flat=True)
+        Split.results_changed(*splits)
+
+
+@receiver(post_save, sender=Task, dispatch_uid="board_cache_task")
+def _task_saved(sender: type, instance: Task, created: bool, **kwargs: object) -> None:
+    if not created:
+        Split.results_changed(*instance.splits.values_list("pk", flat=True))
+
+
+@receiver(post_delete, sender=EvaluationRun, dispatch_uid="board_cache_run")
+def _run_deleted(sender: type, instance: EvaluationRun, **kwargs: object) -> None:
+    Split.results_changed(instance.split_id)

@@ -1,0 +1,126 @@
+"""The demo's Celery worker and beat processes, waiting for the runs, and the rankings."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from django.db.models import Sum
+from tqdm import tqdm
+
+from leaderboard.models import Challenge, EvaluationRun, Split
+from leaderboard.ranking import entries
+from leaderboard.tasks import dispatch_stage
+from podium.celery import app
+
+State = EvaluationRun.State
+
+
+class CeleryProcesses:
+    """``celery worker`` on every queue and ``celery beat`` (the reaper), as subprocesses
+    logging to ``log_dir``; stopped (SIGTERM, then SIGKILL) when the block ends."""
+
+    def __init__(self, repo: Path, log_dir: Path, concurrency: int = 2) -> None:
+        self.repo = repo
+        self.log_dir = log_dir
+        self.concurrency = concurrency
+        self.processes: list[subprocess.Popen] = []
+
+    def __enter__(self) -> CeleryProcesses:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        queues = ",".join(queue.name for queue in app.conf.task_queues)
+        celery = [sys.executable, "-m", "celery", "-A", "podium"]
+        self._start(
+            "worker",
+            [*celery, "worker", "-Q", queues, "-c", str(self.concurrency), "-n", "demo@%h",
+             "--without-gossip", "--without-mingle", "-l", "info"],
+        )  # fmt: skip
+        self._start("beat", [*celery, "beat", "-s", str(self.log_dir / "beat-schedule")])
+        return self
+
+    def _start(self, name: str, command: list[str]) -> None:
+        log = (self.log_dir / f"{name}.log").open("ab")
+        self.processes.append(
+            subprocess.Popen(command, cwd=self.repo, stdout=log, stderr=subprocess.STDOUT)
+        )
+
+    def alive(self) -> bool:
+        return all(process.poll() is None for process in self.processes)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType
+    ) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def resume_unfinished(challenge: Challenge) -> int:
+    """Send the stage task of every unfinished run again (an earlier demo may have stopped
+    mid-run; a duplicate message is harmless: the task finds the run is not its own)."""
+    runs = EvaluationRun.objects.filter(submission__challenge=challenge).exclude(
+        state__in=EvaluationRun.TERMINAL_STATES
+    )
+    count = 0
+    for run in runs.select_related("task"):
+        stage = run.stage or State.BUILDING
+        if run.state in EvaluationRun.ACTIVE_STATES:
+            run.move_to(State.QUEUED, operator_detail="resumed by manage.py demo")
+        dispatch_stage(run, stage)
+        count += 1
+    return count
+
+
+def wait_for_runs(
+    challenge: Challenge, alive: Callable[[], bool], timeout_s: float, every_s: float = 1.0
+) -> list[EvaluationRun]:
+    """Wait, with a progress bar over all turns, until every run of the challenge finished."""
+    runs = EvaluationRun.objects.filter(submission__challenge=challenge)
+    total = runs.aggregate(n=Sum("turns_total"))["n"] or 0
+    deadline = time.monotonic() + timeout_s
+    with tqdm(total=total, unit="turn", desc="evaluating", dynamic_ncols=True) as bar:
+        while True:
+            done = runs.aggregate(n=Sum("turns_done"))["n"] or 0
+            finished = runs.filter(state__in=EvaluationRun.TERMINAL_STATES).count()
+            bar.update(max(0, done - bar.n))
+            bar.set_postfix_str(f"{finished}/{runs.count()} runs finished")
+            if finished == runs.count():
+                return list(runs.order_by("pk"))
+            if not alive():
+                raise RuntimeError("a Celery process stopped; see its log under var/demo/")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"runs still unfinished after {timeout_s:.0f} s")
+            time.sleep(every_s)
+
+
+def rankings(challenge: Challenge) -> list[str]:
+    """The leaderboard of every task and split, as text lines."""
+    lines = []
+    splits = Split.objects.filter(task__challenge=challenge).select_related("task")
+    for split in splits.order_by("task__order", "kind"):
+        lines.append(f"\n{split.task.task_id} / {split.kind}")
+        lines.append(f"  {'rank':>4}  {'method':<12} {'team':<16} {'truthfulness':>12} "
+                     f"{'accuracy':>8} {'missing':>8}")  # fmt: skip
+        for entry in entries(split):
+            rank = "-" if entry.rank is None else str(entry.rank)
+            lines.append(
+                f"  {rank:>4}  {entry.method_name:<12} {entry.team:<16} "
+                f"{_number(entry.truthfulness):>12} {_number(entry.accuracy):>8} "
+                f"{_number(entry.missing):>8}"
+            )
+    return lines
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

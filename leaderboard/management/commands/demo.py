@@ -1,0 +1,85 @@
+"""``manage.py demo``: the demo challenge evaluated end to end, then the leaderboard served.
+
+Creates (or finds) the CRAG-MM demo challenge from the generated sample data, its teams and
+the demo login; builds the agent base image offline; submits the example agents through the
+web form's code path; starts a Celery worker and beat; waits for every run with a progress
+bar; prints the rankings; then serves the site (``--no-serve``: stops there).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from leaderboard.demo import setup
+from leaderboard.demo.processes import (
+    CeleryProcesses,
+    rankings,
+    resume_unfinished,
+    wait_for_runs,
+)
+from leaderboard.models import EvaluationRun
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+class Command(BaseCommand):
+    help = "Run the demo challenge end to end (sample data, example agents), then serve it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--no-serve", action="store_true", help="stop after the rankings")
+        parser.add_argument("--addr", default="0.0.0.0:8000", help="where to serve the site")
+        parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for runs")
+        parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
+
+    def handle(self, *args, **options) -> None:
+        say = self.stdout.write
+        say("demo: sample data and the challenge")
+        challenge = setup.challenge(setup.sample_dir())
+        user = setup.demo_user(challenge)
+        say("demo: agent base image (built offline; reused when up to date)")
+        built = subprocess.run(["bash", str(REPO / "deploy/agent-base/build.sh")], cwd=REPO)
+        if built.returncode != 0:
+            raise CommandError("building the agent base image failed (see above)")
+        say("demo: submitting the example agents")
+        for submission in setup.submit_agents(challenge, user, REPO):
+            say(f"  #{submission.pk} {submission.method_name} ({submission.team.name})")
+        log_dir = Path(settings.VAR_DIR) / "demo"
+        # A plain `kill` stops the worker and beat too (the block below cleans up on exit).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        with CeleryProcesses(REPO, log_dir, options["concurrency"]) as celery:
+            resumed = resume_unfinished(challenge)
+            say(f"demo: Celery worker and beat started (logs in {log_dir}); {resumed} runs to go")
+            try:
+                runs = wait_for_runs(challenge, celery.alive, options["timeout"])
+            except (RuntimeError, TimeoutError) as exc:
+                raise CommandError(str(exc)) from exc
+            self._report(challenge, runs)
+            if not options["no_serve"]:
+                self._serve(options["addr"])
+
+    def _report(self, challenge, runs: list[EvaluationRun]) -> None:
+        failed = [run for run in runs if run.state != EvaluationRun.State.DONE]
+        for run in failed:
+            self.stderr.write(f"run #{run.pk} {run.state}: {run.failure_reason}")
+        self.stdout.write("\n".join(rankings(challenge)))
+        self.stdout.write(f"\n{len(runs) - len(failed)} of {len(runs)} runs done.")
+        if failed:
+            raise CommandError(f"{len(failed)} run(s) did not finish; see above")
+
+    def _serve(self, addr: str) -> None:
+        host, _, port = addr.rpartition(":")
+        shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        self.stdout.write(
+            f"\nLeaderboard: http://{shown}:{port}/c/{setup.SLUG}/\n"
+            f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/).\n"
+            "The worker keeps running: submissions from the web form are evaluated too. "
+            "Ctrl-C stops everything."
+        )
+        call_command("runserver", addr, use_reloader=False)

@@ -1,0 +1,202 @@
+"""The one code path for submitting: the web form, the API and the demo all call ``submit``.
+
+Order of work: permission and phase checks; the artifact is read once (validation, hash, size);
+metadata validated; quotas checked without a lock (to fail fast, before storing gigabytes); the
+artifact stored; then, in one transaction holding the team row lock, the quotas are checked
+again and the submission and its runs are created, one per (task, split) with data, and the
+first stage of each run is sent once the transaction commits. Whatever fails after the
+artifact was stored deletes it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files import File
+from django.db import transaction
+from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
+
+from leaderboard import permissions
+from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
+from leaderboard.quotas import check_quotas
+from leaderboard.submitting.artifacts import check_reference, inspect_archive
+from leaderboard.tasks import dispatch_stage
+
+Kind = Submission.ArtifactKind
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """What a team hands in: an uploaded file (image archive or build context) or a reference.
+
+    ``file`` is any Django ``File`` (an upload, or a file opened from disk by the demo); it is
+    read as a stream and never loaded into memory.
+    """
+
+    kind: str
+    file: File | None = None
+    registry_ref: str = ""
+
+    @property
+    def label(self) -> str:
+        name = getattr(self.file, "name", "") or "the upload"
+        return name.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """How the entry is described on the leaderboard."""
+
+    method_name: str
+    description: str = ""
+    paper_url: str = ""
+    code_url: str = ""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> MethodInfo:
+        """From validated form or serializer data (missing or null fields: empty)."""
+        return cls(**{f.name: data.get(f.name) or "" for f in fields(cls)})
+
+
+def evaluated_splits(challenge: Challenge) -> list[Split]:
+    """The (task, split) pairs a submission is run on: every split whose data is imported."""
+    return list(
+        Split.objects.filter(task__challenge=challenge)
+        .exclude(bundle="")
+        .select_related("task")
+        .order_by("task__order", "task__task_id", "kind")
+    )
+
+
+def _check_allowed(
+    user: AbstractBaseUser, team: Team, challenge: Challenge, organiser: bool, baseline: bool
+) -> None:
+    if not user.is_authenticated or not team.memberships.filter(user=user).exists():
+        raise PermissionDenied(f"you are not a member of team {team.name}")
+    if not (challenge.is_published or organiser):
+        raise PermissionDenied(f"challenge {challenge.slug} is not published")
+    if baseline and not organiser:
+        raise PermissionDenied(f"only organisers of {challenge.slug} can mark a baseline")
+
+
+def _check_open(challenge: Challenge, now: datetime, organiser: bool) -> None:
+    """Submissions are taken while a phase is open (always, for a challenge without phases)."""
+    phases = list(challenge.phases.all())
+    if organiser or not phases or any(p.is_open(now) for p in phases):
+        return
+    upcoming = [p for p in phases if p.starts_at > now]
+    when = (
+        f"; {upcoming[0].name} opens {upcoming[0].starts_at:%Y-%m-%d %H:%M} UTC"
+        if upcoming
+        else "; the challenge has ended"
+    )
+    raise ValidationError(f"{challenge.name} takes no submissions now: no phase is open{when}")
+
+
+def _check_artifact(artifact: Artifact, tasks: list[Task], submission: Submission) -> str:
+    """Validate the artifact and fill the submission's artifact fields; the storage name."""
+    if artifact.kind not in Kind.values:
+        raise ValidationError({"artifact_kind": f"unknown artifact kind {artifact.kind!r}"})
+    if artifact.kind == Kind.REGISTRY_REF:
+        if artifact.file is not None:
+            raise ValidationError({"artifact": "give either a file or a registry reference"})
+        try:
+            submission.registry_ref = check_reference(artifact.registry_ref)
+        except ValidationError as exc:
+            raise ValidationError({"registry_ref": exc.messages}) from None
+        return ""
+    if artifact.registry_ref:
+        raise ValidationError({"registry_ref": "give either a file or a registry reference"})
+    if artifact.file is None:
+        raise ValidationError({"artifact": f"upload the {Kind(artifact.kind).label}"})
+    limit = min(t.max_artifact_bytes for t in tasks)
+    if artifact.file.size is not None and artifact.file.size > limit:
+        raise ValidationError({"artifact": _too_large(artifact.label, artifact.file.size, limit)})
+    try:
+        facts = inspect_archive(artifact.file, artifact.kind, artifact.label)
+    except ValidationError as exc:
+        raise ValidationError({"artifact": exc.messages}) from None
+    if facts.size > limit:  # a file object may not know its size before it is read
+        raise ValidationError({"artifact": _too_large(artifact.label, facts.size, limit)})
+    submission.artifact_sha256, submission.artifact_size = facts.sha256, facts.size
+    return f"{artifact.kind}-{facts.sha256}{facts.suffix}"
+
+
+def _too_large(label: str, size: int, limit: int) -> str:
+    return (
+        f"{label} is {filesizeformat(size)}; this challenge takes at most {filesizeformat(limit)}"
+    )
+
+
+def submit(
+    team: Team,
+    challenge: Challenge,
+    user: AbstractBaseUser,
+    artifact: Artifact,
+    method: MethodInfo,
+    *,
+    is_baseline: bool = False,
+    now: datetime | None = None,
+) -> Submission:
+    """Check, store and register a submission; its runs' first stage is sent on commit.
+
+    Raises ``PermissionDenied`` (not a member; baseline flag without being an organiser),
+    ``ValidationError`` (a message per field: artifact, registry_ref, method metadata, phase)
+    or ``leaderboard.quotas.QuotaExceeded``. Organisers of the challenge are exempt from quotas
+    and phases (baselines, re-runs).
+    """
+    now = now or timezone.now()
+    organiser = permissions.is_organiser(user, challenge)
+    _check_allowed(user, team, challenge, organiser, is_baseline)
+    _check_open(challenge, now, organiser)
+    splits = evaluated_splits(challenge)
+    if not splits:
+        raise ValidationError(f"{challenge.name} has no split with data to evaluate yet")
+    tasks = list({split.task_id: split.task for split in splits}.values())
+    submission = Submission(
+        team=team,
+        challenge=challenge,
+        submitted_by=user,
+        artifact_kind=artifact.kind,
+        method_name=method.method_name.strip(),
+        description=method.description.strip(),
+        paper_url=method.paper_url.strip(),
+        code_url=method.code_url.strip(),
+        is_baseline=is_baseline,
+        created_at=now,
+    )
+    storage_name = _check_artifact(artifact, tasks, submission)
+    submission.full_clean(exclude=["artifact", "artifact_sha256", "artifact_size"])
+    if not organiser:
+        check_quotas(team, tasks, now)
+    if storage_name:
+        submission.artifact.save(storage_name, artifact.file, save=False)
+    try:
+        with transaction.atomic():
+            Team.objects.select_for_update().filter(pk=team.pk).first()
+            if not organiser:
+                check_quotas(team, tasks, now)
+            submission.save()
+            runs = EvaluationRun.objects.bulk_create(
+                EvaluationRun(
+                    submission=submission,
+                    task=split.task,
+                    split=split,
+                    turns_total=split.turns,
+                    created_at=now,
+                )
+                for split in splits
+            )
+            for run in runs:
+                dispatch_stage(run, EvaluationRun.State.BUILDING)
+    except BaseException:
+        if submission.artifact:
+            submission.artifact.delete(save=False)
+        raise
+    return submission

@@ -1,0 +1,228 @@
+"""Podium's command line, over the REST API: submit an agent, follow it, read a leaderboard.
+
+    python -m podium.cli submit --challenge crag-mm-2026 --archive agent.tar --method "My RAG"
+    python -m podium.cli status 42
+    python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
+
+The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
+(a token from ``POST /api/token/`` or the admin). Uploads stream from disk with a progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+from tqdm import tqdm
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+# Upload and reading times out per network operation, not for the whole transfer.
+TIMEOUT = httpx.Timeout(60.0)
+
+
+class CliError(Exception):
+    """Something the user should read; printed without a traceback."""
+
+
+class _ProgressReader:
+    """A file read through this updates a progress bar; httpx streams multipart files by read."""
+
+    def __init__(self, handle: IO[bytes], bar: tqdm) -> None:
+        self.handle, self.bar = handle, bar
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.bar.update(len(data))
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        position = self.handle.seek(offset, whence)
+        if whence == 0 and offset == 0:
+            self.bar.reset()
+        return position
+
+    def tell(self) -> int:
+        return self.handle.tell()
+
+    def fileno(self) -> int:
+        return self.handle.fileno()
+
+
+class Client:
+    """The API calls the commands make; errors become ``CliError`` with the server's words."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        headers = {"Authorization": f"Token {token}"} if token else {}
+        base = url.rstrip("/") + "/api/"
+        self.http = httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise CliError(f"cannot reach {self.http.base_url}: {exc}") from None
+        if response.is_error:
+            raise CliError(f"{response.status_code} {response.reason_phrase}: {_detail(response)}")
+        return response.json()
+
+    def split_id(self, challenge: str, task: str, kind: str) -> int:
+        params = {"challenge": challenge, "task": task}
+        found = self.call("GET", "splits/", params=params)["results"]
+        match = [s["id"] for s in found if s["kind"] == kind]
+        if not match:
+            kinds = ", ".join(s["kind"] for s in found) or "none"
+            raise CliError(f"{challenge}/{task} has no split {kind!r} (splits: {kinds})")
+        return match[0]
+
+
+def _detail(response: httpx.Response) -> str:
+    """The server's error message: DRF's ``detail`` or its messages per field."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500]
+    if isinstance(body, dict) and set(body) == {"detail"}:
+        return str(body["detail"])
+    if isinstance(body, dict):
+        parts = []
+        for field, messages in body.items():
+            text = " ".join(messages) if isinstance(messages, list) else str(messages)
+            parts.append(text if field == "non_field_errors" else f"{field}: {text}")
+        return "; ".join(parts)
+    return str(body)
+
+
+def submit(client: Client, args: argparse.Namespace) -> dict:
+    data = {
+        "challenge": args.challenge,
+        "method_name": args.method,
+        "description": args.description,
+        "paper_url": args.paper_url,
+        "code_url": args.code_url,
+    }
+    if args.team:
+        data["team"] = args.team
+    if args.ref:
+        data.update(artifact_kind="registry-ref", registry_ref=args.ref)
+        return client.call("POST", "submissions/", data=data)
+    path = Path(args.archive or args.context)
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    data["artifact_kind"] = "image-archive" if args.archive else "build-context"
+    size = path.stat().st_size
+    with (
+        path.open("rb") as handle,
+        tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=args.quiet) as bar,
+    ):
+        files = {"artifact": (path.name, _ProgressReader(handle, bar), "application/x-tar")}
+        return client.call("POST", "submissions/", data=data, files=files)
+
+
+def status(client: Client, args: argparse.Namespace) -> dict:
+    return client.call("GET", f"submissions/{args.submission_id}/")
+
+
+def leaderboard(client: Client, args: argparse.Namespace) -> dict:
+    split_id = client.split_id(args.challenge, args.task, args.split)
+    return client.call("GET", f"splits/{split_id}/leaderboard/")
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def format_submission(body: dict) -> str:
+    lines = [
+        f"submission #{body['id']} {body['method_name']} (team {body['team']}, "
+        f"{body['challenge']}): {body['state']}",
+    ]
+    if body.get("failure_reason"):
+        lines.append(f"  failed: {body['failure_reason']}")
+    for run in body.get("runs", []):
+        progress = f"{run['turns_done']}/{run['turns_total']} turns"
+        reason = f"  {run['failure_reason']}" if run["failure_reason"] else ""
+        lines.append(
+            f"  run #{run['id']:<6} {run['task_id']:<28} {run['split_kind']:<13} "
+            f"{run['state']:<9} {progress}{reason}"
+        )
+    return "\n".join(lines)
+
+
+def format_leaderboard(body: dict) -> str:
+    split = body["split"]
+    metric = body["primary_metric"]
+    lines = [
+        f"{split['challenge']}/{split['task_id']}/{split['kind']}: ranked by {metric} "
+        f"(one entry per team: {body['entry_rule']})",
+        f"{'rank':>4}  {'team':<20} {'method':<24} {metric:>12} {'95% CI':>13} "
+        f"{'accuracy':>8} {'missing':>7} {'halluc.':>7}",
+    ]
+    for entry in body["entries"]:
+        rank = "base" if entry["is_baseline"] else str(entry["rank"] or "-")
+        low, high = entry["truthfulness_ci95"] or (None, None)
+        interval = f"{_percent(low)}..{_percent(high)}"
+        lines.append(
+            f"{rank:>4}  {entry['team'][:20]:<20} {entry['method_name'][:24]:<24} "
+            f"{_percent(entry[metric]):>12} {interval:>13} {_percent(entry['accuracy']):>8} "
+            f"{_percent(entry['missing']):>7} {_percent(entry['hallucination_rate']):>7}"
+        )
+    if not body["entries"]:
+        lines.append("  (no entries yet)")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="python -m podium.cli", description=__doc__.split("\n")[0])
+    root.add_argument("--url", default=os.environ.get("PODIUM_URL", DEFAULT_URL))
+    root.add_argument("--token", default=os.environ.get("PODIUM_TOKEN"))
+    root.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    root.add_argument("--quiet", action="store_true", help="no progress bar")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    sub = commands.add_parser("submit", help="submit an agent")
+    sub.add_argument("--challenge", required=True, help="challenge slug")
+    sub.add_argument("--team", help="team name (when you are in several)")
+    what = sub.add_mutually_exclusive_group(required=True)
+    what.add_argument("--archive", help="image archive from docker save (tar, tar.gz)")
+    what.add_argument("--context", help="build context: a tar(.gz) with a Dockerfile at its top")
+    what.add_argument("--ref", help="registry reference, e.g. ghcr.io/team/agent:1")
+    sub.add_argument("--method", required=True, help="method name shown on the leaderboard")
+    sub.add_argument("--description", default="")
+    sub.add_argument("--paper-url", default="")
+    sub.add_argument("--code-url", default="")
+    sub.set_defaults(run=submit, show=format_submission, needs_token=True)
+
+    sub = commands.add_parser("status", help="a submission's state and its runs' progress")
+    sub.add_argument("submission_id", type=int)
+    sub.set_defaults(run=status, show=format_submission, needs_token=True)
+
+    sub = commands.add_parser("leaderboard", help="a split's ranked entries")
+    sub.add_argument("challenge")
+    sub.add_argument("task", help="task id, e.g. multi-turn-qa")
+    sub.add_argument("split", help="validation, public-test or private-test")
+    sub.set_defaults(run=leaderboard, show=format_leaderboard, needs_token=False)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.needs_token and not args.token:
+        print("error: give --token or set PODIUM_TOKEN", file=sys.stderr)
+        return 2
+    try:
+        body = args.run(Client(args.url, args.token), args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(body, indent=2) if args.json else args.show(body))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""A team member signs in, submits an agent through the form, and reads the results pages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from leaderboard.models import EvaluationRun, Submission, Team
+from leaderboard.scores import store_scores
+from tests.leaderboard.broker import broker_at, sent
+from tests.leaderboard.factories import block, scores_dict
+
+BROKER = "redis://127.0.0.1:6379/13"  # the browser tests' own Redis database
+BOARD = "/c/crag-mm-2026/multi-turn-qa/public-test/"
+SLICES = {"domain": {"food": block(0.6, turns=12), "vehicle": block(0.2, turns=8)}}
+
+
+@pytest.fixture
+def board(teams, splits, make_entry, make_user):
+    """Two teams on the public-test leaderboard, an organisers' baseline, and ann of alpha."""
+    public = splits["public-test"]
+    public.bundle.name, public.turns = "splits/public-test.tar", 20
+    public.save(update_fields=["bundle", "turns"])
+    make_entry(teams["beta"], public, 0.30, method="beta-rag", slices=SLICES)
+    make_entry(teams["gamma"], public, 0.10, method="gamma-agent", slices=SLICES)
+    organisers = Team.objects.create(name="organisers")
+    make_entry(organisers, public, 0.05, method="llava-baseline", baseline=True, slices=SLICES)
+    return make_user("ann", team=teams["alpha"])
+
+
+def finish_pipeline(run: EvaluationRun, truthfulness: float) -> None:
+    """What the build, GPU, judge and scoring stages leave behind for the pages."""
+    for state in ("building", "running", "judging", "scoring"):
+        run.move_to(state)
+    slices = {"domain": {"food": block(0.8, turns=12), "vehicle": block(0.4, turns=8)}}
+    store_scores(run, scores_dict(truthfulness, slices))
+    run.move_to("done")
+
+
+def test_sign_in_submit_and_read_the_leaderboard_and_slice_chart(page, board, artifacts):
+    with broker_at(BROKER) as broker:
+        page.goto("/c/crag-mm-2026/submit/")
+        assert "/accounts/login/" in page.url
+        page.fill("#id_username", "ann")
+        page.fill("#id_password", "pw-secret-123")
+        page.click("button:has-text('Sign in')")
+        page.wait_for_url("**/c/crag-mm-2026/submit/")
+        page.check("input[name=artifact_kind][value=registry-ref]")
+        page.fill("#id_registry_ref", "ghcr.io/alpha/agent:1")
+        page.fill("#id_method_name", "browser-agent")
+        page.fill("#id_paper_url", "https://example.org/paper")
+        page.click("#submit-form button[type=submit]")
+        page.wait_for_url("**/submissions/")
+        assert "browser-agent" in page.inner_text("main")
+        submission = Submission.objects.get(method_name="browser-agent")
+        assert (submission.team.name, submission.registry_ref) == ("alpha", "ghcr.io/alpha/agent:1")
+        (run,) = submission.runs.all()
+        assert sent(broker, "build") == [("build.prepare_run", {"run_id": run.pk})]
+
+    finish_pipeline(run, 0.5)
+    page.goto(BOARD)
+    rows = page.locator("#leaderboard tbody tr")
+    assert rows.count() == 4
+    first = rows.nth(0).locator("td")
+    assert [first.nth(i).inner_text().strip() for i in (0, 1)] == ["1", "alpha"]
+    assert first.nth(2).inner_text().startswith("browser-agent")
+    assert first.nth(3).inner_text() == "50.0"  # truthfulness in percent
+    assert first.nth(2).locator("a", has_text="paper").get_attribute("href") == (
+        "https://example.org/paper"
+    )
+    ranks = [rows.nth(i).locator("td").first.inner_text().strip() for i in range(4)]
+    assert ranks == ["1", "2", "3", "baseline"]
+    page.screenshot(path=str(artifacts / "browser-leaderboard.png"), full_page=True)
+
+    page.click(".tabs a:has-text('Slices')")
+    page.select_option("select[name=dimension]", "domain")
+    page.select_option("select[name=metric]", "accuracy")
+    page.click("form.tabs button:has-text('Show')")
+    page.wait_for_url(re.compile(r".*dimension=domain&metric=accuracy"))
+    chart = page.locator("svg.chart")
+    assert chart.get_attribute("aria-label") == "accuracy by domain"
+    assert page.locator(".legend span").all_inner_texts()[0].strip() == "browser-agent"
+    titles = chart.locator("rect title").all_text_contents()
+    assert len(titles) == 8  # 2 slice values x 4 entries
+    food_accuracy = (1 + 0.8) / 2 * 0.8  # the factory's accuracy for truthfulness 0.8
+    assert f"browser-agent: {food_accuracy:.3f} (n=12)" in titles
+    cells = page.locator("#slices tbody tr").first.locator("td")
+    assert float(cells.nth(2).get_attribute("data-value")) == pytest.approx(food_accuracy)
+    assert cells.nth(2).inner_text().startswith(f"{100 * food_accuracy:.1f}")
+    chart.screenshot(path=str(artifacts / "browser-slice-chart.png"))
+    page.screenshot(path=str(artifacts / "browser-slices.png"), full_page=True)

@@ -1,0 +1,167 @@
+"""End to end: the web form -> a Celery worker process -> agent containers -> the rules judge
+-> the leaderboard page; the stored slice numbers equal ``python -m evaluator score`` on the
+same answers."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from evaluator.sample import write_sample
+from leaderboard.models import (
+    Challenge,
+    EntryComparison,
+    EvaluationRun,
+    Membership,
+    SliceScore,
+    Submission,
+    Team,
+    TurnAnswer,
+)
+from leaderboard.splits import import_split_dir
+from tests.e2e.harness import REPO, context_tar, make_task, pipeline, team_member
+from workers.pipeline.bundles import store_corpus
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+__all__ = ["pipeline", "team_member"]  # fixtures used by the test below
+
+TASK = "single-source-augmentation"
+AGENTS = {
+    "rag-kit-a-agent": REPO / "examples/agents/rag-kit-a",
+    "idk-agent": REPO / "examples/agents/idk",
+}
+
+
+def _cli_scores(run: EvaluationRun, split_dir, tmp_path) -> dict:
+    """``python -m evaluator score`` on the run's stored answers."""
+    predictions = tmp_path / f"run-{run.pk}.jsonl"
+    answered = run.answers.filter(outcome=TurnAnswer.Outcome.ANSWERED)
+    predictions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "session_id": a.session_id,
+                    "interaction_id": a.interaction_id,
+                    "response": a.response,
+                }
+            )
+            + "\n"
+            for a in answered
+        )
+    )
+    out = tmp_path / f"scores-{run.pk}"
+    task = run.task
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "score",
+            "--split",
+            str(split_dir),
+            "--predictions",
+            str(predictions),
+            "--out",
+            str(out),
+            "--no-cache",
+            "--no-progress",
+            "--missing-variant",
+            task.missing_variant,
+            "--counting",
+            task.counting,
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    return json.loads((out / "scores.json").read_text())
+
+
+def _same(stored, expected, where: str) -> None:
+    if isinstance(expected, dict):
+        assert set(stored) == set(expected), where
+        for key in expected:
+            _same(stored[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert len(stored) == len(expected), where
+        for i, (a, b) in enumerate(zip(stored, expected, strict=True)):
+            _same(a, b, f"{where}[{i}]")
+    elif isinstance(expected, float) and stored is not None:
+        assert math.isclose(stored, expected, rel_tol=1e-9, abs_tol=1e-12), where
+    else:
+        assert stored == expected, where
+
+
+def test_submissions_from_the_web_form_reach_the_leaderboard(
+    pipeline, team_member, client, tmp_path
+):
+    team, user = team_member
+    sample = tmp_path / "sample"
+    write_sample(sample)
+    challenge = Challenge.objects.create(name="CRAG-MM e2e", slug="crag-mm-e2e")
+    task = make_task(challenge, TASK, image_search_enabled=True)
+    split_dir = sample / TASK / "validation"
+    split = import_split_dir(task, "validation", split_dir)
+    store_corpus(challenge, sample / "corpus")
+
+    other_team = Team.objects.create(name="Other team")  # one entry per team on the board
+    Membership.objects.create(team=other_team, user=user)
+    client.force_login(user)
+    url = reverse("leaderboard:submit", args=[challenge.slug])
+    for (method, directory), by in zip(AGENTS.items(), (team, other_team), strict=True):
+        response = client.post(
+            url,
+            {
+                "team": by.pk,
+                "artifact_kind": Submission.ArtifactKind.BUILD_CONTEXT,
+                "artifact": SimpleUploadedFile(f"{method}.tar", context_tar(directory)),
+                "method_name": method,
+            },
+        )
+        assert response.status_code == 302, response.content.decode()[:2000]
+    submissions = {s.method_name: s for s in Submission.objects.filter(challenge=challenge)}
+    assert set(submissions) == set(AGENTS)
+
+    pipeline.start_worker("worker")
+    runs = {}
+    for method, submission in submissions.items():
+        (run,) = pipeline.wait_finished(submission)
+        assert run.state == EvaluationRun.State.DONE, (run.failure_reason, run.operator_detail)
+        runs[method] = run
+        submission.refresh_from_db()
+        assert submission.image_digest.startswith("sha256:")
+        assert submission.state == Submission.State.READY
+    rag, idk = runs["rag-kit-a-agent"], runs["idk-agent"]
+    assert rag.answers.count() == split.turns
+
+    board = reverse("leaderboard:leaderboard", args=[challenge.slug, TASK, "validation"])
+    page = client.get(board)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert html.index("<td>rag-kit-a-agent") < html.index("<td>idk-agent"), "rag ranks first"
+    best = SliceScore.objects.get(run=rag, dimension="all")
+    worst = SliceScore.objects.get(run=idk, dimension="all")
+    assert best.truthfulness > worst.truthfulness == 0.0
+
+    for method, run in runs.items():
+        expected = _cli_scores(run, split_dir, tmp_path)
+        rows = SliceScore.objects.filter(run=run)
+        assert rows.count() == 2 + sum(len(v) for v in expected["slices"].values())
+        for row in rows:
+            if (row.dimension, row.value) in {("all", "all"), ("ego", "ego")}:
+                block = expected[row.dimension]
+            else:
+                block = expected["slices"][row.dimension][row.value]
+            _same(row.metrics, block, f"{method} {row.dimension}={row.value}")
+        assert row.run.scores_complete
+    # Computed when the second run was aggregated; the compare page only reads it.
+    pair = sorted((rag.pk, idk.pk))
+    stored = EntryComparison.objects.get(run_a=pair[0], run_b=pair[1])
+    sign = 1 if pair[0] == rag.pk else -1
+    assert sign * stored.difference == pytest.approx(best.truthfulness - worst.truthfulness)

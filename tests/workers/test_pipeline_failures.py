@@ -1,0 +1,124 @@
+"""The pipeline under failure: a worker killed mid-run, the judge endpoint down.
+
+Real Celery worker processes, Redis, PostgreSQL and Docker; the judge is a real HTTP server
+speaking the OpenAI API (tests/fake_openai.py), stopped and started again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+from collections import defaultdict
+
+import pytest
+
+from leaderboard.models import Challenge, EvaluationRun, TurnAnswer, TurnVerdict
+from leaderboard.splits import import_split_dir
+from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
+from tests.fake_openai import FakeOpenAI
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+__all__ = ["pipeline", "team_member"]  # fixtures used by the tests below
+
+State = EvaluationRun.State
+COUNTER = REPO / "tests/e2e/agents/counter"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_no_turn_is_asked_twice(
+    pipeline, team_member, tmp_path
+):
+    team, user = team_member
+    challenge = Challenge.objects.create(name="Kill", slug="kill")
+    task = make_task(challenge, "multi-turn-qa")
+    split = import_split_dir(task, "validation", write_split(tmp_path / "split", 8, 3))
+    submission = submit_agent(team, user, challenge, COUNTER, "counter")
+    run = EvaluationRun.objects.get(submission=submission)
+    answers = TurnAnswer.objects.filter(run=run)
+
+    first = pipeline.start_worker("first")
+    pipeline.wait_for("some answers", lambda: answers.count() >= 6, timeout_s=180, every_s=0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    stored_at_kill = set(answers.values_list("interaction_id", flat=True))
+    assert 6 <= len(stored_at_kill) < split.turns, "the worker must die mid-run"
+    run.refresh_from_db()
+    assert run.state == State.RUNNING
+
+    # The replacement's beat finds the silent run, re-queues it; the worker resumes it.
+    pipeline.start_worker(
+        "second", beat=True, PODIUM_HEARTBEAT_TIMEOUT_S="3", PODIUM_REAPER_INTERVAL_S="1"
+    )
+    (run,) = pipeline.wait_finished(submission, timeout_s=180)
+    assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
+    assert run.attempt == 1
+
+    rows = list(answers.order_by("created_at", "pk"))
+    assert len(rows) == split.turns == len({r.interaction_id for r in rows})  # none lost
+    assert all(r.outcome == TurnAnswer.Outcome.ANSWERED for r in rows)
+    # The agent's own record: per process, how many turns it had been asked at each answer.
+    counts = defaultdict(list)
+    for row in rows:
+        record = json.loads(row.response)
+        counts[record["process"]].append(record["asked"])
+    assert len(counts) == 2, "one agent process per worker"
+    before, after = counts.values()
+    # The first process answered what was stored before the kill (its last, unstored batch
+    # was lost with the worker); the second was asked exactly the turns still unanswered.
+    assert before == list(range(1, len(before) + 1))
+    assert after == list(range(1, len(after) + 1))
+    assert len(before) == len(stored_at_kill)
+    assert TurnVerdict.objects.filter(answer__run=run).count() == split.turns
+    assert run.slice_scores.filter(dimension="all").exists()
+
+
+def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_returns(
+    pipeline, team_member, tmp_path
+):
+    team, user = team_member
+    port = _free_port()
+    endpoints = {"fake": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "fake-judge"}}
+    challenge = Challenge.objects.create(name="Judge down", slug="judge-down")
+    task = make_task(
+        challenge, "single-source-augmentation", judge_kind="openai", judge_model="fake-judge",
+        judge_endpoint="fake",
+    )  # fmt: skip
+    split = import_split_dir(task, "validation", write_split(tmp_path / "split", 4, 1))
+    submission = submit_agent(team, user, challenge, COUNTER, "counter")
+    run = EvaluationRun.objects.get(submission=submission)
+    pipeline.start_worker(
+        "worker",
+        PODIUM_JUDGE_ENDPOINTS=json.dumps(endpoints),
+        PODIUM_JUDGE_MAX_RETRIES="0",
+        PODIUM_JUDGE_ATTEMPT_TIMEOUT_S="2",
+        PODIUM_JUDGE_TOTAL_TIMEOUT_S="3",
+    )
+
+    # Nothing listens on the judge's port: the run waits in judging, verdicts unjudged.
+    def unjudged_seen() -> bool:
+        run.refresh_from_db()
+        return run.state == State.JUDGING and run.unjudged_turns == split.turns
+
+    pipeline.wait_for("turns left unjudged", unjudged_seen, timeout_s=180)
+    pipeline.wait_for(
+        "two more judging attempts", lambda: pipeline.log("worker").count("again in") >= 3
+    )
+    run.refresh_from_db()
+    assert run.state == State.JUDGING
+    assert not TurnVerdict.objects.filter(answer__run=run).exists()
+
+    with FakeOpenAI(reply="CORRECT", port=port) as judge:
+        (run,) = pipeline.wait_finished(submission, timeout_s=120)
+        assert judge.count >= split.turns
+    assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
+    assert run.unjudged_turns == 0 and run.scores_complete
+    verdicts = TurnVerdict.objects.filter(answer__run=run)
+    assert verdicts.count() == split.turns
+    assert set(verdicts.values_list("verdict", flat=True)) == {"correct"}
+    assert run.slice_scores.get(dimension="all").truthfulness == 1.0

@@ -1,0 +1,133 @@
+"""The stage tasks' decisions: whose run it is, bad images, faults on Podium's side, an
+unreachable Docker engine (real worker processes, Redis, PostgreSQL, Docker)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+
+from leaderboard.models import Challenge, EvaluationRun, Submission
+from leaderboard.splits import import_split_dir
+from leaderboard.submitting import Artifact, MethodInfo, submit
+from leaderboard.tasks import requeue_stale_runs
+from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
+from tests.workers.conftest import tar_bytes
+from workers import tasks
+from workers.pipeline.claims import PODIUM_FAULT_REASON, claim, hand_over, worker_id
+
+pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["pipeline", "team_member"]  # fixtures used by the tests below
+
+State = EvaluationRun.State
+IDK = REPO / "examples/agents/idk"
+
+
+@pytest.fixture
+def challenge_with_split(pipeline, tmp_path):
+    challenge = Challenge.objects.create(name="Stages", slug="stages")
+    task = make_task(challenge, "single-source-augmentation")
+    import_split_dir(task, "validation", write_split(tmp_path / "split", 3, 1))
+    return challenge
+
+
+def test_a_run_belongs_to_the_stage_that_claims_it_and_to_nobody_else(
+    challenge_with_split, team_member
+):
+    team, user = team_member
+    submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
+    run = EvaluationRun.objects.get(submission=submission)
+    assert claim(run.pk, State.RUNNING) is None, "a queued run starts with the build stage"
+    mine = claim(run.pk, State.BUILDING)
+    assert mine is not None and mine.worker_id == worker_id()
+    assert claim(run.pk, State.BUILDING) is None, "a second delivery finds it taken"
+    hand_over(mine, State.RUNNING)
+    mine.refresh_from_db()
+    assert (mine.state, mine.worker_id) == (State.RUNNING, "")
+    assert claim(run.pk, State.BUILDING) is None
+    assert claim(run.pk, State.RUNNING).worker_id == worker_id()
+    assert claim(run.pk, State.RUNNING) is None
+    assert tasks.judge_run(run_id=run.pk) == "not mine"
+    assert tasks.judge_run(run_id=10**9) == "not mine"
+
+
+def test_a_run_waiting_for_its_next_stage_is_not_reaped_but_a_silent_worker_is(
+    challenge_with_split, team_member, settings
+):
+    team, user = team_member
+    submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
+    run = EvaluationRun.objects.get(submission=submission)
+    hand_over(claim(run.pk, State.BUILDING), State.RUNNING)
+    long_ago = timezone.now() - timedelta(seconds=settings.PODIUM_HEARTBEAT_TIMEOUT_S + 1)
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    assert requeue_stale_runs() == {"requeued": [], "failed": []}, "queued for a GPU worker"
+    claim(run.pk, State.RUNNING)
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    assert requeue_stale_runs()["requeued"] == [run.pk], "its worker went silent"
+    run.refresh_from_db()
+    assert (run.state, run.stage, run.attempt) == (State.QUEUED, State.RUNNING, 1)
+    assert claim(run.pk, State.RUNNING) is not None, "the resumed stage claims it"
+
+
+@pytest.mark.docker
+def test_a_bad_image_fails_the_submission_with_a_reason_the_team_can_read(
+    challenge_with_split, team_member
+):
+    team, user = team_member
+    context = tar_bytes({"Dockerfile": b"FROM podium/agent-base:py3.11\nRUN exit 3\n"})
+    upload = SimpleUploadedFile("broken.tar", context)
+    submission = submit(
+        team,
+        challenge_with_split,
+        user,
+        Artifact(kind=Submission.ArtifactKind.BUILD_CONTEXT, file=upload),
+        MethodInfo(method_name="broken"),
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    assert tasks.prepare_run(run_id=run.pk) == State.FAILED
+    run.refresh_from_db()
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.FAILED
+    assert run.failure_reason == submission.failure_reason
+    assert "build failed" in run.failure_reason and "exit 3" in run.failure_reason.lower()
+    assert "your upload" in run.failure_reason
+    assert str(REPO) not in run.failure_reason and "/media/" not in run.failure_reason
+    assert submission.consumes_quota, "the team's own failure counts"
+
+
+def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
+    challenge_with_split, team_member
+):
+    team, user = team_member
+    task = challenge_with_split.tasks.get()
+    task.image_search_enabled = True  # but the challenge has no search corpus stored
+    task.save()
+    submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
+    run = EvaluationRun.objects.get(submission=submission)
+    EvaluationRun.objects.filter(pk=run.pk).update(state=State.RUNNING, stage=State.RUNNING)
+    assert tasks.run_agent(run_id=run.pk) == State.FAILED
+    run.refresh_from_db()
+    assert run.failure_reason == PODIUM_FAULT_REASON
+    assert "no search corpus" in run.operator_detail
+    assert not Submission.objects.get(pk=submission.pk).consumes_quota
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_unreachable_docker_engine_is_retried_until_it_answers(
+    pipeline, challenge_with_split, team_member
+):
+    team, user = team_member
+    submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
+    run = EvaluationRun.objects.get(submission=submission)
+    cut_off = pipeline.start_worker("cut-off", DOCKER_HOST="unix:///nonexistent/docker.sock")
+    pipeline.wait_for("two retries", lambda: pipeline.log("cut-off").count("does not answer") >= 2)
+    run.refresh_from_db()
+    assert (run.state, run.worker_id) == (State.BUILDING, ""), "given back, not failed"
+    cut_off.terminate()
+    cut_off.wait()
+    pipeline.start_worker("connected")
+    (run,) = pipeline.wait_finished(submission, timeout_s=120)
+    assert run.state == State.DONE, (run.failure_reason, run.operator_detail)

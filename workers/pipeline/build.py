@@ -1,0 +1,125 @@
+"""The build stage: the submission's artifact becomes a local image, pinned by digest.
+
+The first run of a submission loads (or builds, or pulls) its image and records the digest on
+the submission; its other runs find the image by that digest. A bad artifact fails the
+submission and its runs with the engine's reason; an unreachable engine is retried.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import docker
+import docker.errors
+import requests.exceptions
+from django.db import transaction
+
+from leaderboard.models import EvaluationRun, Submission
+from workers.images import AgentImage, ImageError, build_context, load_archive, local_image, pull
+from workers.pipeline.claims import InfrastructureError, hand_over
+
+State = EvaluationRun.State
+Kind = Submission.ArtifactKind
+BUILD_TIMEOUT_S = 1800
+UPLOAD_NAME = "your upload"
+
+
+def docker_client() -> docker.DockerClient:
+    """A client of the local engine, or InfrastructureError when it does not answer."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise InfrastructureError(f"the Docker engine does not answer: {exc}") from exc
+    return client
+
+
+@contextmanager
+def _artifact_file(submission: Submission) -> Iterator[Path]:
+    """The artifact as a local file (a copy when storage is remote)."""
+    if not submission.artifact:
+        raise ImageError(f"submission #{submission.pk}: no artifact was uploaded")
+    try:
+        yield Path(submission.artifact.path)
+        return
+    except NotImplementedError:  # remote storage has no local path
+        pass
+    with tempfile.NamedTemporaryFile(suffix=".tar") as copy:
+        with submission.artifact.open("rb") as source:
+            shutil.copyfileobj(source, copy, 1024 * 1024)
+        copy.flush()
+        yield Path(copy.name)
+
+
+def _materialise(submission: Submission, client: docker.DockerClient) -> AgentImage:
+    if submission.artifact_kind == Kind.REGISTRY_REF:
+        return pull(submission.registry_ref, client)
+    with _artifact_file(submission) as path:
+        try:
+            if submission.artifact_kind == Kind.IMAGE_ARCHIVE:
+                return load_archive(path, client)
+            return build_context(
+                path,
+                tag=f"podium-submission/{submission.pk}:latest",
+                timeout_s=BUILD_TIMEOUT_S,
+                client=client,
+            )
+        except ImageError as exc:  # name the upload, not a path on Podium's disk
+            raise ImageError(str(exc).replace(str(path), UPLOAD_NAME)) from None
+
+
+def submission_image(submission: Submission, client: docker.DockerClient) -> AgentImage:
+    """The submission's image in this engine; loaded and pinned the first time."""
+    if submission.image_digest:
+        try:
+            return local_image(submission.image_digest, client)
+        except ImageError:
+            pass  # recorded by another machine's engine: load it here as well
+    with transaction.atomic():
+        locked = Submission.objects.select_for_update().get(pk=submission.pk)
+        if locked.image_digest and locked.image_digest != submission.image_digest:
+            try:
+                return local_image(locked.image_digest, client)
+            except ImageError:
+                pass
+        Submission.objects.filter(pk=locked.pk).update(state=Submission.State.BUILDING)
+        try:
+            image = _materialise(locked, client)
+        except ImageError:
+            docker_client()  # an engine that went away is Podium's failure, not the team's
+            raise
+        # The first digest recorded stays: it is what the leaderboard shows for the submission.
+        Submission.objects.filter(pk=locked.pk).update(
+            image_digest=locked.image_digest or image.digest, state=Submission.State.READY
+        )
+    submission.image_digest = locked.image_digest or image.digest
+    return image
+
+
+def fail_submission(submission: Submission, reason: str) -> None:
+    Submission.objects.filter(pk=submission.pk).update(
+        state=Submission.State.FAILED, failure_reason=reason
+    )
+
+
+def prepare_run(run: EvaluationRun) -> None:
+    """Stage ``building``: the image is there and pinned; hand the run to ``running``."""
+    submission = run.submission
+    if submission.state == Submission.State.FAILED:
+        run.move_to(State.FAILED, failure_reason=submission.failure_reason)
+        return
+    client = docker_client()
+    try:
+        submission_image(submission, client)
+    except ImageError as exc:
+        reason = f"your agent image could not be prepared: {exc}"
+        fail_submission(submission, reason)
+        run.move_to(State.FAILED, failure_reason=reason)
+        return
+    finally:
+        client.close()
+    hand_over(run, State.RUNNING)

@@ -1,0 +1,133 @@
+"""Split bundles and search corpora: from storage (local files or S3) to a local directory.
+
+A bundle is extracted once per sha256 under ``<PODIUM_VAR_DIR>/cache/`` and reused by every
+run on that machine. A challenge's search corpus (the directory format in docs/internals.md)
+is stored as ``corpora/<challenge>.tar`` next to ``corpora/<challenge>.sha256``; the agent
+never sees either, only the search service reads the corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from evaluator.records import Split as SplitData
+from evaluator.split import load_split
+from leaderboard.models import Challenge, Split
+
+_CHUNK = 1024 * 1024
+
+
+class BundleError(Exception):
+    """A stored bundle is missing or damaged; an organiser must import it again."""
+
+
+def cache_root() -> Path:
+    return Path(settings.VAR_DIR) / "cache"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _extract(name: str, sha256: str, kind: str) -> Path:
+    """``name`` in storage, checked against ``sha256``, extracted to the cache (once)."""
+    target = cache_root() / kind / sha256
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{sha256[:12]}-", dir=target.parent))
+    try:
+        tar_path = scratch / "bundle.tar"
+        try:
+            with default_storage.open(name, "rb") as source, tar_path.open("wb") as out:
+                shutil.copyfileobj(source, out, _CHUNK)
+        except FileNotFoundError:
+            raise BundleError(f"{kind} bundle {name}: not found in storage") from None
+        if _sha256(tar_path) != sha256:
+            raise BundleError(f"{kind} bundle {name}: sha256 differs from the recorded one")
+        content = scratch / "content"
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(content, filter="data")
+        try:
+            os.rename(content, target)  # atomic; a concurrent worker may have won the race
+        except OSError:
+            if not target.is_dir():
+                raise
+        return target
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def split_dir(split: Split) -> Path:
+    """The split's files (ground truth included: for the worker and the judge, never agents)."""
+    if not split.bundle or not split.sha256:
+        raise BundleError(f"split {split}: no bundle imported yet")
+    return _extract(split.bundle.name, split.sha256, "splits")
+
+
+def split_data(split: Split) -> SplitData:
+    return load_split(split_dir(split))
+
+
+def _corpus_names(challenge: Challenge) -> tuple[str, str]:
+    return f"corpora/{challenge.slug}.tar", f"corpora/{challenge.slug}.sha256"
+
+
+def store_corpus(challenge: Challenge, directory: str | Path) -> str:
+    """Store a search corpus directory as the challenge's corpus; returns its sha256."""
+    directory = Path(directory)
+    for required in ("images.jsonl", "web.jsonl"):
+        if not (directory / required).is_file():
+            raise BundleError(f"{directory}: not a search corpus (no {required})")
+    tar_name, sha_name = _corpus_names(challenge)
+    with tempfile.TemporaryFile() as bundle:
+        with tarfile.open(fileobj=bundle, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for path in sorted(directory.rglob("*")):
+                if path.is_file():
+                    info = tar.gettarinfo(str(path), arcname=str(path.relative_to(directory)))
+                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                    with path.open("rb") as handle:
+                        tar.addfile(info, handle)
+        bundle.seek(0)
+        digest = hashlib.sha256()
+        while chunk := bundle.read(_CHUNK):
+            digest.update(chunk)
+        bundle.seek(0)
+        sha256 = digest.hexdigest()
+        if corpus_sha256(challenge) == sha256:
+            return sha256
+        for name in (tar_name, sha_name):
+            default_storage.delete(name)
+        default_storage.save(tar_name, File(bundle))
+    default_storage.save(sha_name, ContentFile(sha256.encode("ascii")))
+    return sha256
+
+
+def corpus_sha256(challenge: Challenge) -> str | None:
+    _, sha_name = _corpus_names(challenge)
+    if not default_storage.exists(sha_name):
+        return None
+    with default_storage.open(sha_name, "rb") as handle:
+        return handle.read().decode("ascii").strip()
+
+
+def corpus_dir(challenge: Challenge) -> Path | None:
+    """The challenge's search corpus on local disk; None when it has none."""
+    sha256 = corpus_sha256(challenge)
+    if sha256 is None:
+        return None
+    return _extract(_corpus_names(challenge)[0], sha256, "corpora")

@@ -1,0 +1,137 @@
+"""Which worker owns a run, heartbeats while it works, and handing a run to the next stage.
+
+A stage task owns a run when it moved it into its stage (from ``queued``: a first delivery, or
+a resume after a lost worker) or claimed it after the previous stage handed it over (state set
+to the stage with no ``worker_id``). Anything else (a duplicate delivery, a run another worker
+holds, a finished run) is "not mine" and the task does nothing. A handed-over run waits in its
+queue without a worker, so the reaper leaves it alone until a worker claims it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+from django.utils import timezone
+
+from leaderboard.models import EvaluationRun, InvalidTransition, Submission
+from leaderboard.tasks import dispatch_stage
+
+logger = logging.getLogger("podium.pipeline")
+State = EvaluationRun.State
+
+
+class InfrastructureError(Exception):
+    """Podium's side failed (Docker engine, storage, judge endpoint): retry the task later."""
+
+
+class PodiumFault(Exception):
+    """Podium cannot evaluate the run (its configuration or stored data): the run fails, the
+    team's quota is refunded and organisers see the message."""
+
+
+PODIUM_FAULT_REASON = (
+    "Podium could not evaluate this run because of a problem on its side; the organisers have "
+    "the details. It does not count against your quota."
+)
+
+
+class RunLost(Exception):
+    """The run was taken away while a worker was on it (re-queued, cancelled)."""
+
+
+def worker_id() -> str:
+    """This process, as recorded on the runs it works on."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim(run_id: int, stage: str) -> EvaluationRun | None:
+    """The run, now owned by this worker in ``stage``; None when it is not this task's."""
+    run = (
+        EvaluationRun.objects.select_related("task__challenge", "split", "submission")
+        .filter(pk=run_id)
+        .first()
+    )
+    if run is None:
+        logger.warning("run #%s: no such run (deleted?)", run_id)
+        return None
+    me = worker_id()
+    first_stage = stage == State.BUILDING and run.stage == ""
+    try:
+        if run.state == State.QUEUED and (run.stage == stage or first_stage):
+            run.move_to(stage, worker_id=me)
+            return run
+    except InvalidTransition:
+        return None
+    if run.state == stage and run.worker_id == "":
+        now = timezone.now()
+        taken = EvaluationRun.objects.filter(pk=run.pk, state=stage, worker_id="").update(
+            worker_id=me, heartbeat_at=now
+        )
+        if taken == 1:
+            run.worker_id, run.heartbeat_at = me, now
+            return run
+    logger.info("run #%s is %s (worker %r): not mine", run.pk, run.state, run.worker_id)
+    return None
+
+
+def hand_over(run: EvaluationRun, stage: str) -> None:
+    """Move the run to ``stage``, unowned, and send that stage's task."""
+    run.move_to(stage, worker_id="")
+    dispatch_stage(run, stage)
+
+
+def fail_for_podium(run: EvaluationRun, detail: str) -> None:
+    """Fail the run for a reason on Podium's side: participant-safe reason, quota refunded."""
+    logger.error("run #%s failed on Podium's side: %s", run.pk, detail)
+    run.move_to(State.FAILED, failure_reason=PODIUM_FAULT_REASON, operator_detail=detail)
+    Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
+
+
+def release(run: EvaluationRun) -> None:
+    """Give up ownership (e.g. before a retry with a countdown); the state stays."""
+    EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id()).update(
+        worker_id=""
+    )
+
+
+def beat_if_mine(run: EvaluationRun, turns_done: int | None = None) -> bool:
+    """A heartbeat (and progress) while the run is still this worker's; False when it is not."""
+    changes: dict[str, object] = {"heartbeat_at": timezone.now()}
+    if turns_done is not None:
+        changes["turns_done"] = turns_done
+    mine = EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id())
+    return mine.update(**changes) == 1
+
+
+@contextmanager
+def heartbeats(run: EvaluationRun, interval_s: float | None = None) -> Iterator[None]:
+    """Beat for ``run`` from a thread while the block runs (image builds, model loading, long
+    batches, slow judges); it stops once the run is no longer this worker's."""
+    interval = interval_s or max(1.0, settings.PODIUM_HEARTBEAT_TIMEOUT_S / 5)
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(interval):
+                close_old_connections()
+                if not beat_if_mine(run):
+                    return
+        except Exception:  # a database hiccup: the reaper decides, the work goes on
+            logger.exception("run #%s: heartbeat failed", run.pk)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{run.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -1,0 +1,110 @@
+"""The judging stage: stored answers graded by the task's protocol and judge, through the cache.
+
+Ground truth is read here (and in aggregation) from the split bundle, never by the agent.
+Turns the judge could not decide (its endpoint down) get no verdict row; the stage reports how
+many remain and is run again later, judging only what the cache does not know yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from django.conf import settings
+from django.db import transaction
+
+from evaluator.judges import make_judge
+from evaluator.judges.base import Judge
+from evaluator.protocols import get_protocol
+from evaluator.records import Prediction, Verdict
+from leaderboard.judgment_cache import DjangoJudgmentCache
+from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
+from workers.pipeline.bundles import split_data
+from workers.pipeline.claims import PodiumFault
+from workers.pipeline.run import truncator
+
+VERDICT_FIELDS = (
+    "verdict",
+    "is_exact_match",
+    "is_miss",
+    "judge_id",
+    "prompt_version",
+    "prompt_hash",
+)
+
+
+def task_judge(task: Task) -> Judge:
+    """The judge a task names: the rules judge, or its OpenAI-compatible endpoint and model."""
+    if task.judge_kind == Task.JudgeKind.RULES:
+        return make_judge("rules")
+    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(task.judge_endpoint)
+    if endpoint is None:
+        raise PodiumFault(f"task {task}: judge endpoint {task.judge_endpoint!r} is not configured")
+    key_env = endpoint.get("api_key_env")
+    return make_judge(
+        "openai",
+        base_url=endpoint["base_url"],
+        model=task.judge_model or endpoint.get("model"),
+        api_key=os.environ.get(key_env) if key_env else None,
+        revision=task.judge_revision or None,
+        concurrency=settings.PODIUM_JUDGE_CONCURRENCY,
+    )
+
+
+def task_protocol(task: Task):
+    return get_protocol(
+        task.protocol,
+        truncator=truncator(),
+        missing_variant=task.missing_variant,
+        counting=task.counting,
+    )
+
+
+def judge_stage(run: EvaluationRun) -> int:
+    """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
+    task = run.task
+    data = split_data(run.split)
+    answers = {answer.interaction_id: answer for answer in run.answers.all()}
+    unanswered = [t.interaction_id for _, _, t in data.turns() if t.interaction_id not in answers]
+    if unanswered:
+        raise PodiumFault(
+            f"run #{run.pk} reached judging with {len(unanswered)} turn(s) without an answer "
+            f"row, e.g. {unanswered[0]}"
+        )
+    predictions = {
+        iid: Prediction(answer.session_id, iid, answer.response)
+        for iid, answer in answers.items()
+        if answer.outcome == TurnAnswer.Outcome.ANSWERED
+    }
+    judge = task_judge(task)
+    try:
+        graded = task_protocol(task).grade(
+            data, predictions, judge, DjangoJudgmentCache(), progress=False
+        )
+    finally:
+        asyncio.run(judge.aclose())
+    decided = [turn for turn in graded if turn.verdict is not Verdict.UNJUDGED]
+    with transaction.atomic():
+        TurnVerdict.objects.bulk_create(
+            [
+                TurnVerdict(
+                    answer=answers[turn.interaction_id],
+                    verdict=turn.verdict.value,
+                    is_exact_match=turn.is_exact_match,
+                    is_miss=turn.is_miss,
+                    judge_id=turn.judge_id,
+                    prompt_version=turn.prompt_version,
+                    prompt_hash=turn.prompt_hash,
+                )
+                for turn in decided
+            ],
+            update_conflicts=True,
+            unique_fields=["answer"],
+            update_fields=list(VERDICT_FIELDS),
+            batch_size=1000,
+        )
+        unjudged = len(graded) - len(decided)
+        EvaluationRun.objects.filter(pk=run.pk).update(
+            judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_turns=unjudged
+        )
+    return unjudged

@@ -1,0 +1,148 @@
+"""The running stage: the agent answers the split's turns; each answer is stored on arrival.
+
+A re-delivered or re-queued run resumes: the answers already stored are passed to the runner
+as ``answered`` and never asked again. The sink writes progress as answers arrive (heartbeats
+from the stage task's thread cover start-up and long batches); when the run was taken away
+meanwhile (re-queued, cancelled) the sink stops the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from typing import Any
+
+from agentkit.protocol import TASKS
+from evaluator.truncation import Truncator, load_truncator
+from leaderboard.models import EvaluationRun, Task, TurnAnswer
+from workers.images import ImageError
+from workers.limits import Limits
+from workers.outcomes import TurnResult
+from workers.pipeline.build import docker_client, submission_image
+from workers.pipeline.bundles import corpus_dir, split_data
+from workers.pipeline.claims import PodiumFault, RunLost, beat_if_mine, hand_over
+from workers.runner import run_agent
+
+State = EvaluationRun.State
+PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
+TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
+
+
+@functools.cache
+def truncator() -> Truncator:
+    """The 75-token truncator, loaded once per worker process."""
+    return load_truncator()
+
+
+def limits_for(task: Task) -> Limits:
+    return Limits(
+        readiness_s=float(task.readiness_s),
+        per_turn_s=task.per_turn_s,
+        max_batch_size=task.max_batch_size,
+        total_wall_s=float(task.total_wall_s),
+        timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],  # type: ignore[arg-type]
+    )
+
+
+_engines: dict[tuple[str, str], Any] = {}
+_engines_lock = threading.Lock()
+
+
+def search_engine(task: Task) -> Any:
+    """The search engine over the challenge's corpus, prepared for the task (kept per process);
+    None when the task enables no search."""
+    if not (task.image_search_enabled or task.web_search_enabled):
+        return None
+    directory = corpus_dir(task.challenge)
+    if directory is None:
+        raise PodiumFault(
+            f"task {task}: search is enabled but challenge {task.challenge.slug!r} has no "
+            "search corpus stored (workers.pipeline.bundles.store_corpus)"
+        )
+    from workers.search.engine import SearchEngine  # faiss and encoders: only when searching
+
+    key = (directory.name, task.task_id)
+    with _engines_lock:
+        if key not in _engines:
+            engine = SearchEngine(directory)
+            engine.prepare(task.task_id)
+            _engines[key] = engine
+        return _engines[key]
+
+
+class AnswerSink:
+    """Stores each turn's result the moment it arrives (once per run and interaction id);
+    progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer ours."""
+
+    def __init__(self, run: EvaluationRun, done: int) -> None:
+        self.run = run
+        self.done = done
+        self.last_beat = 0.0
+
+    def __call__(self, result: TurnResult) -> None:
+        created = TurnAnswer.objects.bulk_create(
+            [
+                TurnAnswer(
+                    run=self.run,
+                    session_id=result.session_id,
+                    interaction_id=result.interaction_id,
+                    turn_idx=result.turn_idx,
+                    response=result.response,
+                    outcome=result.outcome,
+                    latency_s=result.latency_s,
+                )
+            ],
+            ignore_conflicts=True,
+        )
+        self.done += len(created)
+        now = time.monotonic()
+        if now - self.last_beat >= PROGRESS_EVERY_S:
+            if not beat_if_mine(self.run, self.done):  # re-queued or cancelled meanwhile
+                raise RunLost(f"run #{self.run.pk} is no longer this worker's")
+            self.last_beat = now
+
+
+def run_stage(run: EvaluationRun) -> None:
+    """Stage ``running``: answer every turn not answered yet, then hand over to judging."""
+    task = run.task
+    data = split_data(run.split)
+    answered = dict(run.answers.values_list("interaction_id", "response"))
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        turns_total=len(data.turns()), turns_done=len(answered)
+    )
+    if task.task_id not in TASKS:
+        raise PodiumFault(f"task id {task.task_id!r} is not a task of the agent protocol")
+    engine = search_engine(task)
+    client = docker_client()
+    try:
+        try:
+            image = submission_image(run.submission, client)
+        except ImageError as exc:
+            raise PodiumFault(
+                f"the submission's image is gone and cannot be reloaded: {exc}"
+            ) from exc
+        report = run_agent(
+            image,
+            data,
+            task.task_id,
+            limits_for(task),
+            AnswerSink(run, len(answered)),
+            search=engine,
+            answered=answered,
+            truncator=truncator(),
+            client=client,
+        )
+    finally:
+        client.close()
+    beat_if_mine(run, run.answers.count())
+    if report.status != "completed":
+        docker_client().close()  # an engine that went away is retried, not the team's failure
+        run.move_to(
+            State.FAILED,
+            failure_reason=report.failure_reason or "the run failed",
+            operator_detail=json.dumps(report.to_dict())[:20000],
+        )
+        return
+    hand_over(run, State.JUDGING)

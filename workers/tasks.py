@@ -1,0 +1,129 @@
+"""The Celery stage tasks of an evaluation run (names in ``leaderboard.tasks.STAGE_TASKS``).
+
+Each takes ``run_id``, is acknowledged late and may be delivered twice: it first claims the run
+(``workers.pipeline.claims``) and does nothing when the run is not its own. The work itself
+lives in ``workers.pipeline``; these functions only decide what happens after it:
+
+- an infrastructure error (Docker engine unreachable, database operational error) gives
+  the run back and retries the task with exponential backoff;
+- a fault on Podium's side (configuration, stored data) or an unexpected error fails the run
+  with a participant-safe reason and refunds the quota;
+- ``InvalidTransition``: someone else moved the run meanwhile; it is not ours any more;
+- judging retries, without limit, while some turns are unjudged (the judge endpoint is down).
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+
+from celery import Task as CeleryTask
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from requests.exceptions import ConnectionError as RequestsConnectionError
+
+from leaderboard.models import EvaluationRun, InvalidTransition
+from leaderboard.tasks import STAGE_TASKS
+from workers.pipeline.aggregate import aggregate_stage
+from workers.pipeline.build import prepare_run as build_stage
+from workers.pipeline.bundles import BundleError
+from workers.pipeline.claims import (
+    InfrastructureError,
+    PodiumFault,
+    RunLost,
+    claim,
+    fail_for_podium,
+    hand_over,
+    heartbeats,
+    release,
+)
+from workers.pipeline.judge import judge_stage
+from workers.pipeline.run import run_stage
+
+logger = logging.getLogger("podium.pipeline")
+State = EvaluationRun.State
+# Docker's client raises requests' ConnectionError when the engine goes away mid-run.
+RETRYABLE = (InfrastructureError, OperationalError, InterfaceError, RequestsConnectionError)
+MAX_INFRASTRUCTURE_RETRIES = 20
+OPTIONS = {"bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": None}
+
+
+def backoff_s(retries: int) -> int:
+    """Seconds before retry number ``retries + 1``: doubling from the configured base."""
+    base, cap = settings.PODIUM_RETRY_BACKOFF_S, settings.PODIUM_RETRY_BACKOFF_MAX_S
+    return int(min(cap, base * 2 ** min(retries, 16)))
+
+
+def _give_back(run: EvaluationRun) -> None:
+    try:
+        release(run)
+    except RETRYABLE:  # the reaper re-queues it once its heartbeat is stale
+        logger.warning("run #%s: could not release it; the reaper will", run.pk)
+
+
+class RetryLater(Exception):
+    """The stage cannot finish yet (e.g. unjudged turns): give the run back, retry the task."""
+
+
+def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[EvaluationRun], None]) -> str:
+    """Claim the run, do ``work`` and decide what a failure means; returns the run's state."""
+    try:
+        run = claim(run_id, stage)
+    except RETRYABLE as exc:
+        raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
+    if run is None:
+        return "not mine"
+    try:
+        with heartbeats(run):
+            work(run)
+        return run.state
+    except (InvalidTransition, RunLost) as exc:
+        logger.info("run #%s: %s", run_id, exc)
+        return "not mine"
+    except RetryLater as exc:
+        _give_back(run)
+        countdown = backoff_s(task.request.retries)
+        logger.warning("run #%s in %s: %s; again in %s s", run_id, stage, exc, countdown)
+        raise task.retry(exc=exc, countdown=countdown) from exc
+    except RETRYABLE as exc:
+        _give_back(run)
+        if task.request.retries >= MAX_INFRASTRUCTURE_RETRIES:
+            fail_for_podium(run, f"gave up after {task.request.retries} retries: {exc}")
+            return run.state
+        logger.warning("run #%s in %s: %s; retrying", run_id, stage, exc)
+        raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
+    except (PodiumFault, BundleError) as exc:
+        fail_for_podium(run, str(exc))
+        return run.state
+    except Exception:
+        fail_for_podium(run, traceback.format_exc()[-4000:])
+        return run.state
+
+
+def _judge(run: EvaluationRun) -> None:
+    unjudged = judge_stage(run)
+    if unjudged:
+        raise RetryLater(f"{unjudged} turn(s) unjudged (judge endpoint unreachable?)")
+    hand_over(run, State.SCORING)
+
+
+@shared_task(name=STAGE_TASKS[State.BUILDING], **OPTIONS)
+def prepare_run(self: CeleryTask, run_id: int) -> str:
+    return _stage(self, State.BUILDING, run_id, build_stage)
+
+
+@shared_task(name=STAGE_TASKS[State.RUNNING], **OPTIONS)
+def run_agent(self: CeleryTask, run_id: int) -> str:
+    return _stage(self, State.RUNNING, run_id, run_stage)
+
+
+@shared_task(name=STAGE_TASKS[State.JUDGING], **OPTIONS)
+def judge_run(self: CeleryTask, run_id: int) -> str:
+    return _stage(self, State.JUDGING, run_id, _judge)
+
+
+@shared_task(name=STAGE_TASKS[State.SCORING], **OPTIONS)
+def aggregate_run(self: CeleryTask, run_id: int) -> str:
+    return _stage(self, State.SCORING, run_id, aggregate_stage)
