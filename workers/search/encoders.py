@@ -72,7 +72,7 @@ class ColourImageEncoder:
     A degraded photo (blurred, dark, cropped, partly occluded) of a corpus entity usually ranks
     that entity first; a rotated one often does not, since the layout part is not rotation
     invariant (as with CLIP, whose raw egocentric queries find the entity about half the time).
-    Measured figures: ``bench/results/search.md``.
+    Measured figures: ``docs/benchmarks.md`` (search service).
     """
 
     id = "colour@1"
