@@ -27,6 +27,8 @@ from workers.outcomes import RunFailed
 from workers.sandbox import SandboxPolicy
 
 READY_POLL_S = 0.1
+OUTPUT_CAP_BYTES = 64 * 1024  # the agent's output kept per run, across restarts
+OUTPUT_TAIL_LINES = 2000  # lines asked of Docker; the byte cap then applies
 EXIT_SETTLE_S = 2.0  # how long a crash may take to show up as an exited container
 
 
@@ -74,6 +76,7 @@ class AgentContainer:
         self.search_handle: Any = None
         self.agent: AgentClient | None = None
         self.images: ImageVolume | None = None
+        self.output = ""  # the tail of the container's stdout+stderr, kept by close()
 
     def __enter__(self) -> AgentContainer:
         try:
@@ -174,12 +177,39 @@ class AgentContainer:
             self.search_handle.close()
             self.search_handle = None
         if self.container is not None:
-            _quietly(lambda: self.container.remove(force=True))
-            self.container = None
+            try:  # stopped first: Docker has then copied all of its output before it is read
+                _quietly(lambda: self.container.stop(timeout=0))
+                self.output = container_output(self.container)
+            finally:  # removed even when interrupted while its output was read
+                _quietly(lambda: self.container.remove(force=True))
+                self.container = None
         for volume in (self.volume, self.image_volume):
             if volume is not None:
                 _quietly(lambda volume=volume: volume.remove(force=True))
         self.volume = self.image_volume = None
+
+
+def clean_output(data: bytes) -> str:
+    """Decoded UTF-8 (invalid bytes replaced), NUL bytes removed."""
+    return data.decode("utf-8", errors="replace").replace("\x00", "")
+
+
+def container_output(container: Any, cap_bytes: int = OUTPUT_CAP_BYTES) -> str:
+    """The last ``cap_bytes`` of the container's stdout+stderr; empty when Docker cannot say."""
+    try:
+        data = container.logs(stdout=True, stderr=True, tail=OUTPUT_TAIL_LINES)
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return ""
+    return clean_output(data[-cap_bytes:])
+
+
+def keep_output_tail(kept: str, more: str, cap_bytes: int = OUTPUT_CAP_BYTES) -> str:
+    """``kept`` followed by ``more``, cut from the front to at most ``cap_bytes`` UTF-8 bytes
+    (on a character boundary)."""
+    data = (kept + more).encode("utf-8")
+    if len(data) <= cap_bytes:
+        return kept + more
+    return data[-cap_bytes:].decode("utf-8", errors="ignore")
 
 
 def _quietly(action: Callable[[], object]) -> None:

@@ -41,6 +41,7 @@ class RunReport:
     total_s: float = 0.0
     turns: list[TurnOutcome] = field(default_factory=list)  # this run's turns, in order asked
     resumed_turns: int = 0  # answered by an earlier run, not asked again
+    agent_log: str = ""  # tail of the agent's stdout+stderr, all its containers, 64 KiB at most
 
     def counts(self) -> dict[str, int]:
         totals = {"answered": 0, "timeout": 0, "error": 0}

@@ -42,7 +42,12 @@ from workers.agent_client import (
     batch_responses,
     encode_batch,
 )
-from workers.agent_container import AgentContainer, AgentCrashed, ContainerState
+from workers.agent_container import (
+    AgentContainer,
+    AgentCrashed,
+    ContainerState,
+    keep_output_tail,
+)
 from workers.batches import TurnRef, turn_batches, turn_request
 from workers.image_volume import ImageDirFull, ImageFile, read_image, volume_bytes
 from workers.images import AgentImage, local_image
@@ -132,8 +137,7 @@ class _Run:
         return self.report
 
     def _attempt(self) -> None:
-        started = time.monotonic()
-        with AgentContainer(
+        box = AgentContainer(
             self.client,
             self.image.image_id,
             self.task,
@@ -141,7 +145,15 @@ class _Run:
             image_dir_bytes=self.image_dir_bytes,
             search=self.search,
             run_id=self.run_id,
-        ) as box:
+        )
+        try:
+            self._attempt_in(box)
+        finally:  # the container is gone now; its output was kept on the way out
+            self.report.agent_log = keep_output_tail(self.report.agent_log, box.output)
+
+    def _attempt_in(self, box: AgentContainer) -> None:
+        started = time.monotonic()
+        with box:
             readiness = self._wait_ready(box, started)
             if self.batches is None:
                 self.report.batch_size = self.limits.batch_size(readiness.batch_size)

@@ -80,7 +80,15 @@ class EvaluationRunAdmin(admin.ModelAdmin):
     list_filter = ("state", "scores_complete", "split__kind", "task__challenge")
     search_fields = ("submission__method_name", "submission__team__name", "worker_id")
     list_select_related = ("submission__team", "split__task__challenge")
-    readonly_fields = ("state", "stage", "started_at", "finished_at", "heartbeat_at", "attempt")
+    readonly_fields = (
+        "state",
+        "stage",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "attempt",
+        "agent_log",
+    )
 
 
 @admin.register(TurnAnswer)

@@ -101,6 +101,9 @@ class EvaluationRun(models.Model):
     )
     failure_reason = models.TextField(blank=True, help_text="participant-safe")
     operator_detail = models.TextField(blank=True, help_text="organisers only")
+    agent_log = models.TextField(
+        blank=True, default="", help_text="tail of the agent's output; the team off private splits"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

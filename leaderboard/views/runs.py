@@ -77,6 +77,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "run": run,
             "answers": answers,
             "show_turns": show_turns,
+            "show_log": show_turns,  # the same rule as per-turn details
             "turns_limit": TURNS_PER_PAGE,
             "headline": headline,
             "operator_detail": permissions.can_see_operator_detail(request.user, run),

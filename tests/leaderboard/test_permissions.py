@@ -137,3 +137,43 @@ def test_api_hides_other_teams_runs_and_submissions(client, world):
     submissions = client.get(reverse("api:submission-list")).json()["results"]
     assert [s["id"] for s in submissions] == [world["beta_run"].submission_id]
     assert Submission.objects.count() == 2
+
+
+AGENT_LOG = "agent says: loading weights"
+
+
+@pytest.fixture
+def logged(world):
+    for name in ("alpha_public", "alpha_private"):
+        EvaluationRun.objects.filter(pk=world[name].pk).update(agent_log=f"{AGENT_LOG} ({name})")
+    return world
+
+
+def test_the_team_sees_its_agents_output_on_a_public_split_only(client, logged):
+    client.force_login(logged["alice"])
+    public_page = client.get(run_url(logged["alpha_public"])).content.decode()
+    assert f'<pre id="agent-log">{AGENT_LOG} (alpha_public)</pre>' in public_page
+    private_page = client.get(run_url(logged["alpha_private"])).content.decode()
+    assert AGENT_LOG not in private_page
+    assert "output on private-test runs is never shown" in private_page
+
+
+def test_the_agents_output_is_escaped(client, logged):
+    run = logged["alpha_public"]
+    EvaluationRun.objects.filter(pk=run.pk).update(agent_log="<script>alert(1)</script>")
+    client.force_login(logged["alice"])
+    page = client.get(run_url(run)).content.decode()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
+
+
+@pytest.mark.parametrize("who", ["staff", "organiser"])
+def test_staff_and_organisers_always_see_the_agents_output(
+    client, logged, make_user, challenge, who
+):
+    user = make_user(staff=who == "staff")
+    if who == "organiser":
+        challenge.organisers.add(user)
+    client.force_login(user)
+    for name in ("alpha_public", "alpha_private"):
+        page = client.get(run_url(logged[name])).content.decode()
+        assert f"{AGENT_LOG} ({name})" in page

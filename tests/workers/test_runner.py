@@ -16,6 +16,7 @@ from tests.workers.conftest import (
     make_split,
     tar_bytes,
 )
+from workers.agent_container import OUTPUT_CAP_BYTES, clean_output, keep_output_tail
 from workers.images import build_context
 from workers.outcomes import clean_answer
 from workers.runner import run_agent
@@ -240,3 +241,28 @@ def test_protocol_error_ends_the_run(agent_image, tmp_path, recorder, no_leftove
         "protocol error: /batch must answer {'responses': [...]} with 2 strings, one per turn"
     )
     assert recorder.results == []
+
+
+def test_keep_output_tail_keeps_the_last_bytes_on_a_character_boundary():
+    assert keep_output_tail("abc", "def", cap_bytes=4) == "cdef"
+    assert keep_output_tail("", "ééé", cap_bytes=5) == "éé"
+    assert keep_output_tail("ab", "", cap_bytes=10) == "ab"
+    assert clean_output(b"a\x00b\xffc") == "ab\ufffdc"
+
+
+def test_the_report_carries_the_agents_output_tail_across_restarts(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    # ~42 KiB of output per start, 4 starts (dies on the 2nd batch of each): over the 64 KiB cap.
+    split = make_split(tmp_path / "split", [1] * 8)
+    limits = dataclasses.replace(TEST_LIMITS, max_restarts=3)
+    report = run(agent_image("agents/chatty"), split, recorder, limits=limits)
+    assert report.status == "completed", report.failure_reason
+    assert report.restarts == 3
+    log = report.agent_log
+    assert 60 * 1024 < len(log.encode("utf-8")) <= OUTPUT_CAP_BYTES
+    assert "chatty batch 1 on" in log[-200:], "the last container's output is at the end"
+    assert "chatty batch 2" in log, "the tail reaches into the previous container's output"
+    assert "chatty stderr line" in log
+    assert "\x00" not in log and "chatty nulbyte bad\ufffdutf8" in log
+    assert "line 0000" in log and log.count("chatty start") < 4 * 400, "the front was cut"

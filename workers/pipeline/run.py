@@ -137,12 +137,16 @@ def run_stage(run: EvaluationRun) -> None:
     finally:
         client.close()
     beat_if_mine(run, run.answers.count())
+    run.agent_log = report.agent_log
+    EvaluationRun.objects.filter(pk=run.pk).update(agent_log=report.agent_log)
     if report.status != "completed":
         docker_client().close()  # an engine that went away is retried, not the team's failure
         run.move_to(
             State.FAILED,
             failure_reason=report.failure_reason or "the run failed",
-            operator_detail=json.dumps(report.to_dict())[:20000],
+            operator_detail=json.dumps(
+                {k: v for k, v in report.to_dict().items() if k != "agent_log"}
+            )[:20000],
         )
         return
     hand_over(run, State.JUDGING)
