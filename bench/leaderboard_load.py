@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import psycopg
+from serve import start_gunicorn
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARD = "/c/crag-mm-bench/multi-turn-qa/public-test/"
@@ -94,20 +94,7 @@ def percentiles(values: list[float]) -> str:
 def start_server(database_url: str, port: int, workers: int) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url, "DEBUG": "0"}
     env.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "podium.wsgi", f"--bind=127.0.0.1:{port}",
-         f"--workers={workers}", "--log-level=warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            time.sleep(0.3)
-    server.terminate()
-    raise RuntimeError("gunicorn did not answer within 60 s")
+    return start_gunicorn(env, port, workers=workers)
 
 
 def main() -> None:

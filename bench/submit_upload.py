@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 import django
-import httpx
 import psycopg
 import redis
+from serve import start_gunicorn
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKER = "redis://127.0.0.1:6379/11"
@@ -83,20 +83,7 @@ def setup_database(env: dict[str, str]) -> str:
 
 
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "podium.wsgi", f"--bind=127.0.0.1:{port}",
-         "--workers=1", "--timeout=900", "--log-level=warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            time.sleep(0.3)
-    server.terminate()
-    raise RuntimeError("gunicorn did not answer within 60 s")
+    return start_gunicorn(env, port, ready_path="/api/", extra_args=["--timeout=900"])
 
 
 def timed(action) -> float:
