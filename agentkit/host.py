@@ -2,7 +2,8 @@
 
 Both loading and every ``batch_generate_response`` call run on the process's main thread, as in
 the official evaluators (libraries that install signal handlers, such as some model servers,
-need it); the HTTP server hands batches over from its own threads.
+need it); the HTTP server hands batches over from its own threads. The main thread also sends
+the reply the moment the agent is done, rather than waking the server's thread to send it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import queue
 import threading
 import time
 import traceback
-from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import PIL
 
@@ -39,11 +40,15 @@ class Busy(Exception):
     """A batch is already being answered."""
 
 
+Outcome = list[str] | Exception  # the responses, or what the agent raised
+
+
 @dataclass
 class _Job:
     batch: BatchRequest
     deadline_at: float | None
-    future: Future
+    respond: Callable[[Outcome], None]
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class AgentHost:
@@ -101,8 +106,11 @@ class AgentHost:
             "pillow_version": PIL.__version__,
         }
 
-    def submit(self, batch: BatchRequest, deadline_at: float | None) -> Future:
-        """Queue ``batch`` for the main thread. Raises :class:`NotReady` or :class:`Busy`."""
+    def submit(
+        self, batch: BatchRequest, deadline_at: float | None, respond: Callable[[Outcome], None]
+    ) -> threading.Event:
+        """Queue ``batch`` for the main thread, which calls ``respond`` with the outcome, then
+        sets the event returned. Raises :class:`NotReady` or :class:`Busy`."""
         if self.state == LOADING:
             raise NotReady(503, "the agent is still loading")
         if self.state == FAILED:
@@ -114,9 +122,9 @@ class AgentHost:
                 "send one batch at a time"
             )
         self._current = batch
-        future: Future = Future()
-        self._jobs.put(_Job(batch, deadline_at, future))
-        return future
+        job = _Job(batch, deadline_at, respond)
+        self._jobs.put(job)
+        return job.done
 
     def serve_batches(self) -> None:
         """Answer queued batches forever (call on the main thread after :meth:`load`)."""
@@ -126,17 +134,18 @@ class AgentHost:
     def _answer(self, job: _Job) -> None:
         assert self.agent is not None  # submit() only queues once loaded
         deadline.start_batch(job.deadline_at)
+        outcome: Outcome
         try:
-            responses = self.agent.answer(job.batch)
+            outcome = self.agent.answer(job.batch)
         except Exception as exc:
-            outcome: list[str] | BaseException = exc
-        else:
-            outcome = responses
+            outcome = exc
         finally:
             deadline.end_batch()
             self._current = None
             self._busy.release()
-        if isinstance(outcome, BaseException):
-            job.future.set_exception(outcome)
-        else:
-            job.future.set_result(outcome)
+        try:
+            job.respond(outcome)
+        except Exception:  # respond answers its own failures; this one must never stop serving
+            traceback.print_exc()
+        finally:
+            job.done.set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import threading
 import time
@@ -271,12 +272,14 @@ def test_bad_image_files_get_400_naming_the_turn(start_agent, tmp_path):
     assert agent.wait_loaded()[0] == 200
     good = turn("q")
     (tmp_path / "text.jpg").write_text("not a picture")
+    os.mkfifo(tmp_path / "pipe.jpg")  # opening it must not wait for a writer
     cases = [
         ({**good, "image_path": "photo.jpg"}, "image_path must be an absolute file path or null"),
         ({**good, "image_path": 7}, "image_path must be an absolute file path or null, got int"),
         ({**good, "image_path": str(tmp_path / "gone.jpg")}, "cannot read"),
-        ({**good, "image_path": str(tmp_path)}, "Is a directory"),
+        ({**good, "image_path": str(tmp_path)}, f"{tmp_path} is not a regular file"),
         ({**good, "image_path": "/dev/zero"}, "/dev/zero is not a regular file"),
+        ({**good, "image_path": str(tmp_path / "pipe.jpg")}, "pipe.jpg is not a regular file"),
         ({**good, "image_path": str(tmp_path / "text.jpg")}, "is not an image Pillow can read"),
         (
             {**good, "image_path": str(tmp_path / "text.jpg"), "image_b64": "aGVsbG8="},
