@@ -17,6 +17,7 @@ import os
 import socket
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,11 +150,21 @@ class AgentClient:
         kit = body.get("kit") if body.get("kit") in ("A", "B", "native") else "native"
         return Readiness(ready=True, batch_size=clip_batch_size(size), kit=kit)
 
-    def batch(self, body: bytes, timeout_s: float) -> AgentReply:
-        """``POST /batch`` (a body from ``encode_batch``) with a hard deadline of ``timeout_s``."""
-        return self.call("POST", BATCH_PATH, body, timeout_s)
+    def batch(
+        self, body: bytes, timeout_s: float, sent: Callable[[], None] | None = None
+    ) -> AgentReply:
+        """``POST /batch`` (a body from ``encode_batch``) with a hard deadline of ``timeout_s``;
+        ``sent`` is called once the request is written, while the reply is awaited."""
+        return self.call("POST", BATCH_PATH, body, timeout_s, sent)
 
-    def call(self, method: str, path: str, body: bytes | None, timeout_s: float) -> AgentReply:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout_s: float,
+        sent: Callable[[], None] | None = None,
+    ) -> AgentReply:
         if timeout_s <= 0:
             raise AgentTimeout(f"{method} {path}: no time left")
         if self._conn is None:
@@ -166,6 +177,8 @@ class AgentClient:
         headers = {"Content-Type": "application/json"} if body is not None else {}
         try:
             conn.request(method, path, body=body, headers=headers)
+            if sent is not None:
+                sent()
             response = conn.getresponse()
             raw = response.read(self.max_body_bytes + 1)
             if len(raw) > self.max_body_bytes:

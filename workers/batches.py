@@ -74,7 +74,7 @@ def turn_request(
     domain: str | None = None,
 ) -> dict:
     """The protocol's TurnRequest for ``ref``. ``image_path``: where its image is inside the
-    container (``ImageVolume.stage``); ``rag_context`` and ``domain`` are for kit B agents."""
+    container (``ImageVolume.show``); ``rag_context`` and ``domain`` are for kit B agents."""
     return {
         "session_id": ref.session_id,
         "interaction_id": ref.interaction_id,

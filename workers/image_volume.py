@@ -3,33 +3,47 @@
 Turns carry their image as a file path (``image_path``) instead of base64 in the JSON body.
 The directory is a tmpfs docker volume (``SandboxPolicy.create_image_volume``) mounted
 read-only at ``IMAGE_DIR`` in the container; the runner writes through the volume's host
-``Mountpoint``. Before each batch is sent, :meth:`ImageVolume.stage` makes the directory hold
-exactly that batch's images: files the batch does not use are removed first, then the missing
-ones are written, named ``<sha256 of the file><suffix>``, so a conversation's image is written
-once and reused by its later turns. Nothing else from the split is ever there: no image of a
-turn not being asked, never any ground truth.
+``Mountpoint``, in two steps so that writing stays off the path of a batch call:
 
-The volume is sized by :func:`volume_bytes` for the largest batch the split can make, so it
-cannot overflow while only the runner writes; it could only fill up if the agent kept removed
-files open (their space is freed when the last descriptor closes): :class:`ImageDirFull`.
+1. :meth:`ImageVolume.stage` (while the agent still answers the batch before) writes a batch's
+   images into a fresh subdirectory of mode 0700: owned by the runner, so the agent (another
+   uid, no capabilities) can neither list nor open what is in it. Files are named
+   ``<sha256 of the file><suffix>``; an image the shown batch already has (the next turn of the
+   same conversation) is hard-linked, not written again. Staging first removes the directories
+   of earlier batches.
+2. :meth:`ImageVolume.show`, just before the batch is sent, opens that directory to the agent
+   (0755) and closes the one shown before (0700): two ``chmod`` calls.
+
+So the agent can only ever read the images of the batch being asked: no image of a later turn,
+never any ground truth. The volume is sized by :func:`volume_bytes` for two batches of the
+largest images, so it cannot overflow while only the runner writes; it could only fill up if
+the agent kept removed files open (their space is freed when the last descriptor closes):
+:class:`ImageDirFull`.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import hashlib
 import heapq
+import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from agentkit.protocol import IMAGE_DIR
 
 PAGE_BYTES = 4096  # tmpfs allocates whole pages
 MARGIN_BYTES = 256 * 1024  # directory entries and inodes
 SUFFIX = re.compile(r"\.[a-z0-9]{1,8}")
+HIDDEN, SHOWN = 0o700, 0o755
+T = TypeVar("T")
 
 
 class ImageDirFull(Exception):
@@ -44,6 +58,14 @@ class ImageFile:
     data: bytes
 
 
+@dataclass(frozen=True)
+class StagedBatch:
+    """A batch's images written to a hidden subdirectory of the image directory."""
+
+    directory: str  # the subdirectory's name
+    names: tuple[str | None, ...]  # per turn, the file name (None: the turn has no image)
+
+
 def read_image(path: Path) -> ImageFile:
     """Read ``path`` and name it by its content: ``<sha256><suffix>`` (suffix lower-cased)."""
     data = path.read_bytes()
@@ -53,50 +75,153 @@ def read_image(path: Path) -> ImageFile:
 
 
 def volume_bytes(image_paths: Iterable[Path], batch_size: int) -> int:
-    """The size of an image directory that holds any ``batch_size`` of these images at once:
-    the largest ones, each rounded up to whole pages, plus a margin."""
+    """The size of an image directory that holds any two batches of ``batch_size`` of these
+    images at once (the one shown and the one staged): the largest ones, each rounded up to
+    whole pages, plus a margin."""
     sizes = (path.stat().st_size for path in set(image_paths))
-    largest = heapq.nlargest(batch_size, sizes)
+    largest = heapq.nlargest(2 * batch_size, sizes)
     return sum(-(-size // PAGE_BYTES) * PAGE_BYTES for size in largest) + MARGIN_BYTES
 
 
 class ImageVolume:
-    """The image directory at ``host_dir`` (the volume's Mountpoint) as the runner keeps it."""
+    """The image directory at ``host_dir`` (the volume's Mountpoint) as the runner keeps it.
+
+    ``stage`` may run on another thread than ``show``, but not at the same time as it.
+    """
 
     def __init__(self, host_dir: Path) -> None:
         self.host_dir = host_dir
-        self.present: set[str] = set()  # names written and not removed; only the runner writes
+        self.shown: StagedBatch | None = None
+        self._numbers = itertools.count(1)
 
-    def stage(self, images: Sequence[ImageFile | None]) -> list[str | None]:
-        """Make the directory hold exactly ``images``; their paths inside the container, in
-        order (None for a turn without an image)."""
-        wanted = {image.name: image for image in images if image is not None}
-        for name in self.present - wanted.keys():
-            (self.host_dir / name).unlink(missing_ok=True)
-            self.present.discard(name)
-        for name, image in wanted.items():
-            if name not in self.present:
-                self._write(name, image.data)
-                self.present.add(name)
-        return [None if image is None else f"{IMAGE_DIR}/{image.name}" for image in images]
-
-    def _write(self, name: str, data: bytes) -> None:
-        path = self.host_dir / name
+    def stage(self, images: Sequence[ImageFile | None]) -> StagedBatch:
+        """Write ``images`` into a new hidden subdirectory, after removing those of batches
+        before the shown one."""
+        self._remove_all_but(self.shown)
+        staged = StagedBatch(
+            f"{next(self._numbers):06d}",
+            tuple(None if image is None else image.name for image in images),
+        )
+        directory = self.host_dir / staged.directory
+        os.mkdir(directory, HIDDEN)
+        os.chmod(directory, HIDDEN)  # whatever the umask
+        shown = self.shown
         try:
-            # O_EXCL: never through a planted link. Plain os calls: this is on every batch's path.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-            try:
-                os.fchmod(fd, 0o444)  # whatever the umask: the agent's uid must read it
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+            for image in {image.name: image for image in images if image is not None}.values():
+                if shown is not None and image.name in shown.names:
+                    os.link(self.host_dir / shown.directory / image.name, directory / image.name)
+                else:
+                    _write(directory / image.name, image.data)
         except OSError as exc:
-            path.unlink(missing_ok=True)
+            shutil.rmtree(directory, ignore_errors=True)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ImageDirFull(
-                    f"the image directory is full ({len(self.present)} images in it, "
-                    f"{len(data)} bytes to write): the agent keeps removed images open"
+                    f"the image directory is full ({len(images)} images to stage): "
+                    "the agent keeps removed images open"
                 ) from None
             raise
+        return staged
+
+    def show(self, staged: StagedBatch) -> list[str | None]:
+        """Make ``staged`` the one directory the agent can read; its images' paths inside the
+        container, in order (None for a turn without an image)."""
+        os.chmod(self.host_dir / staged.directory, SHOWN)
+        if self.shown is not None and self.shown != staged:
+            os.chmod(self.host_dir / self.shown.directory, HIDDEN)
+        self.shown = staged
+        return [
+            None if name is None else f"{IMAGE_DIR}/{staged.directory}/{name}"
+            for name in staged.names
+        ]
+
+    def _remove_all_but(self, keep: StagedBatch | None) -> None:
+        for entry in os.scandir(self.host_dir):
+            if keep is None or entry.name != keep.directory:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Ahead(Generic[T]):
+    batch: Sequence[T]
+    start_now: threading.Event  # ends the hold-off
+    dropped: threading.Event  # ... and staging is not wanted any more
+    staged: concurrent.futures.Future[StagedBatch | None]
+
+
+class Stager(Generic[T]):
+    """Stages batches of turns (``T``) on a thread of its own: the upcoming batch while the agent
+    answers the one before. ``read`` gives a turn's image (None: it has none).
+
+    Staging ahead waits ``hold_off_s`` first, so that it does not compete for the CPU with the
+    agent reading its own batch's images; showing the batch ends the wait at once.
+    """
+
+    def __init__(self, read: Callable[[T], ImageFile | None]) -> None:
+        self.read = read
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, "podium-images")
+        self._ahead: _Ahead[T] | None = None
+
+    def stage_ahead(self, volume: ImageVolume, batch: Sequence[T], hold_off_s: float = 0) -> None:
+        """Start staging ``batch``, the next one to be shown on ``volume``, in ``hold_off_s``."""
+        self.settle()
+        start_now, dropped = threading.Event(), threading.Event()
+        staged = self._thread.submit(
+            self._stage_after, start_now, dropped, hold_off_s, volume, batch
+        )
+        self._ahead = _Ahead(batch, start_now, dropped, staged)
+
+    def show(self, volume: ImageVolume, batch: Sequence[T]) -> list[str | None]:
+        """Show ``batch``'s images (staged ahead, or now); their paths in the container."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.batch is batch:
+            ahead.start_now.set()
+            staged = ahead.staged.result()
+            assert staged is not None  # only a dropped batch is not staged
+            return volume.show(staged)
+        if ahead is not None:
+            _drop(ahead)
+        return volume.show(self._stage(volume, batch))
+
+    def settle(self) -> None:
+        """Drop what is being staged: call before the volume goes."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            _drop(ahead)
+
+    def close(self) -> None:
+        self.settle()
+        self._thread.shutdown()
+
+    def _stage_after(
+        self,
+        start_now: threading.Event,
+        dropped: threading.Event,
+        hold_off_s: float,
+        volume: ImageVolume,
+        batch: Sequence[T],
+    ) -> StagedBatch | None:
+        start_now.wait(hold_off_s)
+        return None if dropped.is_set() else self._stage(volume, batch)
+
+    def _stage(self, volume: ImageVolume, batch: Sequence[T]) -> StagedBatch:
+        return volume.stage([self.read(turn) for turn in batch])
+
+
+def _drop(ahead: _Ahead) -> None:
+    """Cancel staging ``ahead`` or wait until it is done (its outcome is not wanted)."""
+    ahead.dropped.set()
+    ahead.start_now.set()
+    if not ahead.staged.cancel():
+        concurrent.futures.wait([ahead.staged])
+
+
+def _write(path: Path, data: bytes) -> None:
+    # O_EXCL: never through a planted link. Plain os calls: this runs for every image.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+    try:
+        os.fchmod(fd, 0o444)  # whatever the umask: the agent's uid must read it
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

@@ -134,7 +134,7 @@ def read_answered(out: Path, split: Split) -> dict[str, str]:
 
 
 class PredictionWriter:
-    """The sink of a CLI run: appends and fsyncs each answer, and each outcome."""
+    """The sink of a CLI run: appends each batch's answers and outcomes, then fsyncs both."""
 
     def __init__(self, out: Path, progress: tqdm) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -142,30 +142,31 @@ class PredictionWriter:
         self.outcomes: IO[str] = _outcomes_path(out).open("a", encoding="utf-8")
         self.progress = progress
 
-    def __call__(self, result: TurnResult) -> None:
-        if result.outcome == "answered":
-            record = {
-                "session_id": result.session_id,
-                "interaction_id": result.interaction_id,
-                "response": result.response,
-            }
-            self._append(self.predictions, record)
-        self._append(
-            self.outcomes,
+    def __call__(self, results: list[TurnResult]) -> None:
+        answers = [
+            {"session_id": r.session_id, "interaction_id": r.interaction_id, "response": r.response}
+            for r in results
+            if r.outcome == "answered"
+        ]
+        outcomes = [
             {
-                "session_id": result.session_id,
-                "interaction_id": result.interaction_id,
-                "outcome": result.outcome,
-                "latency_s": round(result.latency_s, 6),
-            },
-        )
-        self.progress.update(1)
+                "session_id": r.session_id,
+                "interaction_id": r.interaction_id,
+                "outcome": r.outcome,
+                "latency_s": round(r.latency_s, 6),
+            }
+            for r in results
+        ]
+        self._append(self.predictions, answers)
+        self._append(self.outcomes, outcomes)
+        self.progress.update(len(results))
 
     @staticmethod
-    def _append(handle: IO[str], record: dict) -> None:
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    def _append(handle: IO[str], records: list[dict]) -> None:
+        if records:
+            handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def close(self) -> None:
         self.predictions.close()

@@ -2,8 +2,9 @@
 
 ``run_agent`` starts the container, waits for ``/ready``, then sends batches (one turn per
 conversation, turn N+1 only after turn N) with a deadline of ``per_turn_s`` x batch size. Every
-turn's result goes to ``sink`` the moment it arrives, so an interrupted run resumes from
-``answered`` without asking anything twice. Defined outcomes:
+batch's turn results go to ``sink`` the moment they arrive (one call per batch, so a sink can
+store them in one write), so an interrupted run resumes from ``answered`` without asking
+anything twice. Defined outcomes:
 
 - a batch past its deadline: its turns are recorded as ``timeout`` (empty response, scored
   missing), or the run fails when ``timeout_policy`` is "fail";
@@ -14,15 +15,16 @@ turn's result goes to ``sink`` the moment it arrives, so an interrupted run resu
 - out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
   fails with a reason the participant can read (never a query or answer from the split).
 
-Images go to the agent as files: before each batch is sent, the container's image directory is
-made to hold exactly that batch's images (``workers/image_volume.py``); the next batch's files
-are read and hashed ahead, in this process only. The container is always removed at the end.
+Images go to the agent as files (``workers/image_volume.py``): while the agent answers one
+batch (from halfway through the time the batch before took), a thread of this process reads
+the next batch's images and writes them to a directory of the container's image volume that
+the agent cannot open yet; sending that batch first opens it to the agent (and closes the one
+before). The container is always removed at the end.
 Ground truth never leaves this process.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import functools
 import time
@@ -49,13 +51,13 @@ from workers.agent_container import (
     keep_output_tail,
 )
 from workers.batches import TurnRef, turn_batches, turn_request
-from workers.image_volume import ImageDirFull, ImageFile, read_image, volume_bytes
+from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image, volume_bytes
 from workers.images import AgentImage, local_image
 from workers.limits import Limits
 from workers.outcomes import Outcome, RunFailed, RunReport, TurnOutcome, TurnResult, clean_answer
 from workers.sandbox import SandboxPolicy
 
-Sink = Callable[[TurnResult], None]
+Sink = Callable[[list[TurnResult]], None]  # one batch's results, in the batch's order
 BUSY_STATUSES = (409, 503)  # the agent is still on an earlier (timed-out) batch
 BUSY_RETRY_S = 0.02
 PROTOCOL_STATUSES = (400, 404, 405, 411, 413)  # the agent does not speak the protocol
@@ -104,10 +106,11 @@ class _Run:
         )
         self.batches: Any = None
         self.pending: list[TurnRef] | None = None  # a batch to send (again) after a restart
-        self.upcoming: list[TurnRef] | None = None  # the batch after, its images read ahead
-        self.reader = concurrent.futures.ThreadPoolExecutor(1, "podium-images")
+        self.upcoming: list[TurnRef] | None = None  # the batch after the one being sent
+        self.stager = Stager(self._image_file)
         self.batch_number = 0
-        # Holds the images of the batch being sent and of the one read ahead (16 each at most).
+        self.last_latency_s = 0.0  # of the last batch the agent answered
+        # Holds the images of the batch being sent and of the one staged (16 each at most).
         self.read_image = functools.lru_cache(maxsize=48)(read_image)
         self.image_dir_bytes = volume_bytes(
             filter(None, map(split.image_path, split.conversations)), limits.max_batch_size
@@ -132,7 +135,7 @@ class _Run:
         except RunFailed as failure:
             self.report.failure_reason = str(failure)
         finally:
-            self.reader.shutdown(cancel_futures=True)
+            self.stager.close()
             self.report.total_s = time.monotonic() - self.started
         return self.report
 
@@ -154,25 +157,31 @@ class _Run:
     def _attempt_in(self, box: AgentContainer) -> None:
         started = time.monotonic()
         with box:
-            readiness = self._wait_ready(box, started)
-            if self.batches is None:
-                self.report.batch_size = self.limits.batch_size(readiness.batch_size)
-                self.report.kit = readiness.kit
-                self.batches = turn_batches(
-                    self.split.conversations, self.report.batch_size, self.answered
-                )
-            consecutive_timeouts = 0
-            while True:
-                batch = self.pending or self._next_batch()
-                if batch is None:
-                    return
-                self.pending = batch
-                if consecutive_timeouts >= self.limits.max_consecutive_timeouts:
-                    # Only now, with a batch still to send, is a fresh container worth it.
-                    raise _Restart(f"{consecutive_timeouts} batches in a row timed out")
-                outcome = self._send(box, batch, readiness.kit)
-                self.pending = None
-                consecutive_timeouts = consecutive_timeouts + 1 if outcome == "timeout" else 0
+            try:
+                self._batches_in(box, started)
+            finally:  # the stager must be done with this container's image volume before it goes
+                self.stager.settle()
+
+    def _batches_in(self, box: AgentContainer, started: float) -> None:
+        readiness = self._wait_ready(box, started)
+        if self.batches is None:
+            self.report.batch_size = self.limits.batch_size(readiness.batch_size)
+            self.report.kit = readiness.kit
+            self.batches = turn_batches(
+                self.split.conversations, self.report.batch_size, self.answered
+            )
+        consecutive_timeouts = 0
+        while True:
+            batch = self.pending or self._next_batch()
+            if batch is None:
+                return
+            self.pending = batch
+            if consecutive_timeouts >= self.limits.max_consecutive_timeouts:
+                # Only now, with a batch still to send, is a fresh container worth it.
+                raise _Restart(f"{consecutive_timeouts} batches in a row timed out")
+            outcome = self._send(box, batch, readiness.kit)
+            self.pending = None
+            consecutive_timeouts = consecutive_timeouts + 1 if outcome == "timeout" else 0
 
     def _wait_ready(self, box: AgentContainer, started: float) -> Readiness:
         """``started``: when this container's creation began (start-up counts from there)."""
@@ -205,19 +214,25 @@ class _Run:
                 raise RunFailed(self._wall_reason())
         assert box.images is not None
         try:
-            image_paths = box.images.stage([self._image_file(ref) for ref in batch])
+            image_paths = self.stager.show(box.images, batch)
         except ImageDirFull as full:
             raise _Restart(str(full)) from None
-        if self.upcoming is not None:  # read the next batch's images while the agent works
-            self.reader.submit(lambda refs: [self._image_file(ref) for ref in refs], self.upcoming)
         self.batch_number += 1
         turns = [
             self._turn_request(r, kit, path) for r, path in zip(batch, image_paths, strict=True)
         ]
         body = encode_batch(str(self.batch_number), deadline_s, turns)
+        # The next batch's images are staged while the agent works: not while this request is
+        # built and written (the two would compete for the GIL), and not while the agent reads
+        # this batch's images (for the CPU), so halfway through the time the last batch took.
+        stage_next = None
+        if self.upcoming is not None:
+            stage_next = functools.partial(
+                self.stager.stage_ahead, box.images, self.upcoming, self.last_latency_s / 2
+            )
         started = time.monotonic()
         try:
-            reply = box.agent.batch(body, deadline_s)
+            reply = box.agent.batch(body, deadline_s, stage_next)
             # 409/503: still busy with a batch that timed out; retry within this deadline.
             while reply.status in BUSY_STATUSES:
                 time.sleep(BUSY_RETRY_S)
@@ -236,7 +251,7 @@ class _Run:
             self._crashed(box, box.settled_state())
         except ProtocolError as exc:
             raise RunFailed(f"protocol error: {exc}") from None
-        latency = time.monotonic() - started
+        latency = self.last_latency_s = time.monotonic() - started
         if reply.status in PROTOCOL_STATUSES:
             raise RunFailed(f"protocol error: /batch answered HTTP {reply.status}")
         if reply.status != 200:
@@ -254,8 +269,8 @@ class _Run:
 
     def _next_batch(self) -> list[TurnRef] | None:
         """The next batch in order. The one after it is known already (the order never depends
-        on answers, only the histories do): ``_send`` has its images read and hashed, in this
-        process, while the agent works."""
+        on answers, only the histories do): ``_send`` has its images staged while the agent
+        works."""
         batch = self.upcoming if self.upcoming is not None else next(self.batches, None)
         self.upcoming = next(self.batches, None) if batch is not None else None
         return batch
@@ -284,11 +299,13 @@ class _Run:
     def _record(
         self, batch: list[TurnRef], responses: list[str], outcome: Outcome, latency: float
     ) -> None:
+        self.sink(
+            [
+                TurnResult(ref.session_id, ref.interaction_id, ref.turn_idx, text, outcome, latency)
+                for ref, text in zip(batch, responses, strict=True)
+            ]
+        )
         for ref, response in zip(batch, responses, strict=True):
-            result = TurnResult(
-                ref.session_id, ref.interaction_id, ref.turn_idx, response, outcome, latency
-            )
-            self.sink(result)
             self.history_answers[ref.interaction_id] = self.truncate(response)
             self.report.turns.append(TurnOutcome(ref.interaction_id, outcome, latency))
 
@@ -319,7 +336,7 @@ def run_agent(
     policy: SandboxPolicy | None = None,
     client: docker.DockerClient | None = None,
 ) -> RunReport:
-    """Run ``image`` on ``split`` for ``task``; every turn's result goes to ``sink`` at once.
+    """Run ``image`` on ``split`` for ``task``; each batch's results go to ``sink`` at once.
 
     ``search``: a ``workers.search`` engine to serve on search.sock (and to compute kit B's
     rag_context), or None. ``answered``: interaction_id -> response of turns answered by an

@@ -9,11 +9,12 @@ fresh for every container start:
 - the socket directory at ``/podium/sock``, owned by the agent's uid, so a hostile agent cannot
   fill the host disk through it: it holds at most ``socket_dir_bytes`` of memory;
 - the image directory at ``/podium/images``, mounted read-only and owned by the runner, sized
-  by the runner for one batch of the split's images (see ``workers/image_volume.py``).
+  by the runner for two batches of the split's images: the one the agent may read and the next
+  one, staged where it may not (see ``workers/image_volume.py``).
 
 Docker mounts each tmpfs at the volume's host ``Mountpoint`` while the container runs; the
 runner (root on the Docker host) reaches ``agent.sock`` there, places ``search.sock`` next to it
-and writes the images of the batch being asked. The root filesystem is read-only; ``/tmp`` is a
+and writes the batches' images. The root filesystem is read-only; ``/tmp`` is a
 size-capped tmpfs for scratch. Nothing from the split's ground truth is ever mounted or passed
 in the environment. ``NVIDIA_VISIBLE_DEVICES`` is always set: CUDA base images default it to
 ``all``, which on a host whose default runtime is nvidia would expose every GPU.
@@ -135,7 +136,12 @@ class SandboxPolicy:
         self, client: docker.DockerClient, run_id: str, image: str, size_bytes: int
     ) -> Any:
         """A fresh tmpfs-backed volume of ``size_bytes`` for the image directory, owned by the
-        runner (who writes it; the agent reads it through a read-only mount)."""
+        runner (who writes it; the agent reads it through a read-only mount). The runner must
+        not share the agent's uid: its directories of mode 0700 hide staged images by owner."""
+        if os.geteuid() == AGENT_UID:
+            raise RuntimeError(
+                f"the runner runs as uid {AGENT_UID}, the agent's: it could not hide staged images"
+            )
         owner = f"uid={os.geteuid()},gid={os.getegid()},mode=0755"
         return _tmpfs_volume(client, "images", size_bytes, owner, run_id, image)
 

@@ -146,13 +146,15 @@ def make_split(root: Path, turn_counts: list[int], queries: dict[str, str] | Non
 
 
 class Recorder:
-    """A sink keeping every TurnResult in arrival order."""
+    """A sink keeping every TurnResult in arrival order, and the size of each call."""
 
     def __init__(self) -> None:
         self.results: list[TurnResult] = []
+        self.calls: list[int] = []
 
-    def __call__(self, result: TurnResult) -> None:
-        self.results.append(result)
+    def __call__(self, results: list[TurnResult]) -> None:
+        self.results.extend(results)
+        self.calls.append(len(results))
 
     def by_id(self) -> dict[str, TurnResult]:
         return {r.interaction_id: r for r in self.results}

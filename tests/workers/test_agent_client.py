@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socketserver
@@ -51,10 +52,11 @@ class Behaviour(socketserver.StreamRequestHandler):
                 return
             if mode == "drip":
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-                for _ in range(1000):
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(0.1)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it gave up
+                    for _ in range(1000):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.1)
                 return
             if mode == "close":
                 return

@@ -63,7 +63,7 @@ def test_official_order_and_histories_with_a_recording_agent(
     assert third[2]["content"] == split.conversations[2].turns[1].query
     assert "PODIUM-GROUND-TRUTH" not in json.dumps(seen)
     assert seen["c1-t0"]["image_size"] == [65, 48], "the conversation's own image"
-    # the image directory holds exactly the images of the batch being asked, by content hash
+    # the agent can read exactly the images of the batch being asked (named by content hash)
     named = {
         c.session_id: hashlib.sha256(split.image_path(c).read_bytes()).hexdigest() + ".jpg"
         for c in split.conversations
@@ -72,6 +72,7 @@ def test_official_order_and_histories_with_a_recording_agent(
         expected = sorted({named[i.split("-")[0]] for i in ids})
         assert all(seen[i]["image_dir"] == expected for i in ids), (ids, seen[ids[0]])
     assert [t.outcome for t in report.turns] == ["answered"] * 6
+    assert recorder.calls == [2, 2, 1, 1], "the sink gets each batch's results in one call"
     assert report.start_to_ready_s is not None and report.total_s >= report.start_to_ready_s
     assert report.image_digest.startswith("sha256:")
 
@@ -209,7 +210,7 @@ def test_total_wall_time_ends_the_run(agent_image, tmp_path, recorder, no_leftov
 def test_container_is_removed_when_the_caller_is_interrupted(agent_image, tmp_path, no_leftovers):
     split = make_split(tmp_path / "split", [1, 1, 1])
 
-    def interrupting_sink(result):
+    def interrupting_sink(results):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

@@ -120,7 +120,7 @@ def test_output_flood_is_capped_by_the_log_limit(
     image = agent_image("hostile/flood")
     log_sizes = []
 
-    def sink(result):
+    def sink(results):
         (container,) = docker_client.containers.list(filters={"ancestor": image.image_id})
         logs = Path(container.attrs["LogPath"]).parent.glob("*-json.log*")  # rotation included
         log_sizes.append(sum(path.stat().st_size for path in logs))

@@ -118,17 +118,12 @@ def test_cli_serves_search_from_a_corpus(agent_image, sample, tmp_path, no_lefto
     assert result.returncode == 0, result.stderr
     split = load_split(split_dir)
     recorder = Recorder()
-    for line in out.read_text().splitlines():
-        record = json.loads(line)
-        recorder(
-            TurnResult(
-                record["session_id"],
-                record["interaction_id"],
-                0,
-                record["response"],
-                "answered",
-                0.0,
-            )
-        )
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    recorder(
+        [
+            TurnResult(r["session_id"], r["interaction_id"], 0, r["response"], "answered", 0.0)
+            for r in records
+        ]
+    )
     assert len(recorder.results) == len(split.turns())
     assert exact_matches(split, recorder) >= 3

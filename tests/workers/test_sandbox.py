@@ -9,7 +9,7 @@ import pytest
 from agentkit.protocol import IMAGE_DIR, SOCKET_DIR
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
 from workers.runner import run_agent
-from workers.sandbox import SandboxPolicy
+from workers.sandbox import AGENT_UID, SandboxPolicy
 
 
 def test_defaults_turn_every_protection_on():
@@ -52,6 +52,13 @@ def test_nonsense_sizes_are_refused(field):
         SandboxPolicy(**{field: 0})
 
 
+def test_a_runner_with_the_agents_uid_is_refused_an_image_directory(monkeypatch):
+    """Staged images are hidden from the agent by owner: the runner must be another uid."""
+    monkeypatch.setattr("os.geteuid", lambda: AGENT_UID)
+    with pytest.raises(RuntimeError, match=f"uid {AGENT_UID}, the agent's"):
+        SandboxPolicy().create_image_volume(None, "run", "image", 1024 * 1024)
+
+
 @pytest.mark.docker
 def test_agent_inside_sees_only_what_the_policy_allows(
     agent_image, tmp_path, recorder, no_leftovers
@@ -83,9 +90,8 @@ def test_agent_inside_sees_only_what_the_policy_allows(
     assert mounts["/tmp"][2] == "tmpfs" and mounts[SOCKET_DIR][2] == "tmpfs"
     # the image directory: read-only tmpfs holding this turn's image only
     assert mounts[IMAGE_DIR][2] == "tmpfs" and mounts[IMAGE_DIR][3].startswith("ro,")
-    assert seen["image_dir"]["write"] == "failed: EROFS"
-    assert seen["image_dir"]["remove"] == "failed: EROFS"
-    assert seen["image_dir"]["chmod"] == "failed: EROFS"
+    for tampering in ("write", "write_beside", "remove", "chmod", "chmod_directory"):
+        assert seen["image_dir"][tampering] == "failed: EROFS", tampering
     assert len(seen["image_dir"]["files"]) == 1 and seen["image_dir"]["files"][0].endswith(".jpg")
     assert seen["environment"]["NVIDIA_VISIBLE_DEVICES"] == "void"
     assert mounts["/"][3].startswith("ro")

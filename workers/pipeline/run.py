@@ -73,15 +73,16 @@ def search_engine(task: Task) -> Any:
 
 
 class AnswerSink:
-    """Stores each turn's result the moment it arrives (once per run and interaction id);
-    progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer ours."""
+    """Stores each batch's results the moment they arrive, in one INSERT (once per run and
+    interaction id); progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer
+    ours."""
 
     def __init__(self, run: EvaluationRun, done: int) -> None:
         self.run = run
         self.done = done
         self.last_beat = 0.0
 
-    def __call__(self, result: TurnResult) -> None:
+    def __call__(self, results: list[TurnResult]) -> None:
         created = TurnAnswer.objects.bulk_create(
             [
                 TurnAnswer(
@@ -93,6 +94,7 @@ class AnswerSink:
                     outcome=result.outcome,
                     latency_s=result.latency_s,
                 )
+                for result in results
             ],
             ignore_conflicts=True,
         )

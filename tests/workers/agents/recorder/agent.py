@@ -1,10 +1,20 @@
 """A well-behaved kit A agent that answers with what it was given, as JSON.
 
 The tests read back the query, the history and the image size of each turn, the batch it
-came in (a counter of this process's batch calls) and what the image directory held then."""
+came in (a counter of this process's batch calls) and which images it could read then."""
 
+import contextlib
 import json
 import os
+
+
+def readable_images():
+    """The image files this agent can list anywhere under /podium/images."""
+    names = []
+    for entry in os.listdir("/podium/images"):
+        with contextlib.suppress(PermissionError):  # a batch not being asked
+            names += os.listdir(os.path.join("/podium/images", entry))
+    return sorted(names)
 
 
 class Agent:
@@ -17,7 +27,7 @@ class Agent:
 
     def batch_generate_response(self, queries, images, message_histories):
         self.calls += 1
-        image_dir = sorted(os.listdir("/podium/images"))
+        image_dir = readable_images()
         return [
             json.dumps(
                 {

@@ -1,6 +1,7 @@
 """Hostile: tries to write outside scratch, fill its mounts, tamper with its images and gain
 privileges; reports what it saw of its sandbox (uid, capabilities, limits) as JSON."""
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -67,13 +68,21 @@ def status_fields():
 
 
 def tamper_with_images():
-    files = sorted(os.listdir(IMAGE_DIR))
+    """Every file it can list under the image directory (one level of batch directories), then
+    tries to plant, remove and open up what it found."""
+    files = []
+    for entry in sorted(os.listdir(IMAGE_DIR)):
+        with contextlib.suppress(OSError):  # a batch it may not read
+            files += [f"{entry}/{name}" for name in sorted(os.listdir(f"{IMAGE_DIR}/{entry}"))]
     first = os.path.join(IMAGE_DIR, files[0])
+    beside = os.path.join(os.path.dirname(first), "planted.jpg")
     return {
         "files": files,
         "write": attempt(lambda: write_file(os.path.join(IMAGE_DIR, "planted.jpg"))),
+        "write_beside": attempt(lambda: write_file(beside)),
         "remove": attempt(lambda: os.unlink(first)),
         "chmod": attempt(lambda: os.chmod(first, 0o666)),
+        "chmod_directory": attempt(lambda: os.chmod(os.path.dirname(first), 0o777)),
     }
 
 
