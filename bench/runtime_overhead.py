@@ -7,15 +7,21 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
    ``--image-size`` JPEG: everything measured is harness (runner, images written to the
    container's image directory, HTTP over the Unix socket, agentkit opening the image files,
    sink). Per-turn overhead = batch-loop time / turns.
-2. the same agent sleeping 100 ms per batch: overhead share = (loop time - 0.1 s x batches) /
-   loop time.
-3. where one 16-turn batch's time goes: the runner preparing the batch (read and hash the
-   images, write them to the image directory, build the body), agentkit's own time
+2. the same agent taking 100 ms per batch, two ways: sleeping (its CPU idles, as while a GPU
+   computes) and busy (spinning on its CPU). Overhead share = (loop time - agent time) / loop
+   time, where the agent time is what the agent measured inside ``batch_generate_response``
+   (``perf_counter``; printed to its log), so a sleep's overshoot counts as the agent's.
+   Steps 1 and 2 run ``--repeat`` times, the three agents in turn; each figure is the median
+   (and the range) over the repeats.
+3. where one 16-turn batch's time goes: the runner staging the batch's images (read, hash,
+   write to a hidden directory of the image volume: in a real run, while the agent answers the
+   batch before), the runner showing them and building the body, agentkit's own time
    (``elapsed_s`` in its reply), and the rest (transport, HTTP, parsing the reply).
 4. container start to ready (create the socket and image volumes and the container, start it,
    /ready says ready), ``--starts`` times.
 
-    python bench/runtime_overhead.py [--turns 1024] [--starts 5] [--image-size 960x1280]
+    python bench/runtime_overhead.py [--turns 1024] [--repeat 5] [--starts 5]
+                                     [--image-size 960x1280]
 """
 
 from __future__ import annotations
@@ -45,16 +51,27 @@ from workers.limits import Limits  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
 from workers.sandbox import SandboxPolicy  # noqa: E402
 
-SLEEP_S = 0.1
-SLEEPER = f"""
+WORK_S = 0.1
+TIMED = f"""
 import time
 from agent import ZeroWorkAgent
 
 
 class SleepingAgent(ZeroWorkAgent):
     def batch_generate_response(self, queries, images, message_histories):
-        time.sleep({SLEEP_S})
+        started = time.perf_counter()
+        self.work(started)
+        print(f"work {{time.perf_counter() - started:.6f}}", flush=True)
         return super().batch_generate_response(queries, images, message_histories)
+
+    def work(self, started):
+        time.sleep({WORK_S})
+
+
+class BusyAgent(SleepingAgent):
+    def work(self, started):
+        while time.perf_counter() - started < {WORK_S}:
+            pass
 """
 
 
@@ -97,8 +114,9 @@ def make_split(root: Path, turns: int, size: tuple[int, int]) -> tuple[Split, in
     return Split(root=root, conversations=conversations), image_bytes // turns
 
 
-def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, int, int]:
-    """(seconds from ready to the last answer, turns, batches) for one run."""
+def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, float, int, int]:
+    """(seconds from ready to the last answer, seconds the agent says it worked, turns,
+    batches) for one run."""
     arrivals: list[float] = []
     started = time.monotonic()
     report = run_agent(
@@ -106,21 +124,26 @@ def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, int, int]:
         split,
         "single-source-augmentation",
         Limits(),
-        lambda result: arrivals.append(time.monotonic()),
+        lambda results: arrivals.append(time.monotonic()),
         truncator=Truncator(),
     )
     if report.status != "completed":
         raise SystemExit(f"run failed: {report.failure_reason}")
     batches = -(-len(report.turns) // report.batch_size)
     loop = arrivals[-1] - (started + report.start_to_ready_s)
-    return loop, len(report.turns), batches
+    worked = [
+        float(line.split()[1]) for line in report.agent_log.splitlines() if line[:5] == "work "
+    ]
+    if worked and len(worked) != batches:
+        raise SystemExit(f"the agent logged {len(worked)} batches of work, not {batches}")
+    return loop, sum(worked), len(report.turns), batches
 
 
-def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float]:
-    """Per batch of the zero-work agent: (runner preparing the batch: images read, hashed and
-    written to the image directory, the body built; agentkit's own time from its reply's
-    elapsed_s; the rest of the call: transport, HTTP, parsing the reply)."""
-    prepare = call = server = 0.0
+def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, float]:
+    """Per batch of the zero-work agent: (runner staging the images: read, hashed, written to a
+    hidden directory; runner showing them and building the body; agentkit's own time from its
+    reply's elapsed_s; the rest of the call: transport, HTTP, parsing the reply)."""
+    stage = show = call = server = 0.0
     count = 0
     paths = [split.image_path(c) for c in split.conversations]
     with AgentContainer(
@@ -134,9 +157,11 @@ def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float]:
         assert box.agent is not None and box.images is not None
         for batch in turn_batches(split.conversations, 16):
             started = time.perf_counter()
-            image_paths = box.images.stage(
+            staged = box.images.stage(
                 [read_image(split.image_path(ref.conversation)) for ref in batch]
             )
+            staging_done = time.perf_counter()
+            image_paths = box.images.show(staged)
             turns = [
                 turn_request(ref, {}, image_path=path)
                 for ref, path in zip(batch, image_paths, strict=True)
@@ -145,10 +170,19 @@ def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float]:
             sent = time.perf_counter()
             reply = box.agent.batch(body, 160.0)
             call += time.perf_counter() - sent
-            prepare += sent - started
+            stage += staging_done - started
+            show += sent - staging_done
             server += reply.body["elapsed_s"]
             count += 1
-    return 1000 * prepare / count, 1000 * server / count, 1000 * (call - server) / count
+    return tuple(1000 * t / count for t in (stage, show, server, call - server))
+
+
+def spread(values: list[float], digits: int) -> str:
+    """``median (min-max)`` of ``values``."""
+    return (
+        f"{statistics.median(values):.{digits}f} "
+        f"({min(values):.{digits}f}-{max(values):.{digits}f})"
+    )
 
 
 def main() -> None:
@@ -156,6 +190,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1024)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--image-size", default="960x1280")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each agent (median shown)")
     args = parser.parse_args()
     size = tuple(int(v) for v in args.image_size.split("x"))
     client = docker.from_env()
@@ -164,35 +199,46 @@ def main() -> None:
         zero = build(
             REPO / "examples/agents/zero-work", "podium-bench/zero-work:latest", {}, workdir
         )
-        sleeper = build(
-            REPO / "examples/agents/zero-work",
-            "podium-bench/sleeper:latest",
-            {
-                "sleeper.py": SLEEPER,
-                "Dockerfile": "FROM podium/agent-base:py3.11\nCOPY . /agent\n"
-                "ENV PODIUM_AGENT=sleeper:SleepingAgent\n",
-            },
-            workdir,
-        )
+        timed = {
+            kind: build(
+                REPO / "examples/agents/zero-work",
+                f"podium-bench/{kind.lower()}:latest",
+                {
+                    "timed.py": TIMED,
+                    "Dockerfile": "FROM podium/agent-base:py3.11\nCOPY . /agent\n"
+                    f"ENV PODIUM_AGENT=timed:{kind}Agent\n",
+                },
+                workdir,
+            )
+            for kind in ("Sleeping", "Busy")
+        }
         split, mean_image = make_split(workdir / "split", args.turns, size)
         print(f"split: {args.turns} turns, JPEG {size[0]}x{size[1]}, mean {mean_image} bytes")
 
-        loop, turns, batches = batch_loop_s(zero, split)
+        per_turn: list[float] = []
+        shares: dict[str, list[float]] = {kind: [] for kind in timed}
+        per_batch: dict[str, list[float]] = {kind: [] for kind in timed}
+        for _ in range(args.repeat):  # the three agents in turn, so noise hits them alike
+            loop, _, turns, batches = batch_loop_s(zero, split)
+            per_turn.append(1000 * loop / turns)
+            for kind, image in timed.items():
+                loop, work, _, _ = batch_loop_s(image, split)
+                shares[kind].append(100 * (loop - work) / loop)
+                per_batch[kind].append(1000 * (loop - work) / batches)
         print(
-            f"zero-work: {turns} turns in {batches} batches, batch loop {loop:.3f} s, "
-            f"{1000 * loop / turns:.3f} ms per turn (goal <= 2 ms)"
+            f"zero-work: {turns} turns in {batches} batches, {spread(per_turn, 3)} ms per turn "
+            f"(goal <= 2 ms)"
         )
+        for kind in timed:
+            print(
+                f"100 ms per batch, {kind.lower()}: overhead {spread(per_batch[kind], 2)} ms per "
+                f"batch = {spread(shares[kind], 2)} % of the batch loop (goal <= 5 %)"
+            )
 
-        loop, turns, batches = batch_loop_s(sleeper, split)
-        work = SLEEP_S * batches
+        stage, show, server, rest = breakdown_ms(zero, split)
         print(
-            f"100 ms per batch: {batches} batches, batch loop {loop:.3f} s, agent sleep "
-            f"{work:.1f} s, overhead {100 * (loop - work) / loop:.2f} % (goal <= 5 %)"
-        )
-
-        prepare, server, rest = breakdown_ms(zero, split)
-        print(
-            f"one 16-turn batch: runner prepares {prepare:.2f} ms, agentkit {server:.2f} ms, "
+            f"one 16-turn batch: runner stages {stage:.2f} ms (ahead, while the agent works), "
+            f"shows + builds the body {show:.2f} ms, agentkit {server:.2f} ms, "
             f"transport + HTTP + reply {rest:.2f} ms"
         )
 
@@ -204,7 +250,7 @@ def main() -> None:
                 tiny,
                 "single-source-augmentation",
                 Limits(),
-                lambda result: None,
+                lambda results: None,
                 truncator=Truncator(),
             )
             starts.append(report.start_to_ready_s)
@@ -213,8 +259,8 @@ def main() -> None:
             f"{statistics.median(starts):.3f} s, min {min(starts):.3f} s, "
             f"max {max(starts):.3f} s"
         )
-    for tag in ("podium-bench/zero-work:latest", "podium-bench/sleeper:latest"):
-        client.images.remove(tag, noprune=False)
+    for name in ("zero-work", "sleeping", "busy"):
+        client.images.remove(f"podium-bench/{name}:latest", noprune=False)
 
 
 if __name__ == "__main__":
