@@ -110,7 +110,8 @@ class _Run:
         self.stager = Stager(self._image_file)
         self.batch_number = 0
         self.last_latency_s = 0.0  # of the last batch the agent answered
-        # Holds the images of the batch being sent and of the one staged (16 each at most).
+        # Recently read images, for the later turns of their conversations (and a restart's
+        # fresh image volume): about three batches' worth.
         self.read_image = functools.lru_cache(maxsize=48)(read_image)
         self.image_dir_bytes = volume_bytes(
             filter(None, map(split.image_path, split.conversations)), limits.max_batch_size
@@ -299,15 +300,14 @@ class _Run:
     def _record(
         self, batch: list[TurnRef], responses: list[str], outcome: Outcome, latency: float
     ) -> None:
-        self.sink(
-            [
-                TurnResult(ref.session_id, ref.interaction_id, ref.turn_idx, text, outcome, latency)
-                for ref, text in zip(batch, responses, strict=True)
-            ]
-        )
-        for ref, response in zip(batch, responses, strict=True):
-            self.history_answers[ref.interaction_id] = self.truncate(response)
-            self.report.turns.append(TurnOutcome(ref.interaction_id, outcome, latency))
+        results = [
+            TurnResult(ref.session_id, ref.interaction_id, ref.turn_idx, text, outcome, latency)
+            for ref, text in zip(batch, responses, strict=True)
+        ]
+        self.sink(results)
+        for result in results:
+            self.history_answers[result.interaction_id] = self.truncate(result.response)
+            self.report.turns.append(TurnOutcome(result.interaction_id, outcome, latency))
 
     def _crashed(self, box: AgentContainer, state: ContainerState) -> NoReturn:
         reason = box.crash_reason(state)
