@@ -13,10 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
 from evaluator.records import EvaluatorError
 from evaluator.records import Split as SplitData
 from evaluator.split import SESSIONS_FILE, load_split
@@ -34,6 +36,11 @@ def _add(tar: tarfile.TarFile, path: Path, name: str) -> None:
     info.mtime, info.uid, info.gid, info.uname, info.gname, info.mode = 0, 0, 0, "", "", 0o644
     with path.open("rb") as f:
         tar.addfile(info, f)
+
+
+def archive_limits() -> ArchiveLimits:
+    """What unpacking one archive may create, from the settings."""
+    return ArchiveLimits(settings.PODIUM_ARCHIVE_MAX_MEMBERS, settings.PODIUM_ARCHIVE_MAX_BYTES)
 
 
 def write_bundle(data: SplitData, out: IO[bytes]) -> str:
@@ -98,10 +105,9 @@ def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> 
     """Import a tar of a split directory (the admin's upload); unsafe members are refused."""
     with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
         try:
-            with tarfile.open(fileobj=upload, mode="r:*") as tar:
-                tar.extractall(scratch, filter="data")
-        except (tarfile.TarError, OSError) as e:
-            raise SplitImportError(f"the uploaded bundle is not a usable tar archive: {e}") from e
+            extract_tar(upload, scratch, archive_limits())
+        except ArchiveError as e:
+            raise SplitImportError(f"the uploaded bundle: {e}") from e
         root = Path(scratch)
         entries = list(root.iterdir())
         if not (root / SESSIONS_FILE).exists() and len(entries) == 1 and entries[0].is_dir():

@@ -187,6 +187,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 0
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Where uploads wait while they arrive; it needs room for the largest artifact (not a tmpfs).
 FILE_UPLOAD_TEMP_DIR = os.environ.get("PODIUM_UPLOAD_TEMP_DIR") or None
+# What unpacking one archive (a split upload, a stored split bundle or search corpus) may create.
+PODIUM_ARCHIVE_MAX_MEMBERS = _env_int("PODIUM_ARCHIVE_MAX_MEMBERS", 1_000_000)
+PODIUM_ARCHIVE_MAX_BYTES = _env_int("PODIUM_ARCHIVE_MAX_BYTES", 64 * 1024**3)
 
 # --- Celery (broker and results on Redis)
 REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")

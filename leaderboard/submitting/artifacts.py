@@ -19,6 +19,7 @@ from typing import IO
 
 from django.core.exceptions import ValidationError
 
+from evaluator.archives import member_problem
 from leaderboard.models import Submission
 
 Kind = Submission.ArtifactKind
@@ -74,27 +75,6 @@ class _HashingReader:
         return data
 
 
-def _problem(member: tarfile.TarInfo) -> str | None:
-    """Why ``member`` may not be in an uploaded archive, or None when it may."""
-    name = member.name
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        return "an absolute path"
-    if ".." in name.split("/"):
-        return "a path leading outside the archive (..)"
-    if member.ischr() or member.isblk() or member.isfifo():
-        return "a device or pipe, not a file"
-    if member.issym() or member.islnk():
-        target = member.linkname
-        if target.startswith("/"):
-            return f"a link to the absolute path {target!r}"
-        # A symlink is relative to its directory, a hard link to the archive's top level.
-        base = posixpath.dirname(name) if member.issym() else ""
-        resolved = posixpath.normpath(posixpath.join(base, target))
-        if resolved == ".." or resolved.startswith("../"):
-            return f"a link to {target!r}, outside the archive"
-    return None
-
-
 def _compression(stream: IO[bytes]) -> str:
     head = stream.read(6)
     stream.seek(0)
@@ -117,7 +97,7 @@ def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
                 # Stream mode cannot go back, so the list of members read so far is of no use;
                 # emptying it keeps memory constant whatever the number of entries.
                 archive.members.clear()
-                if why := _problem(member):
+                if why := member_problem(member):
                     raise ValidationError(
                         f"{label}: entry {member.name!r} is {why}", code="unsafe_member"
                     )

@@ -177,3 +177,48 @@ def _superuser(make_user):
     user.is_superuser = True
     user.save()
     return user
+
+
+def _with_member(directory, info: tarfile.TarInfo) -> io.BytesIO:
+    buffer = _tar_of(directory)
+    with tarfile.open(fileobj=buffer, mode="r:gz") as good:
+        members = [(m, good.extractfile(m).read() if m.isfile() else None) for m in good]
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for member, data in members:
+            tar.addfile(member, io.BytesIO(data) if data is not None else None)
+        tar.addfile(info, io.BytesIO(b"x" * info.size))
+    out.seek(0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "name, kind, link, message",
+    [
+        ("split/../../evil", tarfile.REGTYPE, "", "entry 'split/../../evil' is a path leading"),
+        ("split/images/up", tarfile.SYMTYPE, "../../..", "entry 'split/images/up' is a link to"),
+        ("split/dev", tarfile.CHRTYPE, "", "entry 'split/dev' is a device or pipe"),
+    ],
+)
+def test_split_upload_with_a_hostile_entry_is_refused_and_nothing_stored(
+    task, tmp_path, name, kind, link, message
+):
+    from leaderboard.splits import SplitImportError, import_split_bundle
+
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, link, 1 if kind == tarfile.REGTYPE else 0
+    upload = _with_member(write_small_split(tmp_path / "split"), info)
+    with pytest.raises(SplitImportError, match=f"the uploaded bundle: {message}"):
+        import_split_bundle(task, "validation", upload)
+    assert not Split.objects.filter(task=task, kind="validation").exists()
+    assert not (tmp_path.parent / "evil").exists()
+
+
+def test_split_upload_over_the_byte_limit_is_refused(task, tmp_path, settings):
+    from leaderboard.splits import SplitImportError, import_split_bundle
+
+    settings.PODIUM_ARCHIVE_MAX_BYTES = 1000
+    upload = _tar_of(write_small_split(tmp_path / "split"))
+    with pytest.raises(SplitImportError, match="unpacks to more than 1000 bytes"):
+        import_split_bundle(task, "validation", upload)
+    assert not Split.objects.filter(task=task, kind="validation").exists()

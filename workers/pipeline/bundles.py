@@ -20,9 +20,11 @@ from django.core.files import File
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from evaluator.archives import ArchiveError, extract_tar
 from evaluator.records import Split as SplitData
 from evaluator.split import load_split
 from leaderboard.models import Challenge, Split
+from leaderboard.splits import archive_limits
 
 _CHUNK = 1024 * 1024
 
@@ -60,8 +62,10 @@ def _extract(name: str, sha256: str, kind: str) -> Path:
         if _sha256(tar_path) != sha256:
             raise BundleError(f"{kind} bundle {name}: sha256 differs from the recorded one")
         content = scratch / "content"
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(content, filter="data")
+        try:
+            extract_tar(tar_path, content, archive_limits())
+        except ArchiveError as e:
+            raise BundleError(f"{kind} bundle {name}: {e}") from None
         try:
             os.rename(content, target)  # atomic; a concurrent worker may have won the race
         except OSError:

@@ -1,0 +1,194 @@
+"""Tar archives, read safely: the one place Podium decides which members may be unpacked.
+
+``member_problem`` is the rule every archive Podium reads must pass (uploads checked as a stream
+use it too); ``extract_tar`` is the one way Podium unpacks an archive to disk. It behaves the same
+on every supported Python: Debian bookworm's 3.11.2 has no extraction filters (they arrived in
+3.11.4), so Podium writes each member itself and never lets ``tarfile`` do it. Where the
+standard library has ``tarfile.data_filter``, it is asked as a second opinion on every member.
+
+What gets through: regular files (mode 0644, or 0755 when the archive marks them executable),
+directories, hard links to files unpacked before them (copied), and symbolic links that resolve
+inside the target. What does not: absolute paths, ``..`` leading out, links that leave the target
+(checked against what is on disk, so a chain of links cannot walk out either), devices, pipes,
+sparse files, an entry that appears twice, and more members or bytes than the limits allow.
+Ownership, times and special mode bits in the archive are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tarfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import IO, TypeVar
+
+_CHUNK = 1024 * 1024
+_T = TypeVar("_T")
+# None on Python < 3.11.4 (and 3.12.0): the old code path, Podium's own checks only.
+_DATA_FILTER: Callable[[tarfile.TarInfo, str], tarfile.TarInfo] | None = getattr(
+    tarfile, "data_filter", None
+)
+# What reading a damaged archive raises (tarfile.FilterError, 3.11.4 on, is a TarError).
+_DAMAGED = (tarfile.TarError, EOFError, zlib.error)
+
+
+class ArchiveError(ValueError):
+    """An archive that may not be unpacked; the message names the entry and the reason."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """What one extraction may create: members (of any type) and bytes written."""
+
+    max_members: int = 1_000_000
+    max_bytes: int = 64 * 1024**3
+
+
+def member_problem(member: tarfile.TarInfo) -> str | None:
+    """Why ``member`` may not be in an archive Podium reads, or None when it may.
+
+    A rule on the member alone (its name, type and link target); ``extract_tar`` also checks
+    where a link resolves on disk.
+    """
+    name = member.name
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "an absolute path"
+    if ".." in name.split("/"):
+        return "a path leading outside the archive (..)"
+    if "\x00" in name:
+        return "a name with a NUL byte"
+    if member.ischr() or member.isblk() or member.isfifo():
+        return "a device or pipe, not a file"
+    if member.issparse():
+        return "a sparse file"
+    if member.issym() or member.islnk():
+        target = member.linkname
+        if target.startswith("/"):
+            return f"a link to the absolute path {target!r}"
+        # A symlink is relative to its directory, a hard link to the archive's top level.
+        base = posixpath.dirname(name) if member.issym() else ""
+        resolved = posixpath.normpath(posixpath.join(base, target))
+        if resolved == ".." or resolved.startswith("../"):
+            return f"a link to {target!r}, outside the archive"
+    elif not (member.isfile() or member.isdir()):
+        return f"an entry of an unsupported type ({member.type!r})"
+    return None
+
+
+def extract_tar(
+    source: str | Path | IO[bytes], target: str | Path, limits: ArchiveLimits = ArchiveLimits()
+) -> None:
+    """Unpack the tar ``source`` (a path or a binary stream; plain, gz, bz2 or xz) into the
+    directory ``target`` (created when missing), reading it once, as a stream.
+
+    Raises ``ArchiveError`` naming the first entry that may not be unpacked (or what is damaged);
+    what was unpacked before it stays in ``target`` for the caller to remove. An ``OSError`` from
+    writing (a full disk) is not the archive's fault and passes through as it is.
+    """
+    root = Path(target)
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    with _read(lambda: _open(source)) as archive:
+        _Extraction(root, limits).run(archive)
+
+
+def _open(source: str | Path | IO[bytes]) -> tarfile.TarFile:
+    if isinstance(source, str | Path):
+        return tarfile.open(source, mode="r|*")
+    return tarfile.open(fileobj=source, mode="r|*")
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _read(read: Callable[[], _T], name: str | None = None) -> _T:
+    """``read()`` from the archive, its failures told as ``ArchiveError``."""
+    try:
+        return read()
+    except (*_DAMAGED, OSError) as exc:
+        tarinfo = getattr(exc, "tarinfo", None)  # tarfile.FilterError names its member
+        if tarinfo is not None:
+            raise ArchiveError(f"entry {tarinfo.name!r} is refused ({_why(exc)})") from None
+        where = f"entry {name!r}: " if name else ""
+        raise ArchiveError(f"{where}not a usable tar archive ({_why(exc)})") from None
+
+
+class _Extraction:
+    def __init__(self, root: Path, limits: ArchiveLimits) -> None:
+        self.root, self.limits = root, limits
+        self.members = self.written = 0
+
+    def run(self, archive: tarfile.TarFile) -> None:
+        while (member := _read(archive.next)) is not None:
+            archive.members.clear()  # constant memory whatever the number of entries
+            self.members += 1
+            if self.members > self.limits.max_members:
+                raise ArchiveError(f"more than {self.limits.max_members} entries")
+            if why := member_problem(member):
+                raise ArchiveError(f"entry {member.name!r} is {why}")
+            if _DATA_FILTER is not None:  # the standard library's second opinion
+                _read(partial(_DATA_FILTER, member, str(self.root)), member.name)
+            self._unpack(archive, member)
+        self._check_links()
+
+    def _inside(self, path: str, name: str) -> None:
+        real = os.path.realpath(path)
+        if real != str(self.root) and not real.startswith(str(self.root) + os.sep):
+            raise ArchiveError(f"entry {name!r} leads outside the archive through a link")
+
+    def _unpack(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        name = posixpath.normpath(member.name)
+        if name == ".":
+            return
+        path = os.path.join(self.root, name)
+        self._inside(os.path.dirname(path), member.name)
+        if os.path.lexists(path):
+            if member.isdir() and os.path.isdir(path) and not os.path.islink(path):
+                return
+            raise ArchiveError(f"entry {member.name!r} appears twice")
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        if member.isdir():
+            os.mkdir(path, 0o755)
+        elif member.issym():
+            self._inside(os.path.join(os.path.dirname(path), member.linkname), member.name)
+            os.symlink(member.linkname, path)
+        elif member.islnk():
+            source = os.path.join(self.root, posixpath.normpath(member.linkname))
+            self._inside(source, member.name)
+            if not os.path.isfile(source):
+                raise ArchiveError(f"entry {member.name!r} links to {member.linkname!r}, no file")
+            with open(source, "rb") as data:
+                self._write(path, data, member)
+        else:
+            data = _read(lambda: archive.extractfile(member), member.name)
+            assert data is not None  # a regular file always has data
+            self._write(path, data, member)
+
+    def _write(self, path: str, data: IO[bytes], member: tarfile.TarInfo) -> None:
+        mode = 0o755 if member.mode & 0o111 else 0o644
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(path, flags, mode), "wb") as out:
+            while chunk := _read(lambda: data.read(_CHUNK), member.name):
+                self.written += len(chunk)
+                if self.written > self.limits.max_bytes:
+                    raise ArchiveError(
+                        f"entry {member.name!r}: the archive unpacks to more than "
+                        f"{self.limits.max_bytes} bytes"
+                    )
+                out.write(chunk)
+
+    def _check_links(self) -> None:
+        """A link that resolved inside when made may point out through a link made after it."""
+        for directory, dirs, files in os.walk(self.root):
+            for entry in dirs + files:
+                path = os.path.join(directory, entry)
+                if os.path.islink(path):
+                    self._inside(path, os.path.relpath(path, self.root))
+
+
+__all__ = ["ArchiveError", "ArchiveLimits", "extract_tar", "member_problem"]

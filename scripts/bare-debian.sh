@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The README's commands, checked on a bare Debian bookworm: debootstrap's minbase plus git,
+# ca-certificates and python3 (Debian's 3.11.2), as root; no PostgreSQL, Redis, Docker engine,
+# python3-venv or browser. The box runs in this machine's Docker engine, gets a fresh clone of the
+# repository's committed HEAD, and may start its own dockerd.
+#
+#   bash scripts/bare-debian.sh           # demo: every run must finish; then the unit tests
+#                                         # (pytest -m "not docker") on the box's Python 3.11.2
+#   bash scripts/bare-debian.sh --full    # demo, then the README's whole test command
+#
+# It prints, for each step, the minutes it took and the disk the box has used by then. Needs
+# this machine's Docker engine and debootstrap (scripts/install.sh provides both); the box image
+# is built once (about a minute) and kept as podium/bare-debian:bookworm. BARE_DEBIAN_KEEP=1
+# leaves the box running for a look inside (docker exec -it NAME bash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+image=podium/bare-debian:bookworm
+mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+say() { printf 'bare-debian: %s\n' "$*"; }
+die() { printf 'bare-debian: %s\n' "$*" >&2; exit 1; }
+
+steps=("bash scripts/demo.sh --no-serve" ".venv/bin/python -m pytest -q -p no:cacheprovider -m 'not docker'")
+[ "${1:-}" = --full ] && steps=("bash scripts/demo.sh --no-serve" "bash scripts/test.sh")
+[ $# -le 1 ] && { [ $# = 0 ] || [ "$1" = --full ]; } || die "usage: bash scripts/bare-debian.sh [--full]"
+
+docker info >/dev/null 2>&1 || die "no Docker engine answers here (bash scripts/install.sh starts one)"
+work=$(mktemp -d /var/tmp/bare-debian.XXXXXX)
+box="bare-debian-$$"
+cleanup() {
+  if [ "${BARE_DEBIAN_KEEP:-0}" = 1 ]; then
+    say "box $box kept; remove it with: docker rm -f $box && rm -rf $work"
+  else
+    docker rm -f "$box" >/dev/null 2>&1 || true
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+  command -v debootstrap >/dev/null || die "debootstrap is missing (bash scripts/install.sh)"
+  say "building $image (once)"
+  debootstrap --variant=minbase --include=git,ca-certificates,python3 bookworm "$work/rootfs" \
+    "$mirror" >"$work/debootstrap.log" 2>&1 || { tail -n 20 "$work/debootstrap.log"; die "debootstrap failed"; }
+  tar -C "$work/rootfs" -c . | docker import - "$image" >/dev/null
+  rm -rf "$work/rootfs"
+fi
+
+git clone -q "$repo" "$work/podium"
+mkdir -p "$work/docker"
+# What this machine's own clients are given to reach the package registries (extra CA
+# certificates, a local wheel folder), given to the box too; nothing when there is none.
+machine=()
+[ -d /usr/local/share/ca-certificates ] \
+  && machine+=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
+if [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "$PIP_FIND_LINKS" ]; then
+  machine+=(-v "$PIP_FIND_LINKS:$PIP_FIND_LINKS:ro" -e "PIP_FIND_LINKS=$PIP_FIND_LINKS")
+fi
+for var in PIP_CERT SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE; do
+  [ -n "${!var:-}" ] && machine+=(-e "$var=/etc/ssl/certs/ca-certificates.crt")
+done
+# The box runs its own dockerd: every capability but SYS_RESOURCE (which some hosts withhold,
+# so --privileged is not used), no seccomp or AppArmor profile, writable cgroups.
+docker run -d --name "$box" --cap-add ALL --cap-drop SYS_RESOURCE \
+  --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+  --security-opt systempaths=unconfined -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
+  -v "$work/docker:/var/lib/docker" -v "$work/podium:/root/podium" ${machine[@]+"${machine[@]}"} \
+  -w /root/podium "$image" sleep infinity >/dev/null || die "the box did not start"
+docker exec "$box" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates failed"
+docker exec "$box" python3 -c 'import sys; print("bare-debian: the box has Python", sys.version.split()[0])'
+
+disk() {  # MiB the box has added: its root file system, the clone with .venv, its engine's data
+  local base=$1 root
+  root=$(docker exec "$box" du -sxm / | cut -f1)
+  echo "$(( root - base + $(du -sm "$work/podium" | cut -f1) + $(du -sm "$work/docker" | cut -f1) ))"
+}
+base=$(docker exec "$box" du -sxm / | cut -f1)
+i=0
+for step in "${steps[@]}"; do
+  i=$((i + 1))
+  say "[$i] $step"
+  start=$(date +%s)
+  set +e
+  docker exec "$box" bash -c "$step" 2>&1 | tee "$work/$i.log" | sed 's/^/    /'
+  rc=${PIPESTATUS[0]}
+  set -e
+  say "[$i] exit $rc after $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s; disk used by the box so far: $(disk "$base") MiB"
+  [ "$rc" = 0 ] || die "[$i] failed: $step"
+  if [ "$i" = 1 ]; then
+    done_line=$(grep -E '^[0-9]+ of [0-9]+ runs done\.$' "$work/1.log" | tail -n 1)
+    read -r finished _ total _ <<<"$done_line"
+    [ -n "$done_line" ] && [ "$finished" = "$total" ] && [ "$total" -gt 0 ] \
+      || die "the demo did not report every run finished (${done_line:-no summary line})"
+    say "every demo run finished: $done_line"
+  fi
+done
+say "all ${#steps[@]} steps passed"
