@@ -69,10 +69,11 @@ docker run -d --name "$box" --cap-add ALL --cap-drop SYS_RESOURCE \
 docker exec "$box" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates failed"
 docker exec "$box" python3 -c 'import sys; print("bare-debian: the box has Python", sys.version.split()[0])'
 
-disk() {  # MiB the box has added: its root file system, the clone with .venv, its engine's data
-  local base=$1 root
-  root=$(docker exec "$box" du -sxm / | cut -f1)
-  echo "$(( root - base + $(du -sm "$work/podium" | cut -f1) + $(du -sm "$work/docker" | cut -f1) ))"
+disk() {  # MiB the box has added: its system (Debian packages), the clone with .venv, Docker's data
+  local system repo engine
+  system=$(( $(docker exec "$box" du -sxm / | cut -f1) - $1 ))
+  repo=$(du -sm "$work/podium" | cut -f1); engine=$(du -sm "$work/docker" | cut -f1)
+  echo "$(( system + repo + engine )) MiB (system $system, repository and .venv $repo, Docker $engine)"
 }
 base=$(docker exec "$box" du -sxm / | cut -f1)
 i=0
@@ -81,10 +82,10 @@ for step in "${steps[@]}"; do
   say "[$i] $step"
   start=$(date +%s)
   set +e
-  docker exec "$box" bash -c "$step" 2>&1 | tee "$work/$i.log" | sed 's/^/    /'
+  docker exec "$box" bash -c "$step" 2>&1 | tee "$work/$i.log" | sed -u 's/^/    /'
   rc=${PIPESTATUS[0]}
   set -e
-  say "[$i] exit $rc after $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s; disk used by the box so far: $(disk "$base") MiB"
+  say "[$i] exit $rc after $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s; disk used by the box so far: $(disk "$base")"
   [ "$rc" = 0 ] || die "[$i] failed: $step"
   if [ "$i" = 1 ]; then
     done_line=$(grep -E '^[0-9]+ of [0-9]+ runs done\.$' "$work/1.log" | tail -n 1)
