@@ -5,7 +5,7 @@
 # repository's committed HEAD, and may start its own dockerd.
 #
 #   bash scripts/bare-debian.sh           # demo: every run must finish; then the unit tests
-#                                         # (pytest -m "not docker") on the box's Python 3.11.2
+#                                         # (test.sh -m "not docker") on the box's Python 3.11.2
 #   bash scripts/bare-debian.sh --full    # demo, then the README's whole test command
 #
 # It prints, for each step, the minutes it took and the disk the box has used by then. Needs
@@ -20,7 +20,7 @@ mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 say() { printf 'bare-debian: %s\n' "$*"; }
 die() { printf 'bare-debian: %s\n' "$*" >&2; exit 1; }
 
-steps=("bash scripts/demo.sh --no-serve" ".venv/bin/python -m pytest -q -p no:cacheprovider -m 'not docker'")
+steps=("bash scripts/demo.sh --no-serve" "bash scripts/test.sh -p no:cacheprovider -m 'not docker'")
 [ "${1:-}" = --full ] && steps=("bash scripts/demo.sh --no-serve" "bash scripts/test.sh")
 [ $# -le 1 ] && { [ $# = 0 ] || [ "$1" = --full ]; } || die "usage: bash scripts/bare-debian.sh [--full]"
 
