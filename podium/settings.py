@@ -190,6 +190,9 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("PODIUM_UPLOAD_TEMP_DIR") or None
 # What unpacking one archive (a split upload, a stored split bundle or search corpus) may create.
 PODIUM_ARCHIVE_MAX_MEMBERS = _env_int("PODIUM_ARCHIVE_MAX_MEMBERS", 1_000_000)
 PODIUM_ARCHIVE_MAX_BYTES = _env_int("PODIUM_ARCHIVE_MAX_BYTES", 64 * 1024**3)
+# A submission upload may declare at most this many times its own size in unpacked bytes (a
+# docker save archive or build context compresses 2-5x; a compression bomb, thousands of times).
+PODIUM_UPLOAD_MAX_RATIO = _env_int("PODIUM_UPLOAD_MAX_RATIO", 50)
 
 # --- Celery (broker and results on Redis)
 REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")

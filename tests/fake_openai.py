@@ -66,6 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, b'{"error": {"message": "the request body is not JSON"}}')
             return
         fake = self.server.fake
+        fake.authorizations.append(self.headers.get("Authorization", ""))
         status, text = fake.handle(payload)
         if fake.latency_s or fake.hang_s:
             time.sleep(fake.latency_s + fake.hang_s)
@@ -113,6 +114,7 @@ class FakeOpenAI:
         self.hang_s = 0.0
         self.reject_response_format = False
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []  # the Authorization header of each request
         self.keep_payloads = True
         self.received = 0
         self.in_flight = 0

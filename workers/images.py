@@ -9,19 +9,29 @@ content-addressed ``sha256:`` image ID that runs are pinned to.
 from __future__ import annotations
 
 import collections
+import io
 import json
+import posixpath
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import docker
 import docker.errors
 import requests.exceptions
 import urllib3.exceptions
 
-# Podium's own images live under this prefix; a submission may never overwrite one of them.
-RESERVED_PREFIX = "podium/"
+# Podium's own images (and its names for submissions) live under these repositories on Docker
+# Hub's default domain; a submission may never name one of them, however it spells it.
+RESERVED_PREFIXES = ("podium/", "podium-submission/")
+# The names Docker Hub answers to: Docker treats a reference under any of them as docker.io.
+_HUB_DOMAINS = ("docker.io", "index.docker.io", "registry-1.docker.io")
+# What in a docker save archive names a tag: the legacy file, and OCI name annotations.
+_LEGACY_TAGS = "repositories"
+_OCI_NAME_KEYS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
 BUILD_LOG_TAIL_LINES = 40
 
 
@@ -60,8 +70,32 @@ def _agent_image(image: docker.models.images.Image, wanted: str | None = None) -
     )
 
 
+def normalized_name(ref: str) -> str:
+    """The repository of ``ref`` as Docker normalises it: ``x`` -> ``docker.io/library/x``,
+    ``index.docker.io/a/b:1`` -> ``docker.io/a/b`` (tag and digest dropped)."""
+    name = ref.strip().split("@", 1)[0]
+    if name.rfind(":") > name.rfind("/"):
+        name = name[: name.rfind(":")]
+    first, slash, rest = name.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        domain, path = first.lower(), rest
+    else:
+        domain, path = "docker.io", name
+    if domain in _HUB_DOMAINS:
+        domain = "docker.io"
+        if "/" not in path:
+            path = f"library/{path}"
+    return f"{domain}/{path}"
+
+
+def is_reserved(ref: str) -> bool:
+    """Whether ``ref``, once Docker has normalised it, names one of Podium's own images."""
+    name = normalized_name(ref)
+    return any(name.startswith(f"docker.io/{prefix}") for prefix in RESERVED_PREFIXES)
+
+
 def _check_tag(tag: str, source: str) -> None:
-    if tag.startswith(RESERVED_PREFIX) or tag.startswith(f"docker.io/{RESERVED_PREFIX}"):
+    if is_reserved(tag):
         raise ImageError(f"{source}: the name {tag!r} is reserved for Podium's own images")
 
 
@@ -88,23 +122,56 @@ def _archive_tags(path: Path) -> list[str]:
     return [str(t) for t in tags]
 
 
+def _untagged(name: str, data: bytes) -> bytes:
+    """``manifest.json`` or ``index.json`` of a docker save archive, with no name of a tag."""
+    document = json.loads(data)
+    if name == "manifest.json":
+        for entry in document:
+            entry["RepoTags"] = None
+    else:
+        for entry in document.get("manifests") or []:
+            for key in _OCI_NAME_KEYS:
+                (entry.get("annotations") or {}).pop(key, None)
+    return json.dumps(document).encode()
+
+
+def _copy_untagged(path: Path, out: IO[bytes]) -> None:
+    """``path`` copied to ``out`` (uncompressed) so that loading it tags nothing."""
+    with tarfile.open(path, mode="r|*") as source, tarfile.open(fileobj=out, mode="w|") as copy:
+        for member in source:
+            source.members.clear()
+            name = posixpath.normpath(member.name)
+            if name == _LEGACY_TAGS:
+                continue
+            data = source.extractfile(member) if member.isfile() else None
+            if data is not None and name in ("manifest.json", "index.json"):
+                content = _untagged(name, data.read())
+                member.size, data = len(content), io.BytesIO(content)
+            copy.addfile(member, data)
+    out.seek(0)
+
+
 def load_archive(path: str | Path, client: docker.DockerClient | None = None) -> AgentImage:
-    """Load a ``docker save`` tarball (plain or compressed), streaming it to the engine."""
+    """Load a ``docker save`` tarball (plain or compressed) by content: whatever tags the
+    archive names, none is created or moved in the engine; the image is known by its ID."""
     path = Path(path)
     if not path.is_file():
         raise ImageError(f"{path}: no such file")
-    tags = _archive_tags(path)
-    for tag in tags:
+    for tag in _archive_tags(path):
         _check_tag(tag, str(path))
     client = client or docker.from_env()
     try:
-        with path.open("rb") as stream:
-            images = client.images.load(stream)
+        with tempfile.TemporaryFile(prefix="podium-load-") as untagged:
+            _copy_untagged(path, untagged)
+            images = client.images.load(untagged)
+    except (tarfile.TarError, OSError, EOFError, ValueError, AttributeError, TypeError) as exc:
+        raise ImageError(f"{path}: not a readable docker save archive ({exc})") from None
     except docker.errors.DockerException as exc:
         raise ImageError(f"{path}: the Docker engine refused the archive: {exc}") from None
     if len(images) != 1:
         raise ImageError(f"{path}: loading produced {len(images)} images; submit exactly one")
-    return _agent_image(client.images.get(images[0].id), tags[0] if tags else None)
+    image = client.images.get(images[0].id)
+    return AgentImage(image.id, image.id, tuple(image.attrs.get("RepoDigests") or ()))
 
 
 def build_context(

@@ -7,7 +7,8 @@ option             environment variable                              default
 =================  ================================================  ===================
 base_url           PODIUM_JUDGE_BASE_URL, then OPENAI_BASE_URL       OpenAI's API
 model              PODIUM_JUDGE_MODEL                                (required)
-api_key            PODIUM_JUDGE_API_KEY, then OPENAI_API_KEY         "EMPTY" with a base_url
+api_key            PODIUM_JUDGE_API_KEY, then OPENAI_API_KEY (each    "EMPTY" with a base_url
+                   only for its own server: see below)
 revision           PODIUM_JUDGE_REVISION                             "unspecified"
 concurrency        PODIUM_JUDGE_CONCURRENCY                          16
 max_retries        PODIUM_JUDGE_MAX_RETRIES                          5
@@ -16,6 +17,10 @@ total_timeout_s    PODIUM_JUDGE_TOTAL_TIMEOUT_S                      300
 structured         PODIUM_JUDGE_STRUCTURED (auto|vllm|openai|none)   auto
 seed               PODIUM_JUDGE_SEED                                 0
 =================  ================================================  ===================
+
+A key from the environment goes only to the server it belongs to: ``PODIUM_JUDGE_API_KEY`` to
+``PODIUM_JUDGE_BASE_URL`` (OpenAI's API when that is unset), ``OPENAI_API_KEY`` to
+``OPENAI_BASE_URL`` (likewise). A judge pointed at any other server gets only a key passed to it.
 
 ``revision`` names the model weights' revision (e.g. a Hugging Face commit) and is part of the
 judge id, hence of every recorded verdict and of the cache key.
@@ -56,11 +61,15 @@ __all__ = [
     "make_judge",
 ]
 
+# The environment's keys, each with the variable naming the server it belongs to.
+_KEYS_AND_SERVERS = (
+    ("PODIUM_JUDGE_API_KEY", "PODIUM_JUDGE_BASE_URL"),
+    ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+)
 # option -> (environment variables, in order of preference; type)
 _OPENAI_OPTIONS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "base_url": (("PODIUM_JUDGE_BASE_URL", "OPENAI_BASE_URL"), str),
     "model": (("PODIUM_JUDGE_MODEL",), str),
-    "api_key": (("PODIUM_JUDGE_API_KEY", "OPENAI_API_KEY"), str),
     "revision": (("PODIUM_JUDGE_REVISION",), str),
     "concurrency": (("PODIUM_JUDGE_CONCURRENCY",), int),
     "max_retries": (("PODIUM_JUDGE_MAX_RETRIES",), int),
@@ -71,11 +80,23 @@ _OPENAI_OPTIONS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
 }
 
 
+def _server(url: str | None) -> str | None:
+    return url.rstrip("/") if url else None
+
+
+def _environment_key(base_url: str | None) -> str | None:
+    """The environment's key for ``base_url``: only one whose own server it is."""
+    for key, server in _KEYS_AND_SERVERS:
+        if os.environ.get(key) and _server(os.environ.get(server)) == _server(base_url):
+            return os.environ[key]
+    return None
+
+
 def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(_OPENAI_OPTIONS))
+    unknown = sorted(set(options) - {*_OPENAI_OPTIONS, "api_key"})
     if unknown:
         raise EvaluatorError(
-            f"openai judge: unknown option(s) {unknown}; known: {list(_OPENAI_OPTIONS)}"
+            f"openai judge: unknown option(s) {unknown}; known: {[*_OPENAI_OPTIONS, 'api_key']}"
         )
     resolved: dict[str, Any] = {}
     for name, (variables, kind) in _OPENAI_OPTIONS.items():
@@ -95,6 +116,7 @@ def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
                 break
     if not resolved.get("model"):
         raise EvaluatorError("openai judge: no model: pass model= or set PODIUM_JUDGE_MODEL")
+    resolved["api_key"] = options.get("api_key") or _environment_key(resolved.get("base_url"))
     if not resolved.get("api_key"):
         if not resolved.get("base_url"):
             raise EvaluatorError(

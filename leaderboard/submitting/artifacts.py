@@ -10,6 +10,7 @@ way. A registry reference must follow Docker's reference grammar.
 from __future__ import annotations
 
 import hashlib
+import io
 import posixpath
 import re
 import tarfile
@@ -17,10 +18,13 @@ import zlib
 from dataclasses import dataclass
 from typing import IO
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.template.defaultfilters import filesizeformat
 
-from evaluator.archives import member_problem
+from evaluator.archives import ArchiveLimits, member_problem
 from leaderboard.models import Submission
+from workers.images import is_reserved
 
 Kind = Submission.ArtifactKind
 CHUNK_BYTES = 1024 * 1024
@@ -81,16 +85,30 @@ def _compression(stream: IO[bytes]) -> str:
     return next((name for magic, name in MAGIC.items() if head.startswith(magic)), "")
 
 
+def upload_budget(compressed_bytes: int) -> ArchiveLimits:
+    """What reading an upload of this size may unpack: the archive limits, and for a compressed
+    upload at most ``PODIUM_UPLOAD_MAX_RATIO`` times its size (never under 256 MiB)."""
+    ratio_cap = max(256 * 1024**2, settings.PODIUM_UPLOAD_MAX_RATIO * compressed_bytes)
+    return ArchiveLimits(
+        max_members=settings.PODIUM_ARCHIVE_MAX_MEMBERS,
+        max_bytes=min(settings.PODIUM_ARCHIVE_MAX_BYTES, ratio_cap),
+    )
+
+
 def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
     """Read an uploaded tar once from the start of ``stream``; raise ``ValidationError`` if bad.
 
-    ``label`` names the upload in messages (its file name as sent).
+    ``label`` names the upload in messages (its file name as sent). Reading stops as soon as the
+    entries or the bytes they declare pass ``upload_budget``: before their data is read.
     """
     required = REQUIRED_MEMBER[Kind(kind)]
+    total = stream.seek(0, io.SEEK_END)
+    budget = upload_budget(total)
     stream.seek(0)
     compression = _compression(stream)
     reader = _HashingReader(stream)
     found = False
+    members = unpacked = 0
     try:
         with tarfile.open(fileobj=reader, mode="r|*") as archive:
             while (member := archive.next()) is not None:
@@ -100,6 +118,14 @@ def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
                 if why := member_problem(member):
                     raise ValidationError(
                         f"{label}: entry {member.name!r} is {why}", code="unsafe_member"
+                    )
+                members, unpacked = members + 1, unpacked + member.size
+                if members > budget.max_members or unpacked > budget.max_bytes:
+                    raise ValidationError(
+                        f"{label}: entry {member.name!r} takes the archive past "
+                        f"{budget.max_members} entries or {filesizeformat(budget.max_bytes)} "
+                        f"unpacked, the most an upload of {filesizeformat(total)} may hold",
+                        code="over_budget",
                     )
                 top_level = posixpath.normpath(member.name) == required
                 found = found or (top_level and (member.isfile() or member.islnk()))
@@ -132,5 +158,9 @@ def check_reference(ref: str) -> str:
         raise ValidationError(
             f"the repository name is longer than {MAX_REPOSITORY_NAME} characters",
             code="bad_reference",
+        )
+    if is_reserved(ref):
+        raise ValidationError(
+            f"{ref!r}: this name is reserved for Podium's own images", code="reserved"
         )
     return ref

@@ -249,3 +249,67 @@ def test_submissions_are_taken_only_while_a_phase_is_open(open_splits, teams, me
 def test_a_challenge_without_data_takes_no_submission(splits, teams, member):
     with pytest.raises(ValidationError, match="has no split with data"):
         _submit(member, teams, Artifact(Kind.REGISTRY_REF, registry_ref="a"))
+
+
+def _bomb(path, compression: str, declared: int, written: int, members: int = 1):
+    """A compressed tar whose entries declare ``declared`` bytes each (zeros), of which only
+    ``written`` are in the file: reading past a header would take the data that is not there."""
+    import lzma
+    import tarfile
+    import zlib
+
+    compressor = (
+        lzma.LZMACompressor(preset=1) if compression == "xz" else zlib.compressobj(9, wbits=31)
+    )
+    with path.open("wb") as out:
+        out.write(compressor.compress(tarfile.TarInfo("Dockerfile").tobuf() + bytes(0)))
+        for i in range(members):
+            info = tarfile.TarInfo(f"zeros{i}")
+            info.size = declared
+            out.write(compressor.compress(info.tobuf()))
+            for _ in range(written // (1 << 20)):
+                out.write(compressor.compress(bytes(1 << 20)))
+        out.write(compressor.flush())
+    return path
+
+
+@pytest.mark.parametrize("compression", ["xz", "gz"])
+def test_a_compression_bomb_is_refused_at_its_first_header(
+    open_splits, teams, member, tmp_path, compression
+):
+    import time
+
+    # 4 GiB of zeros declared, 16 MiB of them written: under 100 KB compressed.
+    path = _bomb(tmp_path / f"bomb.tar.{compression}", compression, 4 << 30, 16 << 20)
+    assert path.stat().st_size < 100_000
+    started = time.monotonic()
+    with pytest.raises(ValidationError) as error:
+        _submit(member, teams, Artifact(Kind.BUILD_CONTEXT, file=_file(path)))
+    elapsed = time.monotonic() - started
+    message = " ".join(error.value.message_dict["artifact"])
+    assert "entry 'zeros0' takes the archive past" in message and "256.0\xa0MB unpacked" in message
+    assert elapsed < 5, f"refusing the bomb took {elapsed:.1f} s"
+    assert not Submission.objects.exists() and _stored_files() == []
+
+
+def test_many_entries_past_the_budget_are_refused(open_splits, teams, member, tmp_path, settings):
+    settings.PODIUM_ARCHIVE_MAX_MEMBERS = 50
+    path = write_tar(
+        tmp_path / "many.tar", {"Dockerfile": b"FROM x", **{f"f{i}": b"" for i in range(60)}}
+    )
+    with pytest.raises(ValidationError) as error:
+        _submit(member, teams, Artifact(Kind.BUILD_CONTEXT, file=_file(path)))
+    assert "entry 'f49' takes the archive past 50 entries" in " ".join(
+        error.value.message_dict["artifact"]
+    )
+
+
+def test_reserved_registry_references_are_refused_however_spelled(open_splits, teams, member):
+    for ref in ("podium/agent-base:py3.11", "index.docker.io/podium/agent-base:py3.11",
+                "registry-1.docker.io/podium-submission/1:latest"):  # fmt: skip
+        with pytest.raises(ValidationError) as error:
+            _submit(member, teams, Artifact(Kind.REGISTRY_REF, registry_ref=ref))
+        assert "reserved for Podium's own images" in " ".join(
+            error.value.message_dict["registry_ref"]
+        )
+    assert not Submission.objects.exists()

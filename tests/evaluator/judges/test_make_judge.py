@@ -65,3 +65,44 @@ def test_bad_configuration_is_a_clear_error(
 def test_unknown_judge() -> None:
     with pytest.raises(EvaluatorError, match="unknown judge 'gpt'"):
         make_judge("gpt")
+
+
+def _key(judge) -> str:
+    return judge._client_options["api_key"]
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "key"),
+    [
+        # Each environment key goes to its own server only.
+        ({"PODIUM_JUDGE_BASE_URL": "http://a/v1", "PODIUM_JUDGE_API_KEY": "ka"}, {}, "ka"),
+        ({"PODIUM_JUDGE_BASE_URL": "http://a/v1/", "PODIUM_JUDGE_API_KEY": "ka"},
+         {"base_url": "http://a/v1"}, "ka"),
+        ({"PODIUM_JUDGE_BASE_URL": "http://a/v1", "PODIUM_JUDGE_API_KEY": "ka"},
+         {"base_url": "http://b/v1"}, "EMPTY"),
+        ({"OPENAI_API_KEY": "ko"}, {"base_url": "http://b/v1"}, "EMPTY"),
+        ({"OPENAI_API_KEY": "ko"}, {}, "ko"),
+        ({"PODIUM_JUDGE_API_KEY": "ka"}, {}, "ka"),
+        ({"OPENAI_BASE_URL": "http://o/v1", "OPENAI_API_KEY": "ko",
+          "PODIUM_JUDGE_API_KEY": "ka"}, {}, "ko"),
+        ({"PODIUM_JUDGE_API_KEY": "ka"}, {"base_url": "http://b/v1", "api_key": "kb"}, "kb"),
+    ],
+)  # fmt: skip
+def test_an_environment_key_goes_only_to_its_own_server(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], options: dict, key: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert _key(make_judge("openai", model="m", **options)) == key
+
+
+def test_another_endpoint_never_receives_the_default_key(monkeypatch, fake_openai) -> None:
+    """Over HTTP: a judge pointed at another server sends no key of the environment's."""
+    from tests.evaluator.judges.test_openai_judge import DOG, run
+
+    monkeypatch.setenv("PODIUM_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PODIUM_JUDGE_API_KEY", "default-endpoint-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-secret")
+    judge = make_judge("openai", base_url=fake_openai.url, model="fake-judge", structured="none")
+    run(judge, DOG)
+    assert fake_openai.authorizations == ["Bearer EMPTY"]
