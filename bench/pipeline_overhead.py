@@ -46,7 +46,7 @@ from leaderboard.models import Challenge, EvaluationRun, Membership, Submission,
 from leaderboard.splits import import_split_dir  # noqa: E402
 from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
 from tests.e2e.harness import make_task, write_split  # noqa: E402
-from workers.images import build_context  # noqa: E402
+from workers.builds import build_context  # noqa: E402
 from workers.pipeline.run import limits_for  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
 

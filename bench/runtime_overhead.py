@@ -45,8 +45,9 @@ from evaluator.records import Conversation, Split, Turn  # noqa: E402
 from workers.agent_client import encode_batch  # noqa: E402
 from workers.agent_container import AgentContainer  # noqa: E402
 from workers.batches import turn_batches, turn_request  # noqa: E402
+from workers.builds import build_context  # noqa: E402
 from workers.image_volume import read_image, volume_bytes  # noqa: E402
-from workers.images import AgentImage, build_context  # noqa: E402
+from workers.images import AgentImage  # noqa: E402
 from workers.limits import Limits  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
 from workers.sandbox import SandboxPolicy  # noqa: E402

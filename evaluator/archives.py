@@ -1,16 +1,18 @@
 """Tar archives, read safely: the one place Podium decides which members may be unpacked.
 
-``member_problem`` is the rule every archive Podium reads must pass (uploads checked as a stream
-use it too); ``extract_tar`` is the one way Podium unpacks an archive to disk. It behaves the same
-on every supported Python: Debian bookworm's 3.11.2 has no extraction filters (they arrived in
+``member_problem`` is the rule every archive Podium reads must pass, and ``LinkTracker`` follows
+the links read so far, so that a chain of links cannot walk out (uploads checked as a stream use
+both). ``extract_tar`` is the one way Podium unpacks an archive to disk. It behaves the same on
+every supported Python: Debian bookworm's 3.11.2 has no extraction filters (they arrived in
 3.11.4), so Podium writes each member itself and never lets ``tarfile`` do it. Where the
 standard library has ``tarfile.data_filter``, it is asked as a second opinion on every member.
 
 What gets through: regular files (mode 0644, or 0755 when the archive marks them executable),
 directories, hard links to files unpacked before them (copied), and symbolic links that resolve
-inside the target. What does not: absolute paths, ``..`` leading out, links that leave the target
-(checked against what is on disk, so a chain of links cannot walk out either), devices, pipes,
-sparse files, an entry that appears twice, and more members or bytes than the limits allow.
+inside the target. What does not: absolute paths, ``..`` leading out, links that leave the
+target (followed through the links before them, and checked again on disk before each write),
+devices, pipes, sparse files, an entry that appears twice, and more members or bytes than the
+limits allow.
 Ownership, times and special mode bits in the archive are ignored.
 """
 
@@ -79,6 +81,58 @@ def member_problem(member: tarfile.TarInfo) -> str | None:
     return None
 
 
+class LinkTracker:
+    """The symbolic links met so far in an archive read in order (as a stream): a member whose
+    path, or a link whose target, walks out of the archive through them is refused."""
+
+    MAX_HOPS = 40
+
+    def __init__(self) -> None:
+        self.links: dict[str, str] = {}
+
+    def problem(self, member: tarfile.TarInfo) -> str | None:
+        """Why ``member``, after the links before it, leads outside; None when it does not."""
+        name = posixpath.normpath(member.name)
+        if self._resolve(posixpath.dirname(name)) is None:
+            return "a path leading outside the archive through a link"
+        if member.issym():
+            if self._resolve(posixpath.join(posixpath.dirname(name), member.linkname)) is None:
+                return f"a link to {member.linkname!r}, outside the archive through a link"
+            self.links[name] = member.linkname
+        if member.islnk() and self._resolve(member.linkname) is None:
+            return f"a link to {member.linkname!r}, outside the archive through a link"
+        return None
+
+    def final_problem(self) -> str | None:
+        """A link that stayed inside when read but leads out through a link read after it."""
+        for name, target in self.links.items():
+            if self._resolve(posixpath.join(posixpath.dirname(name), target)) is None:
+                return f"entry {name!r} is a link leading outside the archive through a link"
+        return None
+
+    def _resolve(self, path: str) -> str | None:
+        """``path`` with every known link followed; None when it leaves the archive."""
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        resolved: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                if not resolved:
+                    return None
+                resolved.pop()
+                continue
+            target = self.links.get("/".join([*resolved, part]))
+            if target is None:
+                resolved.append(part)
+                continue
+            hops += 1
+            if hops > self.MAX_HOPS or target.startswith("/"):
+                return None
+            parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+        return "/".join(resolved)
+
+
 def extract_tar(
     source: str | Path | IO[bytes], target: str | Path, limits: ArchiveLimits = ArchiveLimits()
 ) -> None:
@@ -122,6 +176,7 @@ class _Extraction:
     def __init__(self, root: Path, limits: ArchiveLimits) -> None:
         self.root, self.limits = root, limits
         self.members = self.written = 0
+        self.links = LinkTracker()
 
     def run(self, archive: tarfile.TarFile) -> None:
         while (member := _read(archive.next)) is not None:
@@ -129,12 +184,13 @@ class _Extraction:
             self.members += 1
             if self.members > self.limits.max_members:
                 raise ArchiveError(f"more than {self.limits.max_members} entries")
-            if why := member_problem(member):
+            if why := member_problem(member) or self.links.problem(member):
                 raise ArchiveError(f"entry {member.name!r} is {why}")
             if _DATA_FILTER is not None:  # the standard library's second opinion
                 _read(partial(_DATA_FILTER, member, str(self.root)), member.name)
             self._unpack(archive, member)
-        self._check_links()
+        if why := self.links.final_problem():
+            raise ArchiveError(why)
 
     def _inside(self, path: str, name: str) -> None:
         real = os.path.realpath(path)
@@ -182,13 +238,5 @@ class _Extraction:
                     )
                 out.write(chunk)
 
-    def _check_links(self) -> None:
-        """A link that resolved inside when made may point out through a link made after it."""
-        for directory, dirs, files in os.walk(self.root):
-            for entry in dirs + files:
-                path = os.path.join(directory, entry)
-                if os.path.islink(path):
-                    self._inside(path, os.path.relpath(path, self.root))
 
-
-__all__ = ["ArchiveError", "ArchiveLimits", "extract_tar", "member_problem"]
+__all__ = ["ArchiveError", "ArchiveLimits", "LinkTracker", "extract_tar", "member_problem"]

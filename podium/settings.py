@@ -190,6 +190,15 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("PODIUM_UPLOAD_TEMP_DIR") or None
 # What unpacking one archive (a split upload, a stored split bundle or search corpus) may create.
 PODIUM_ARCHIVE_MAX_MEMBERS = _env_int("PODIUM_ARCHIVE_MAX_MEMBERS", 1_000_000)
 PODIUM_ARCHIVE_MAX_BYTES = _env_int("PODIUM_ARCHIVE_MAX_BYTES", 64 * 1024**3)
+# The base images a team's Dockerfile may start from (FROM, COPY --from), pinned to the image ID
+# the engine has for each when the build starts.
+PODIUM_BUILD_BASE_IMAGES = [
+    r.strip()
+    for r in _env(
+        "PODIUM_BUILD_BASE_IMAGES", "podium/agent-base:py3.11,podium/agent-base:cuda12"
+    ).split(",")
+    if r.strip()
+]
 # A submission upload may declare at most this many times its own size in unpacked bytes (a
 # docker save archive or build context compresses 2-5x; a compression bomb, thousands of times).
 PODIUM_UPLOAD_MAX_RATIO = _env_int("PODIUM_UPLOAD_MAX_RATIO", 50)

@@ -51,12 +51,20 @@ class SandboxPolicy:
     pids_limit: int = 512
     nofile: int = 4096
     scratch_bytes: int = 1 * GiB  # tmpfs /tmp, counted against the memory limit
+    shm_bytes: int = 256 * MiB  # tmpfs /dev/shm (noexec), counted against the memory limit
     socket_dir_bytes: int = 1 * MiB  # tmpfs volume at /podium/sock
     log_max_bytes: int = 1 * MiB  # json-file log kept by Docker, one file
     gpus: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("memory_bytes", "pids_limit", "nofile", "scratch_bytes", "socket_dir_bytes"):
+        for name in (
+            "memory_bytes",
+            "pids_limit",
+            "nofile",
+            "scratch_bytes",
+            "shm_bytes",
+            "socket_dir_bytes",
+        ):
             if getattr(self, name) <= 0:
                 value = getattr(self, name)
                 raise ValueError(f"SandboxPolicy.{name} must be positive, got {value}")
@@ -110,6 +118,7 @@ class SandboxPolicy:
             "security_opt": ["no-new-privileges"],
             "privileged": False,
             "ipc_mode": "private",
+            "shm_size": self.shm_bytes,  # PyTorch data loaders and NCCL use /dev/shm
             "init": True,  # docker-init as PID 1 reaps zombies and forwards signals
             "pids_limit": self.pids_limit,
             "mem_limit": self.memory_bytes,

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
-from evaluator.archives import ArchiveLimits, member_problem
+from evaluator.archives import ArchiveLimits, LinkTracker, member_problem
 from leaderboard.models import Submission
 from workers.images import is_reserved
 
@@ -109,13 +109,14 @@ def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
     reader = _HashingReader(stream)
     found = False
     members = unpacked = 0
+    links = LinkTracker()
     try:
         with tarfile.open(fileobj=reader, mode="r|*") as archive:
             while (member := archive.next()) is not None:
                 # Stream mode cannot go back, so the list of members read so far is of no use;
                 # emptying it keeps memory constant whatever the number of entries.
                 archive.members.clear()
-                if why := member_problem(member):
+                if why := member_problem(member) or links.problem(member):
                     raise ValidationError(
                         f"{label}: entry {member.name!r} is {why}", code="unsafe_member"
                     )
@@ -132,6 +133,8 @@ def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         why = "the file is empty" if reader.size == 0 else str(exc) or type(exc).__name__
         raise ValidationError(f"{label}: not a tar archive ({why})", code="not_tar") from None
+    if why := links.final_problem():
+        raise ValidationError(f"{label}: {why}", code="unsafe_member")
     if not found:
         raise ValidationError(f"{label}: {WHY_REQUIRED[Kind(kind)]}", code=f"no_{required}")
     while reader.read(CHUNK_BYTES):  # hash what follows the end-of-archive marker too

@@ -132,11 +132,11 @@ HOSTILE = {
     ),
     "link made to point out by a later link": (
         [("a", SYM, "p/.."), ("p", SYM, ".")],
-        "'a' leads outside the archive through a link",
+        "'a' is a link leading outside the archive through a link",
     ),
     "file written through a link that points out later": (
         [("a", SYM, "p/.."), ("p", SYM, "."), ("a/outside/new", REG, "", b"x")],
-        "'a/outside/new' leads outside the archive through a link",
+        "'a/outside/new' is a path leading outside the archive through a link",
     ),
     "character device": ([("dev", tarfile.CHRTYPE)], "'dev' is a device or pipe"),
     "block device": ([("blk", tarfile.BLKTYPE)], "'blk' is a device or pipe"),

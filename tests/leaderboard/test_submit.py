@@ -133,6 +133,16 @@ BAD_ARCHIVES = {
         lambda p: write_tar(p, {"Dockerfile": b"FROM x"}, links={"d/x": "../../etc"}),
         "is a link to '../../etc', outside the archive",
     ),
+    "link chain out": (
+        Kind.BUILD_CONTEXT,
+        lambda p: write_tar(p, {"Dockerfile": b"FROM x"}, links={"d/l": "..", "d/l/l2": ".."}),
+        "entry 'd/l/l2' is a link to '..', outside the archive through a link",
+    ),
+    "link pointed out by a later link": (
+        Kind.BUILD_CONTEXT,
+        lambda p: write_tar(p, {"Dockerfile": b"FROM x"}, links={"a": "p/..", "p": "."}),
+        "entry 'a' is a link leading outside the archive through a link",
+    ),
     "absolute link": (
         Kind.BUILD_CONTEXT,
         lambda p: write_tar(p, {"Dockerfile": b"FROM x"}, links={"x": "/etc/shadow"}),

@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from evaluator.records import Conversation, Split, Turn
-from workers.images import AgentImage, build_context
+from workers.builds import build_context
+from workers.images import AgentImage
 from workers.limits import Limits
 from workers.outcomes import TurnResult
 from workers.sandbox import LABEL_IMAGE, LABEL_RUN, MiB, SandboxPolicy
@@ -32,6 +33,7 @@ TEST_POLICY = SandboxPolicy(
     pids_limit=64,
     nofile=256,
     scratch_bytes=16 * MiB,
+    shm_bytes=8 * MiB,
     socket_dir_bytes=1 * MiB,
     log_max_bytes=256 * 1024,
 )

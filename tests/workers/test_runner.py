@@ -17,7 +17,7 @@ from tests.workers.conftest import (
     tar_bytes,
 )
 from workers.agent_container import OUTPUT_CAP_BYTES, clean_output, keep_output_tail
-from workers.images import build_context
+from workers.builds import build_context
 from workers.outcomes import clean_answer
 from workers.runner import run_agent
 

@@ -46,7 +46,7 @@ def test_gpu_requests_and_the_visible_devices_match():
         SandboxPolicy(gpus=",").device_requests()
 
 
-@pytest.mark.parametrize("field", ["memory_bytes", "pids_limit", "nofile", "cpus"])
+@pytest.mark.parametrize("field", ["memory_bytes", "pids_limit", "nofile", "cpus", "shm_bytes"])
 def test_nonsense_sizes_are_refused(field):
     with pytest.raises(ValueError, match=field):
         SandboxPolicy(**{field: 0})
@@ -88,6 +88,9 @@ def test_agent_inside_sees_only_what_the_policy_allows(
     assert seen["socket_dir_bytes_written"] <= TEST_POLICY.socket_dir_bytes
     mounts = {line.split()[1]: line.split() for line in seen["mounts"]}
     assert mounts["/tmp"][2] == "tmpfs" and mounts[SOCKET_DIR][2] == "tmpfs"
+    shm = mounts["/dev/shm"][3].split(",")
+    assert mounts["/dev/shm"][2] == "tmpfs" and {"nosuid", "nodev", "noexec"} <= set(shm)
+    assert f"size={TEST_POLICY.shm_bytes // 1024}k" in shm
     # the image directory: read-only tmpfs holding this turn's image only
     assert mounts[IMAGE_DIR][2] == "tmpfs" and mounts[IMAGE_DIR][3].startswith("ro,")
     for tampering in ("write", "write_beside", "remove", "chmod", "chmod_directory"):

@@ -16,11 +16,13 @@ from pathlib import Path
 import docker
 import docker.errors
 import requests.exceptions
+from django.conf import settings
 from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
-from workers.images import AgentImage, ImageError, build_context, load_archive, local_image, pull
-from workers.pipeline.claims import InfrastructureError, hand_over
+from workers.builds import BaseImageMissing, build_context
+from workers.images import AgentImage, ImageError, load_archive, local_image, pull
+from workers.pipeline.claims import InfrastructureError, PodiumFault, hand_over
 
 State = EvaluationRun.State
 Kind = Submission.ArtifactKind
@@ -64,12 +66,15 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
                 return load_archive(path, client)
             return build_context(
                 path,
-                tag=f"podium-submission/{submission.pk}:latest",
+                base_images=settings.PODIUM_BUILD_BASE_IMAGES,
+                labels={"podium.submission": str(submission.pk)},
                 timeout_s=BUILD_TIMEOUT_S,
                 client=client,
             )
         except ImageError as exc:  # name the upload, not a path on Podium's disk
             raise ImageError(str(exc).replace(str(path), UPLOAD_NAME)) from None
+        except BaseImageMissing as exc:
+            raise PodiumFault(f"submission #{submission.pk}: {exc}") from None
 
 
 def submission_image(submission: Submission, client: docker.DockerClient) -> AgentImage:

@@ -1,0 +1,130 @@
+"""Building a team's context: offline, limited, from Podium's base images only, untagged and
+without another team's cache."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.workers.conftest import BASE_IMAGE, tar_bytes
+from workers.builds import build_context
+from workers.images import ImageError
+
+pytestmark = pytest.mark.docker
+
+
+def context(tmp_path, dockerfile: str, name="context.tar"):
+    path = tmp_path / name
+    path.write_bytes(tar_bytes({"Dockerfile": dockerfile.encode(), "agent.py": b"x = 1\n"}))
+    return path
+
+
+def test_build_context_builds_offline(docker_client, base_image, tmp_path):
+    dockerfile = f"FROM {base_image}\nCOPY agent.py /agent/agent.py\nENV PODIUM_AGENT=agent:A\n"
+    image = build_context(
+        context(tmp_path, dockerfile), tag="podium-test/built:1", client=docker_client
+    )
+    assert image.ref == "podium-test/built:1" and image.image_id.startswith("sha256:")
+    assert "PODIUM_AGENT=agent:A" in docker_client.images.get(image.image_id).attrs["Config"]["Env"]
+
+
+def test_failing_build_reports_the_tail_of_its_log(docker_client, base_image, tmp_path):
+    dockerfile = f"FROM {base_image}\nRUN echo preparing-weights && exit 3\n"
+    with pytest.raises(ImageError) as failure:
+        build_context(context(tmp_path, dockerfile), client=docker_client)
+    message = str(failure.value)
+    assert "build failed" in message and "returned a non-zero code: 3" in message
+    assert "preparing-weights" in message.split("last lines of the build log")[1]
+
+
+def test_build_has_no_network(docker_client, base_image, tmp_path):
+    probe = "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"
+    dockerfile = f'FROM {base_image}\nRUN python3 -c "{probe}"\n'
+    with pytest.raises(ImageError, match=r"(?s)build failed.*(unreachable|OSError|Errno)"):
+        build_context(context(tmp_path, dockerfile), client=docker_client)
+
+
+def test_build_time_limit(docker_client, base_image, tmp_path):
+    dockerfile = f"FROM {base_image}\nRUN sleep 45\n"
+    started = time.monotonic()
+    with pytest.raises(ImageError, match="build failed: over 3 s"):
+        build_context(context(tmp_path, dockerfile), timeout_s=3, client=docker_client)
+    assert time.monotonic() - started < 15
+    # the engine cancelled the step when the runner hung up
+    deadline = time.monotonic() + 20
+    while any("sleep 45" in str(c.attrs["Config"]["Cmd"]) for c in docker_client.containers.list()):
+        assert time.monotonic() < deadline, "the build step still runs"
+        time.sleep(0.5)
+
+
+def test_build_context_errors(docker_client, tmp_path):
+    empty = tmp_path / "empty.tar"
+    empty.write_bytes(tar_bytes({"README": b"no dockerfile"}))
+    with pytest.raises(ImageError, match="has no Dockerfile"):
+        build_context(empty, client=docker_client)
+    with pytest.raises(ImageError, match="reserved"):
+        build_context(
+            context(tmp_path, "FROM scratch\n"),
+            tag="podium/agent-base:py3.11",
+            client=docker_client,
+        )
+
+
+def test_a_built_image_has_no_tag_and_starts_from_the_pinned_base(
+    docker_client, base_image, tmp_path
+):
+    dockerfile = (
+        "# syntax=docker/dockerfile:1\n"
+        f"FROM {BASE_IMAGE} AS deps\nRUN echo built > /tmp/built\n"
+        f"FROM \\\n  docker.io/{BASE_IMAGE}\nCOPY --from=deps /tmp/built /tmp/built\n"
+    )
+    image = build_context(
+        context(tmp_path, dockerfile), labels={"podium.submission": "7"}, client=docker_client
+    )
+    built = docker_client.images.get(image.image_id)
+    assert built.tags == [] and image.ref == image.image_id
+    assert built.labels.get("podium.submission") == "7"
+    base_layers = docker_client.images.get(BASE_IMAGE).attrs["RootFS"]["Layers"]
+    assert built.attrs["RootFS"]["Layers"][: len(base_layers)] == base_layers
+
+
+OTHER_TEAM = {
+    "FROM another team's image by ID": "FROM {victim}\n",
+    "FROM another team's guessable tag": "FROM podium-test/victim:1\n",
+    "COPY --from another team's image": "FROM {base}\nCOPY --from={victim} /agent /stolen\n",
+    "RUN --mount from another team's image": (
+        "FROM {base}\nRUN --mount=type=bind,from=podium-test/victim:1,target=/v ls /v\n"
+    ),
+    "a build argument that expands into it": "ARG B=podium-test/victim:1\nFROM ${{B}}\n",
+    "a later stage reaching out": (
+        "FROM {base} AS a\nFROM a\nCOPY --from=podium-test/victim:1 / /x\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OTHER_TEAM, ids=list(OTHER_TEAM))
+def test_a_build_cannot_read_another_teams_image(
+    docker_client, base_image, agent_image, tmp_path, case
+):
+    victim = agent_image("agents/recorder")
+    docker_client.images.get(victim.image_id).tag("podium-test/victim", "1")
+    dockerfile = OTHER_TEAM[case].format(victim=victim.image_id, base=BASE_IMAGE)
+    started = len(docker_client.containers.list(all=True))
+    try:
+        with pytest.raises(ImageError) as refused:
+            build_context(context(tmp_path, dockerfile), client=docker_client)
+    finally:
+        docker_client.images.remove("podium-test/victim:1")
+    message = str(refused.value)
+    assert "Dockerfile line" in message and "build failed" not in message, message
+    assert "is not one of the base images" in message or "write image references out" in message
+    assert len(docker_client.containers.list(all=True)) == started, "nothing was built"
+
+
+def test_no_build_reuses_another_builds_cache(docker_client, base_image, tmp_path):
+    """Two teams with the same steps: the second build runs them again, nothing is shared."""
+    dockerfile = f"FROM {BASE_IMAGE}\nRUN date +%s%N > /tmp/stamp\n"
+    first = build_context(context(tmp_path, dockerfile, "a.tar"), client=docker_client)
+    second = build_context(context(tmp_path, dockerfile, "b.tar"), client=docker_client)
+    assert first.image_id != second.image_id

@@ -1,0 +1,63 @@
+"""The Dockerfile check: which references a build may read, and how allowed bases are pinned."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.dockerfile import DockerfileError, pin_base_images
+
+BASE = "podium/agent-base:py3.11"
+resolve = {BASE: "sha256:" + "a" * 64, f"docker.io/{BASE}": "sha256:" + "a" * 64}.get
+PINNED = "sha256:" + "a" * 64
+
+
+def test_allowed_bases_are_pinned_and_stages_kept_line_for_line():
+    text = (
+        "# syntax=docker/dockerfile:1\n"
+        f"FROM --platform=linux/amd64 {BASE} AS Build\n"
+        'RUN echo "a  b" && \\\n'
+        "    echo done\n"
+        "FROM \\\n"
+        f"  {BASE}\n"
+        "COPY --from=build /x /y\n"
+        "COPY --from=0 --chown=1000 /x /y\n"
+        "RUN --mount=type=bind,from=build,target=/a ls /a\n"
+    )
+    lines = pin_base_images(text, resolve).splitlines()
+    assert lines[1] == f"FROM --platform=linux/amd64 {PINNED} AS build"
+    assert lines[2:4] == ['RUN echo "a  b" && \\', "    echo done"]  # untouched
+    assert lines[4:6] == [f"FROM {PINNED}", ""]  # same line numbers after
+    assert lines[6:] == text.splitlines()[6:]
+
+
+def test_copy_from_an_allowed_base_is_pinned_too():
+    text = f"FROM scratch\nCOPY --from={BASE} /usr/bin/python3 /p\n"
+    assert (
+        pin_base_images(text, resolve).splitlines()[1]
+        == f"COPY --from={PINNED} /usr/bin/python3 /p"
+    )
+
+
+def test_the_escape_directive_and_onbuild_are_understood():
+    text = f"# escape=`\nFROM `\n  {BASE}\nONBUILD COPY --from=other/x / /\n"
+    with pytest.raises(DockerfileError, match="line 4: COPY 'other/x' is not one of the base"):
+        pin_base_images(text, resolve)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("FROM podium-submission/1:latest\n", "line 1: FROM 'podium-submission/1:latest' is not"),
+        (f"FROM {BASE}\nCOPY --from=team/agent:1 /agent /a\n", "line 2: COPY 'team/agent:1'"),
+        (f"FROM {BASE}\nCOPY --from=1 / /\n", "line 2: COPY '1' is not"),  # no such stage yet
+        ("FROM 0\n", "line 1: FROM '0' is not"),  # an index is no image
+        ("ARG B=x\nFROM $B\n", "line 2: FROM '$B': write image references out"),
+        (f"FROM {BASE}\nCOPY --from=${{X}} / /\n", "write image references out"),
+        (f"FROM {BASE}\nRUN --mount=type=cache,target=/c,from=evil/x ls\n", "RUN 'evil/x'"),
+        (f"FROM {BASE} AS\n", "line 1: FROM <image> [AS <name>] expected"),
+        ("RUN ls\n", "no FROM instruction"),
+    ],
+)
+def test_other_references_are_refused_naming_the_line(text, message):
+    with pytest.raises(DockerfileError, match=message.replace("$", r"\$").replace("[", r"\[")):
+        pin_base_images(text, resolve)
