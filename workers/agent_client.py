@@ -25,6 +25,7 @@ from typing import Any
 from agentkit.protocol import BATCH_PATH, READY_PATH, clip_batch_size
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+AGENT_TEXT_BYTES = 64 * 1024  # of the agent's own words kept behind a failure, for operators
 
 
 class AgentUnavailable(Exception):
@@ -36,7 +37,13 @@ class AgentTimeout(Exception):
 
 
 class ProtocolError(Exception):
-    """The agent answered something the protocol does not allow; the message says what."""
+    """The agent answered something the protocol does not allow. The message says what, in
+    Podium's words only; ``agent_text`` holds the agent's own bytes behind it (a status line,
+    a header), which may carry a hidden split's queries and so are never part of the message."""
+
+    def __init__(self, reason: str, agent_text: str = "") -> None:
+        super().__init__(reason)
+        self.agent_text = agent_text
 
 
 @dataclass(frozen=True)
@@ -59,9 +66,16 @@ def encode_batch(batch_id: str, deadline_s: float, turns: list[dict]) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
-def batch_responses(body: Any, expected: int) -> list[str]:
-    """The ``responses`` of a 200 ``/batch`` reply: exactly ``expected`` strings."""
-    responses = body.get("responses") if isinstance(body, dict) else None
+def batch_responses(body: Any, expected: int, batch_id: str) -> list[str]:
+    """The ``responses`` of a 200 ``/batch`` reply to batch ``batch_id``: exactly ``expected``
+    strings, in a reply that names that batch."""
+    named = body.get("batch_id") if isinstance(body, dict) else None
+    if isinstance(named, bool) or not isinstance(named, str | int) or str(named) != batch_id:
+        raise ProtocolError(
+            f"/batch must answer {{'batch_id': ..., 'responses': [...]}} naming the batch sent "
+            f"(batch {batch_id}); the reply named another batch or none"
+        )
+    responses = body.get("responses")
     if not isinstance(responses, list) or len(responses) != expected:
         raise ProtocolError(
             f"/batch must answer {{'responses': [...]}} with {expected} strings, one per turn"
@@ -69,6 +83,11 @@ def batch_responses(body: Any, expected: int) -> list[str]:
     if not all(isinstance(r, str) for r in responses):
         raise ProtocolError("/batch: every response must be a string")
     return responses
+
+
+def _agent_text(exc: Exception) -> str:
+    """What an exception quotes of the agent's bytes (http.client caps a line at 64 KiB)."""
+    return str(exc)[:AGENT_TEXT_BYTES]
 
 
 class _DeadlineSocket(socket.socket):
@@ -196,9 +215,14 @@ class AgentClient:
             if isinstance(exc, TimeoutError) or time.monotonic() - started >= timeout_s:
                 raise AgentTimeout(f"{method} {path}: no answer within {timeout_s:.1f} s") from None
             hung_up = (http.client.RemoteDisconnected, http.client.IncompleteRead)
-            if isinstance(exc, http.client.HTTPException) and not isinstance(exc, hung_up):
-                raise ProtocolError(f"{path}: malformed HTTP response ({exc})") from None
-            raise AgentUnavailable(f"{method} {path}: {exc.__class__.__name__}: {exc}") from None
+            if isinstance(exc, http.client.HTTPException | ValueError) and not isinstance(
+                exc, hung_up
+            ):  # the exception's text quotes the agent's bytes: kept apart from the reason
+                raise ProtocolError(
+                    f"{path}: malformed HTTP response ({exc.__class__.__name__})",
+                    agent_text=_agent_text(exc),
+                ) from None
+            raise AgentUnavailable(f"{method} {path}: {exc.__class__.__name__}") from None
         try:
             parsed = json.loads(raw.decode("utf-8", errors="replace")) if raw else None
         except ValueError:

@@ -1,6 +1,7 @@
 """What a run produces: one ``TurnResult`` per turn (sent to the sink as it arrives) and a
-``RunReport`` at the end. Reasons are written for the participant and never carry a query,
-an answer or anything else from the split."""
+``RunReport`` at the end. Reasons are written by Podium for the participant and never carry a
+query, an answer or any byte the agent sent (an agent could echo the split's queries there):
+what the agent said behind a failure is kept apart, in ``agent_text``."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class RunReport:
     turns: list[TurnOutcome] = field(default_factory=list)  # this run's turns, in order asked
     resumed_turns: int = 0  # answered by an earlier run, not asked again
     agent_log: str = ""  # tail of the agent's stdout+stderr, all its containers, 64 KiB at most
+    agent_text: str = ""  # the agent's own words behind ``failure_reason`` (never part of it)
 
     def counts(self) -> dict[str, int]:
         totals = {"answered": 0, "timeout": 0, "error": 0}
@@ -62,4 +64,9 @@ def clean_answer(text: str, cap_bytes: int) -> str:
 
 
 class RunFailed(Exception):
-    """Ends a run; ``str(exc)`` is the participant-readable reason."""
+    """Ends a run; ``str(exc)`` is the participant-readable reason, in Podium's words only;
+    ``agent_text`` is what the agent said behind it (shown quoted for public splits only)."""
+
+    def __init__(self, reason: str, agent_text: str = "") -> None:
+        super().__init__(reason)
+        self.agent_text = agent_text

@@ -233,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.report.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     if report.status != "completed":
         print(f"run failed: {report.failure_reason}", file=sys.stderr)
+        if report.agent_text:
+            print(f"the agent sent: {report.agent_text[:2000]!r}", file=sys.stderr)
         return 1
     return 0
 

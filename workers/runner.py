@@ -135,6 +135,7 @@ class _Run:
                         ) from None
         except RunFailed as failure:
             self.report.failure_reason = str(failure)
+            self.report.agent_text = failure.agent_text
         finally:
             self.stager.close()
             self.report.total_s = time.monotonic() - self.started
@@ -199,7 +200,7 @@ class _Run:
                 f"the agent was not ready within {self.limits.readiness_s:.0f} s"
             ) from None
         except ProtocolError as exc:
-            raise RunFailed(f"protocol error: {exc}") from None
+            raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
         if self.report.start_to_ready_s is None:
             self.report.start_to_ready_s = time.monotonic() - started
         return readiness
@@ -251,7 +252,7 @@ class _Run:
         except AgentUnavailable:
             self._crashed(box, box.settled_state())
         except ProtocolError as exc:
-            raise RunFailed(f"protocol error: {exc}") from None
+            raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
         latency = self.last_latency_s = time.monotonic() - started
         if reply.status in PROTOCOL_STATUSES:
             raise RunFailed(f"protocol error: /batch answered HTTP {reply.status}")
@@ -259,9 +260,9 @@ class _Run:
             self._record(batch, [""] * len(batch), "error", latency)
             return "error"
         try:
-            responses = batch_responses(reply.body, len(batch))
+            responses = batch_responses(reply.body, len(batch), str(self.batch_number))
         except ProtocolError as exc:
-            raise RunFailed(f"protocol error: {exc}") from None
+            raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
         cap = self.limits.answer_cap_bytes
         self._record(batch, [clean_answer(r, cap) for r in responses], "answered", latency)
         return "answered"

@@ -32,6 +32,9 @@ def http_response(status: int, body: bytes, extra: bytes = b"") -> bytes:
     )
 
 
+SECRET = b"what is the private test query number 17"
+
+
 class Behaviour(socketserver.StreamRequestHandler):
     """Answers each request according to the server's ``mode``."""
 
@@ -62,6 +65,12 @@ class Behaviour(socketserver.StreamRequestHandler):
                 return
             if mode == "garbage":
                 self.wfile.write(b"this is not http\r\n\r\n")
+                return
+            if mode == "echo_status":  # a status line carrying what the request held
+                self.wfile.write(b"HTTP/1.1 " + SECRET + b" x" * 2000 + b"\r\n\r\n")
+                return
+            if mode == "echo_version":  # the protocol version, likewise
+                self.wfile.write(b"HTTP/" + SECRET.replace(b" ", b"_") + b" 200 OK\r\n\r\n")
                 return
             if mode == "huge":
                 self.wfile.write(http_response(200, b'"' + b"x" * 5000 + b'"'))
@@ -179,9 +188,34 @@ def test_encode_batch_is_ascii_json_that_round_trips():
 
 @pytest.mark.parametrize(
     "body",
-    [None, [], {"responses": "x"}, {"responses": ["a"]}, {"responses": ["a", 2]}],
+    [
+        None,
+        [],
+        {"batch_id": "3", "responses": "x"},
+        {"batch_id": "3", "responses": ["a"]},
+        {"batch_id": "3", "responses": ["a", 2]},
+    ],
 )
 def test_batch_responses_must_be_one_string_per_turn(body):
     with pytest.raises(ProtocolError, match="/batch"):
-        batch_responses(body, 2)
-    assert batch_responses({"responses": ["a", "b"], "elapsed_s": 0.1}, 2) == ["a", "b"]
+        batch_responses(body, 2, "3")
+    good = {"batch_id": "3", "responses": ["a", "b"], "elapsed_s": 0.1}
+    assert batch_responses(good, 2, "3") == ["a", "b"]
+    assert batch_responses({**good, "batch_id": 3}, 2, "3") == ["a", "b"]  # a number echoed
+
+
+@pytest.mark.parametrize("named", [None, "2", 4, True, ["3"]], ids=repr)
+def test_a_reply_naming_another_batch_is_refused(named):
+    body = {"responses": ["a", "b"]} | ({} if named is None else {"batch_id": named})
+    with pytest.raises(ProtocolError, match=r"naming the batch sent \(batch 3\)"):
+        batch_responses(body, 2, "3")
+
+
+@pytest.mark.parametrize("mode", ["echo_status", "echo_version"])
+def test_the_agents_bytes_are_kept_apart_from_the_reason(serve, mode):
+    with pytest.raises(ProtocolError) as refused:
+        AgentClient(serve(mode)).batch(b"{}", timeout_s=2)
+    secret = SECRET.decode() if mode == "echo_status" else SECRET.decode().replace(" ", "_")
+    assert str(refused.value).startswith("/batch: malformed HTTP response (")
+    assert "private test query" not in str(refused.value).replace("_", " ")
+    assert secret in refused.value.agent_text

@@ -122,3 +122,29 @@ def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_return
     assert verdicts.count() == split.turns
     assert set(verdicts.values_list("verdict", flat=True)) == {"correct"}
     assert run.slice_scores.get(dimension="all").truthfulness == 1.0
+
+
+def test_an_agent_cannot_leak_the_private_split_through_its_failure_reason(
+    pipeline, team_member, tmp_path
+):
+    """The agent echoes each batch's queries in a malformed status line: its team reads them
+    (quoted, capped, marked) for the validation split, never for the private test."""
+    team, user = team_member
+    challenge = Challenge.objects.create(name="Leak", slug="leak")
+    task = make_task(challenge, "single-source-augmentation")
+    for kind in ("validation", "private-test"):
+        import_split_dir(task, kind, write_split(tmp_path / kind, 4, 1))
+    submission = submit_agent(
+        team, user, challenge, REPO / "tests/workers/hostile/echo_queries", "leak"
+    )
+    pipeline.start_worker("leaky")
+    runs = {run.split.kind: run for run in pipeline.wait_finished(submission, timeout_s=240)}
+    private, public = runs["private-test"], runs["validation"]
+    for run in (private, public):
+        assert run.state == State.FAILED
+        assert run.failure_reason.startswith("protocol error: /batch: malformed HTTP response")
+    assert "what is" not in private.failure_reason and "c0-t0" not in private.failure_reason
+    assert "not shown for a private split" in private.failure_reason
+    assert "what is c0-t0?" in json.loads(private.operator_detail)["agent_text"]
+    quoted = public.failure_reason.split("; the agent sent (quoted", 1)[1]
+    assert "what is c0-t0?" in quoted and len(public.failure_reason) < 600

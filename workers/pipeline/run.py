@@ -19,7 +19,7 @@ from evaluator.truncation import Truncator, load_truncator
 from leaderboard.models import EvaluationRun, Task, TurnAnswer
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import TurnResult
+from workers.outcomes import RunReport, TurnResult
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_data
 from workers.pipeline.claims import PodiumFault, RunLost, beat_if_mine, hand_over
@@ -27,6 +27,8 @@ from workers.runner import run_agent
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
+AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
+OPERATOR_DETAIL_CHARS = 200_000
 TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
 
 
@@ -106,6 +108,26 @@ class AnswerSink:
             self.last_beat = now
 
 
+def team_reason(report: RunReport, *, public: bool) -> str:
+    """The failure reason a team reads: Podium's words; on a public split, what the agent said
+    behind it too, quoted, capped and marked as the agent's. On a private split the agent's
+    words never reach the team (they could carry the split's queries): organisers see them in
+    the operator detail."""
+    reason = report.failure_reason or "the run failed"
+    said = report.agent_text
+    if not said:
+        return reason
+    if not public:
+        return f"{reason} (what the agent sent is not shown for a private split)"
+    excerpt = json.dumps(said[:AGENT_TEXT_SHOWN], ensure_ascii=True)
+    more = (
+        f", first {AGENT_TEXT_SHOWN} of {len(said)} characters"
+        if len(said) > AGENT_TEXT_SHOWN
+        else ""
+    )
+    return f"{reason}; the agent sent (quoted{more}): {excerpt}"
+
+
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every turn not answered yet, then hand over to judging."""
     task = run.task
@@ -145,10 +167,10 @@ def run_stage(run: EvaluationRun) -> None:
         docker_client().close()  # an engine that went away is retried, not the team's failure
         run.move_to(
             State.FAILED,
-            failure_reason=report.failure_reason or "the run failed",
+            failure_reason=team_reason(report, public=not run.split.is_private),
             operator_detail=json.dumps(
                 {k: v for k, v in report.to_dict().items() if k != "agent_log"}
-            )[:20000],
+            )[:OPERATOR_DETAIL_CHARS],
         )
         return
     hand_over(run, State.JUDGING)

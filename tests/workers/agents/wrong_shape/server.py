@@ -24,8 +24,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, {"ready": True, "batch_size": 4, "kit": "native"})
 
     def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.reply(200, {"responses": "one answer for everything"})
+        batch = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.reply(200, {"batch_id": batch["batch_id"], "responses": "one answer for everything"})
 
     def address_string(self):
         return "runner"
