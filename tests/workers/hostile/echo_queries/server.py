@@ -19,7 +19,8 @@ def handle(conn):
     if head.startswith(b"GET"):
         reply = json.dumps({"ready": True, "batch_size": 8}).encode()
         conn.sendall(
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: "
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
+            + b"Content-Type: application/json\r\nContent-Length: "
             + str(len(reply)).encode()
             + b"\r\n\r\n"
             + reply
