@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -87,6 +88,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "leaderboard",
 ]
 
@@ -99,7 +101,21 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers for a locked-out sign-in
 ]
+# --- sign-in throttling (django-axes): a username is locked, from the address that failed, after
+# this many failed sign-ins (web form, admin, API token), for the cool-off time; a success resets
+# the count. Attempts and lockouts are in the admin (Axes), where organisers lift a lock.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("PODIUM_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_int("PODIUM_LOGIN_COOLOFF_MIN", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "podium.lockout.locked_out"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "podium.urls"
 WSGI_APPLICATION = "podium.wsgi.application"
@@ -258,6 +274,17 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # Per client (token user, else address), in Django's cache: per web process unless the cache
+    # is shared. ``token`` also covers POST /api/token/ (password guessing, on top of the lock).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": _env("PODIUM_API_RATE_ANON", "300/min"),
+        "user": _env("PODIUM_API_RATE_USER", "1200/min"),
+        "token": _env("PODIUM_API_RATE_TOKEN", "20/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Podium API",

@@ -2,10 +2,10 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from leaderboard.api import submissions, views
+from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
 router.register("challenges", views.ChallengeViewSet, basename="challenge")
@@ -17,7 +17,7 @@ router.register("runs", views.RunViewSet, basename="run")
 app_name = "api"
 urlpatterns = [
     path("", include(router.urls)),
-    path("token/", obtain_auth_token, name="token"),
+    path("token/", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]
