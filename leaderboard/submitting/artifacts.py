@@ -2,19 +2,21 @@
 
 An image archive (``docker save``, plain or compressed) must hold ``manifest.json`` at its top
 level; a build context (tar, plain or compressed) must hold a ``Dockerfile`` there. Either is
-read once, as a stream, in constant memory: every member name is checked for path traversal,
-links must stay inside the archive, device files are refused, and the bytes are hashed on the
-way. A registry reference must follow Docker's reference grammar.
+read once, as a stream, in constant memory, by ``evaluator.tar_scan`` in a child process with
+CPU, memory and time limits: every member name is checked for path traversal, links must stay
+inside the archive (chains included), device files are refused, entries and declared bytes are
+held to a budget, and the bytes are hashed on the way. A registry reference must follow Docker's
+reference grammar, and may not name one of Podium's own images.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import io
-import posixpath
 import re
-import tarfile
-import zlib
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -22,16 +24,16 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
-from evaluator.archives import ArchiveLimits, LinkTracker, member_problem
+from evaluator.archives import ArchiveLimits
+from evaluator.tar_scan import Refusal, scan_file
 from leaderboard.models import Submission
 from workers.images import is_reserved
 
 Kind = Submission.ArtifactKind
 CHUNK_BYTES = 1024 * 1024
 # Compressed tars are accepted (docker load and docker build read them); the file name kept in
-# storage says which compression it is.
-MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz"}
-# The file each uploaded kind must hold at its top level.
+# storage says which compression it is (``evaluator.tar_scan`` finds it). The file each
+# uploaded kind must hold at its top level:
 REQUIRED_MEMBER = {Kind.IMAGE_ARCHIVE: "manifest.json", Kind.BUILD_CONTEXT: "Dockerfile"}
 WHY_REQUIRED = {
     Kind.IMAGE_ARCHIVE: "not a docker save archive: it has no manifest.json at its top level",
@@ -64,27 +66,6 @@ class ArchiveFacts:
         return f".tar.{self.compression}" if self.compression else ".tar"
 
 
-class _HashingReader:
-    """A read-only stream that hashes and counts the bytes read through it."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.sha256.update(data)
-        self.size += len(data)
-        return data
-
-
-def _compression(stream: IO[bytes]) -> str:
-    head = stream.read(6)
-    stream.seek(0)
-    return next((name for magic, name in MAGIC.items() if head.startswith(magic)), "")
-
-
 def upload_budget(compressed_bytes: int) -> ArchiveLimits:
     """What reading an upload of this size may unpack: the archive limits, and for a compressed
     upload at most ``PODIUM_UPLOAD_MAX_RATIO`` times its size (never under 256 MiB)."""
@@ -95,8 +76,23 @@ def upload_budget(compressed_bytes: int) -> ArchiveLimits:
     )
 
 
+@contextlib.contextmanager
+def _local_path(stream: IO[bytes]) -> Iterator[str]:
+    """A path on disk holding ``stream``'s bytes: the upload's own temporary file, or a copy."""
+    path = getattr(stream, "temporary_file_path", None)
+    if path is not None:
+        yield path()
+        return
+    with tempfile.NamedTemporaryFile(prefix="podium-upload-", suffix=".tar") as copy:
+        stream.seek(0)
+        shutil.copyfileobj(stream, copy, CHUNK_BYTES)
+        copy.flush()
+        yield copy.name
+
+
 def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
-    """Read an uploaded tar once from the start of ``stream``; raise ``ValidationError`` if bad.
+    """Check an uploaded tar (``evaluator.tar_scan``, in a child process with CPU, memory and
+    time limits); raise ``ValidationError`` if bad.
 
     ``label`` names the upload in messages (its file name as sent). Reading stops as soon as the
     entries or the bytes they declare pass ``upload_budget``: before their data is read.
@@ -105,42 +101,31 @@ def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
     total = stream.seek(0, io.SEEK_END)
     budget = upload_budget(total)
     stream.seek(0)
-    compression = _compression(stream)
-    reader = _HashingReader(stream)
-    found = False
-    members = unpacked = 0
-    links = LinkTracker()
     try:
-        with tarfile.open(fileobj=reader, mode="r|*") as archive:
-            while (member := archive.next()) is not None:
-                # Stream mode cannot go back, so the list of members read so far is of no use;
-                # emptying it keeps memory constant whatever the number of entries.
-                archive.members.clear()
-                if why := member_problem(member) or links.problem(member):
-                    raise ValidationError(
-                        f"{label}: entry {member.name!r} is {why}", code="unsafe_member"
-                    )
-                members, unpacked = members + 1, unpacked + member.size
-                if members > budget.max_members or unpacked > budget.max_bytes:
-                    raise ValidationError(
-                        f"{label}: entry {member.name!r} takes the archive past "
-                        f"{budget.max_members} entries or {filesizeformat(budget.max_bytes)} "
-                        f"unpacked, the most an upload of {filesizeformat(total)} may hold",
-                        code="over_budget",
-                    )
-                top_level = posixpath.normpath(member.name) == required
-                found = found or (top_level and (member.isfile() or member.islnk()))
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        why = "the file is empty" if reader.size == 0 else str(exc) or type(exc).__name__
-        raise ValidationError(f"{label}: not a tar archive ({why})", code="not_tar") from None
-    if why := links.final_problem():
-        raise ValidationError(f"{label}: {why}", code="unsafe_member")
-    if not found:
+        with _local_path(stream) as path:
+            scan = scan_file(path, budget, required)
+    except Refusal as refusal:
+        message = _refusal_message(refusal, label, budget, total)
+        raise ValidationError(message, code=refusal.code) from None
+    finally:
+        stream.seek(0)
+    if not scan.has_required:
         raise ValidationError(f"{label}: {WHY_REQUIRED[Kind(kind)]}", code=f"no_{required}")
-    while reader.read(CHUNK_BYTES):  # hash what follows the end-of-archive marker too
-        pass
-    stream.seek(0)
-    return ArchiveFacts(sha256=reader.sha256.hexdigest(), size=reader.size, compression=compression)
+    return ArchiveFacts(sha256=scan.sha256, size=scan.size, compression=scan.compression)
+
+
+def _refusal_message(refusal: Refusal, label: str, budget: ArchiveLimits, total: int) -> str:
+    if refusal.code == "not_tar":
+        return f"{label}: not a tar archive ({refusal.why})"
+    if refusal.code == "over_budget":
+        return (
+            f"{label}: entry {refusal.entry!r} takes the archive past {budget.max_members} "
+            f"entries or {filesizeformat(budget.max_bytes)} unpacked, the most an upload of "
+            f"{filesizeformat(total)} may hold"
+        )
+    if refusal.entry:
+        return f"{label}: entry {refusal.entry!r} {refusal.why}"
+    return f"{label}: {refusal.why}"
 
 
 def check_reference(ref: str) -> str:
