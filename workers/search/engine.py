@@ -40,7 +40,7 @@ TEXT_QUERY_REFUSED = (
     "PIL image or image embeddings for image search."
 )
 MAX_K = 1000
-MAX_IMAGE_PIXELS = 40_000_000  # checked before decoding, so a small file cannot expand to GBs
+MAX_IMAGE_PIXELS = 24_000_000  # checked before decoding, so a small file cannot expand to GBs
 ENCODE_BATCH = 64
 TEXT_ENCODER_ENV = "PODIUM_SEARCH_TEXT_ENCODER"
 IMAGE_ENCODER_ENV = "PODIUM_SEARCH_IMAGE_ENCODER"

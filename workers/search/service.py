@@ -1,7 +1,11 @@
 """The search service an agent container reaches through ``search.sock`` (no network).
 
-HTTP/1.1 with JSON bodies over a Unix socket (``agentkit/protocol.py``), one thread per
-connection, keep-alive allowed:
+HTTP/1.1 with JSON bodies over a Unix socket (``agentkit/protocol.py``), keep-alive allowed.
+Bounded per run, whatever the agent does: at most ``MAX_CONNECTIONS`` connections at once (one
+thread each; one more is answered 503 and closed at once, no thread made), at most
+``MAX_SEARCHES_AT_ONCE`` searches decoding and encoding at once (the others wait their turn),
+bodies up to ``MAX_BODY_BYTES``, images up to ``engine.MAX_IMAGE_PIXELS`` (checked before
+decoding).
 
 - ``POST /search/image`` ``{"image_b64": str, "k": int}`` -> 200 ``{"results": [...]}``
 - ``POST /search/web`` ``{"query": str, "k": int}`` -> 200 ``{"results": [...]}``
@@ -9,7 +13,8 @@ connection, keep-alive allowed:
 Errors are ``{"error": str}``: 400 bad request (the message says which field), 403 web search
 in a task that does not enable it (the message is the official API's ``ValueError`` text, so
 agentkit raises the same exception), 404 unknown path, 405 not POST, 411 no Content-Length,
-413 body over ``MAX_BODY_BYTES``, 500 an unexpected server fault (logged here, not shown).
+413 body over ``MAX_BODY_BYTES``, 503 too many connections at once, 500 an unexpected server
+fault (logged here, not shown).
 
 The socket file is made mode 0666 so the container's non-root user (uid 10001) can connect;
 the directory holding it must be searchable by that user too (the runner creates it).
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import logging
 import os
@@ -41,8 +47,13 @@ from workers.search.engine import (
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 32 * 1024 * 1024  # a base64 960x1280 photo is well under 4 MB
+MAX_BODY_BYTES = 16 * 1024 * 1024  # a base64 12-megapixel JPEG is well under 8 MB
 IDLE_TIMEOUT_S = 60.0
+MAX_CONNECTIONS = 16  # per run, at once
+MAX_SEARCHES_AT_ONCE = 2  # per run: what decoding images and encoding them may hold in memory
+_TOO_MANY = json.dumps(
+    {"error": f"too many connections to the search service: at most {MAX_CONNECTIONS} at once"}
+).encode()
 
 
 class _RequestError(Exception):
@@ -60,12 +71,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             body = self._body()
-            if self.path == IMAGE_SEARCH_PATH:
-                results = self._image_search(body)
-            elif self.path == WEB_SEARCH_PATH:
-                results = self._web_search(body)
-            else:
+            if self.path not in (IMAGE_SEARCH_PATH, WEB_SEARCH_PATH):
                 raise _RequestError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
+            with self.server.searching:
+                if self.path == IMAGE_SEARCH_PATH:
+                    results = self._image_search(body)
+                else:
+                    results = self._web_search(body)
         except _RequestError as exc:
             self._reply(exc.status, {"error": str(exc)})
         except SearchRefused as exc:
@@ -151,7 +163,33 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         web_search_enabled(task)  # rejects an unknown task id before binding
         self.engine = engine
         self.task = task
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.searching = threading.BoundedSemaphore(MAX_SEARCHES_AT_ONCE)
         super().__init__(str(socket_path), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection while under ``MAX_CONNECTIONS``; else 503 at once."""
+        if not self.connections.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1)
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(_TOO_MANY)}\r\nConnection: close\r\n\r\n".encode()
+                    + _TOO_MANY
+                )
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
 
 class SearchService:

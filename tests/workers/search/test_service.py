@@ -11,6 +11,8 @@ import socket
 import stat
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +23,13 @@ from PIL import Image
 
 from tests.workers.search.helpers import draw_entity, entity_name
 from workers.search.engine import TEXT_QUERY_REFUSED, SearchEngine
-from workers.search.service import MAX_BODY_BYTES, SearchService, start_search_service
+from workers.search.service import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    MAX_SEARCHES_AT_ONCE,
+    SearchService,
+    start_search_service,
+)
 
 TASK1, TASK2 = "single-source-augmentation", "multi-source-augmentation"
 
@@ -127,7 +135,7 @@ def test_a_small_file_expanding_to_a_huge_picture_is_refused(
     with _serve(engine, socket_dir, TASK1) as service, _client(service) as client:
         reply = client.post("/search/image", json=body)
     assert reply.status_code == 400
-    assert reply.json()["error"] == "image is 10000x5000, over the 40000000-pixel limit"
+    assert reply.json()["error"] == "image is 10000x5000, over the 24000000-pixel limit"
 
 
 def test_wrong_method_missing_length_and_huge_bodies_are_refused(
@@ -198,3 +206,62 @@ def test_stale_socket_is_replaced_but_other_files_are_not(
         start_search_service(engine, path, TASK1)
     with pytest.raises(ValueError, match="unknown task"):
         start_search_service(engine, socket_dir / "other.sock", "task-9")
+
+
+def test_a_connection_flood_is_refused_at_once_and_makes_no_thread(
+    engine: SearchEngine, socket_dir: Path
+) -> None:
+    """Idle connections up to the cap; every one after it is answered 503 and closed, with no
+    thread made for it; once the idle ones go, searching works again."""
+    with _serve(engine, socket_dir, TASK2) as service:
+        idle = []
+        for _ in range(MAX_CONNECTIONS):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(str(service.socket_path))
+            idle.append(conn)
+        time.sleep(0.3)  # the server has taken them all
+        threads = threading.active_count()
+        started = time.monotonic()
+        for _ in range(200):  # answered before it sends anything
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(10)
+                conn.connect(str(service.socket_path))
+                reply = conn.recv(65536)
+            assert reply.startswith(b"HTTP/1.1 503 ") and b"at most 16 at once" in reply
+        assert time.monotonic() - started < 10
+        assert threading.active_count() <= threads + 1
+        for conn in idle:
+            conn.close()
+        time.sleep(0.3)
+        with _client(service) as client:
+            assert client.post("/search/web", json={"query": "lighthouse"}).status_code == 200
+
+
+def test_searches_at_once_are_bounded_whatever_the_connections(
+    engine: SearchEngine, socket_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inside, peak, lock = 0, 0, threading.Lock()
+    search = engine.image_search
+
+    def counted(*args, **kwargs):
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        time.sleep(0.05)
+        try:
+            return search(*args, **kwargs)
+        finally:
+            with lock:
+                inside -= 1
+
+    monkeypatch.setattr(engine, "image_search", counted)
+    with _serve(engine, socket_dir, TASK2) as service:
+
+        def ask(i: int) -> int:
+            with _client(service) as client:
+                return client.post("/search/image", json={"image_b64": _png_b64(i)}).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert set(pool.map(ask, range(16))) == {200}
+    assert peak == MAX_SEARCHES_AT_ONCE
