@@ -132,3 +132,36 @@ def test_output_flood_is_capped_by_the_log_limit(
     # after each write and rotates, so a busy engine can be caught mid-rotation (a few times
     # max-size at most), never anywhere near the 32 MB written.
     assert len(log_sizes) == 2 and 0 < max(log_sizes) <= 4 * TEST_POLICY.log_max_bytes
+
+
+def test_exhausting_its_own_limits_harms_no_one_else(agent_image, tmp_path, recorder, no_leftovers):
+    """File descriptors, scratch space and shared memory run out at the policy's limits, inside
+    the container; zombies it leaves go with it; a neighbour's run completes meanwhile."""
+
+    def attack():
+        return run(agent_image("hostile/exhaust"), make_split(tmp_path / "s", [1]), recorder)
+
+    report = alongside(agent_image, tmp_path / "n", attack)
+    assert report.status == "completed", report.failure_reason
+    seen = json.loads(recorder.results[0].response)
+    assert 0 < seen["fds"] <= TEST_POLICY.nofile and seen["fd_error"] == "Too many open files"
+    assert 0 < seen["scratch"] <= TEST_POLICY.scratch_bytes
+    assert seen["scratch_error"] == "No space left on device"
+    assert (
+        0 < seen["shm"] <= TEST_POLICY.shm_bytes and seen["shm_error"] == "No space left on device"
+    )
+    # Nothing of the agent's is left on the host: no process of its uid, zombies included.
+    assert _processes_of_uid(10001) == []
+    well_behaved_run(agent_image, tmp_path / "after")
+
+
+def _processes_of_uid(uid: int) -> list[str]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(f"{status.parent.name} {fields.get('Name', '').strip()}")
+    return found
