@@ -41,6 +41,10 @@ TEXT_QUERY_REFUSED = (
 )
 MAX_K = 1000
 MAX_IMAGE_PIXELS = 24_000_000  # checked before decoding, so a small file cannot expand to GBs
+# A query image larger than this on a side is scaled down as it is decoded (JPEGs decode at the
+# reduced scale directly): encoders see at most this much, whatever an agent sends. CLIP-style
+# encoders resize to 224 pixels anyway; a 960x1280 photo is not touched.
+MAX_IMAGE_SIDE = 1280
 ENCODE_BATCH = 64
 TEXT_ENCODER_ENV = "PODIUM_SEARCH_TEXT_ENCODER"
 IMAGE_ENCODER_ENV = "PODIUM_SEARCH_IMAGE_ENCODER"
@@ -67,7 +71,8 @@ def check_k(k: object) -> int:
 
 
 def decode_image(data: bytes) -> Image.Image:
-    """A fully decoded image from file bytes, or ``BadQuery`` saying why not."""
+    """A fully decoded image from file bytes, at most ``MAX_IMAGE_SIDE`` on a side, or
+    ``BadQuery`` saying why not."""
     errors = (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError)
     try:
         image = Image.open(io.BytesIO(data))  # reads the header only
@@ -78,6 +83,7 @@ def decode_image(data: bytes) -> Image.Image:
             f"image is {image.width}x{image.height}, over the {MAX_IMAGE_PIXELS}-pixel limit"
         )
     try:
+        image.thumbnail((MAX_IMAGE_SIDE, MAX_IMAGE_SIDE))  # loads at a reduced scale if larger
         image.load()
     except errors as exc:
         raise BadQuery(f"image is not a decodable picture: {exc}") from exc

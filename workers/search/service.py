@@ -2,8 +2,8 @@
 
 HTTP/1.1 with JSON bodies over a Unix socket (``agentkit/protocol.py``), keep-alive allowed.
 Bounded per run, whatever the agent does: at most ``MAX_CONNECTIONS`` connections at once (one
-thread each; one more is answered 503 and closed at once, no thread made), at most
-``MAX_SEARCHES_AT_ONCE`` searches decoding and encoding at once (the others wait their turn),
+thread each; one more is answered 503 and closed at once, no thread made), searches worked on
+by a pool of ``MAX_SEARCHES_AT_ONCE`` threads (the others wait their turn),
 bodies up to ``MAX_BODY_BYTES``, images up to ``engine.MAX_IMAGE_PIXELS`` (checked before
 decoding).
 
@@ -31,6 +31,7 @@ import os
 import socketserver
 import stat
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -47,10 +48,12 @@ from workers.search.engine import (
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 16 * 1024 * 1024  # a base64 12-megapixel JPEG is well under 8 MB
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a base64 960x1280 photo is well under 1 MB
 IDLE_TIMEOUT_S = 60.0
-MAX_CONNECTIONS = 16  # per run, at once
-MAX_SEARCHES_AT_ONCE = 2  # per run: what decoding images and encoding them may hold in memory
+MAX_CONNECTIONS = 8  # per run, at once
+# Per run: searches are worked on by this many threads, whatever the number of connections, so
+# decoding and encoding images holds memory in these threads' heaps only.
+MAX_SEARCHES_AT_ONCE = 2
 _TOO_MANY = json.dumps(
     {"error": f"too many connections to the search service: at most {MAX_CONNECTIONS} at once"}
 ).encode()
@@ -73,11 +76,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
             if self.path not in (IMAGE_SEARCH_PATH, WEB_SEARCH_PATH):
                 raise _RequestError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
-            with self.server.searching:
-                if self.path == IMAGE_SEARCH_PATH:
-                    results = self._image_search(body)
-                else:
-                    results = self._web_search(body)
+            search = self._image_search if self.path == IMAGE_SEARCH_PATH else self._web_search
+            results = self.server.searchers.submit(search, body).result()
         except _RequestError as exc:
             self._reply(exc.status, {"error": str(exc)})
         except SearchRefused as exc:
@@ -158,14 +158,19 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 64  # connections waiting to be accepted (then counted, or refused)
 
     def __init__(self, socket_path: Path, engine: SearchEngine, task: str) -> None:
         web_search_enabled(task)  # rejects an unknown task id before binding
         self.engine = engine
         self.task = task
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.searching = threading.BoundedSemaphore(MAX_SEARCHES_AT_ONCE)
+        self.searchers = ThreadPoolExecutor(MAX_SEARCHES_AT_ONCE, thread_name_prefix="search")
         super().__init__(str(socket_path), _Handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.searchers.shutdown(wait=False, cancel_futures=True)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """A thread for the connection while under ``MAX_CONNECTIONS``; else 503 at once."""

@@ -227,7 +227,7 @@ def test_a_connection_flood_is_refused_at_once_and_makes_no_thread(
                 conn.settimeout(10)
                 conn.connect(str(service.socket_path))
                 reply = conn.recv(65536)
-            assert reply.startswith(b"HTTP/1.1 503 ") and b"at most 16 at once" in reply
+            assert reply.startswith(b"HTTP/1.1 503 ") and b"at most 8 at once" in reply
         assert time.monotonic() - started < 10
         assert threading.active_count() <= threads + 1
         for conn in idle:
