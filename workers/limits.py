@@ -20,9 +20,16 @@ class Limits:
     max_restarts: int = 3  # more restarts than this is a crash loop: the run fails
     answer_cap_bytes: int = 64 * 1024  # longer answers are cut (UTF-8 bytes)
     timeout_policy: TimeoutPolicy = "missing"  # "missing": record and go on; "fail": end run
+    searches_per_turn: int = 20  # search.sock requests a batch may make, per turn in it
 
     def __post_init__(self) -> None:
-        positive = ("readiness_s", "per_turn_s", "max_consecutive_timeouts", "answer_cap_bytes")
+        positive = (
+            "readiness_s",
+            "per_turn_s",
+            "max_consecutive_timeouts",
+            "answer_cap_bytes",
+            "searches_per_turn",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)}")

@@ -220,6 +220,8 @@ class _Run:
         except ImageDirFull as full:
             raise _Restart(str(full)) from None
         self.batch_number += 1
+        if box.search_handle is not None:
+            box.search_handle.allow(self.limits.searches_per_turn * len(batch))
         turns = [
             self._turn_request(r, kit, path) for r, path in zip(batch, image_paths, strict=True)
         ]

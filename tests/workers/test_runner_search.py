@@ -127,3 +127,38 @@ def test_cli_serves_search_from_a_corpus(agent_image, sample, tmp_path, no_lefto
     )
     assert len(recorder.results) == len(split.turns())
     assert exact_matches(split, recorder) >= 3
+
+
+def test_each_batch_is_allowed_its_searches_and_no_more(
+    agent_image, sample, search, no_leftovers, monkeypatch
+):
+    """The runner gives the search service each batch's allowance as it sends the batch; with
+    none left, the agent's searches are refused and its turns still answered."""
+    import dataclasses
+
+    from workers.search.service import SearchService
+
+    allowed = []
+    original = SearchService.allow
+
+    def recording(self, searches):
+        allowed.append(searches)
+        original(self, searches)
+
+    monkeypatch.setattr(SearchService, "allow", recording)
+    split = load_split(sample / TASK / "validation")
+    recorder = Recorder()
+    limits = dataclasses.replace(TEST_LIMITS, searches_per_turn=1)
+    report = run_agent(
+        agent_image("examples/agents/rag-kit-a"),
+        split,
+        TASK,
+        limits,
+        recorder,
+        search=search,
+        truncator=IdentityTruncator(),
+        policy=TEST_POLICY,
+    )
+    assert report.status == "completed", report.failure_reason
+    assert sum(allowed) == len(split.turns()) and all(a >= 1 for a in allowed)
+    assert report.counts()["answered"] + report.counts()["error"] == len(split.turns())

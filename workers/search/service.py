@@ -13,7 +13,8 @@ decoding).
 Errors are ``{"error": str}``: 400 bad request (the message says which field), 403 web search
 in a task that does not enable it (the message is the official API's ``ValueError`` text, so
 agentkit raises the same exception), 404 unknown path, 405 not POST, 411 no Content-Length,
-413 body over ``MAX_BODY_BYTES``, 503 too many connections at once, 500 an unexpected server
+413 body over ``MAX_BODY_BYTES``, 429 more searches than the runner allowed for the batch being
+answered (``SearchService.allow``), 503 too many connections at once, 500 an unexpected server
 fault (logged here, not shown).
 
 The socket file is made mode 0666 so the container's non-root user (uid 10001) can connect;
@@ -76,6 +77,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
             if self.path not in (IMAGE_SEARCH_PATH, WEB_SEARCH_PATH):
                 raise _RequestError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
+            if not self.server.take_search():
+                raise _RequestError(
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    f"more than the {self.server.allowed} searches allowed for this batch",
+                )
             search = self._image_search if self.path == IMAGE_SEARCH_PATH else self._web_search
             results = self.server.searchers.submit(search, body).result()
         except _RequestError as exc:
@@ -166,7 +172,23 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.task = task
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.searchers = ThreadPoolExecutor(MAX_SEARCHES_AT_ONCE, thread_name_prefix="search")
+        self.allowed: int | None = None  # searches the current batch may still make; None: any
+        self.left = 0
+        self._budget_lock = threading.Lock()
         super().__init__(str(socket_path), _Handler)
+
+    def allow(self, searches: int | None) -> None:
+        with self._budget_lock:
+            self.allowed, self.left = searches, searches or 0
+
+    def take_search(self) -> bool:
+        with self._budget_lock:
+            if self.allowed is None:
+                return True
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
 
     def server_close(self) -> None:
         super().server_close()
@@ -213,6 +235,10 @@ class SearchService:
             daemon=True,
         )
         self._thread.start()
+
+    def allow(self, searches: int | None) -> None:
+        """From now on (a new batch), at most ``searches`` requests; None: no limit."""
+        self._server.allow(searches)
 
     def close(self) -> None:
         self._server.shutdown()

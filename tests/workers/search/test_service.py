@@ -265,3 +265,22 @@ def test_searches_at_once_are_bounded_whatever_the_connections(
         with ThreadPoolExecutor(8) as pool:
             assert set(pool.map(ask, range(16))) == {200}
     assert peak == MAX_SEARCHES_AT_ONCE
+
+
+def test_a_batch_gets_the_searches_the_runner_allows_it(
+    engine: SearchEngine, socket_dir: Path
+) -> None:
+    with _serve(engine, socket_dir, TASK2) as service, _client(service) as client:
+        service.allow(3)  # the runner, as it sends a batch
+        codes = [
+            client.post("/search/web", json={"query": "lighthouse"}).status_code for _ in range(4)
+        ]
+        assert codes == [200, 200, 200, 429]
+        refused = client.post("/search/image", json={"image_b64": _png_b64(0)})
+        assert refused.json() == {"error": "more than the 3 searches allowed for this batch"}
+        service.allow(1)  # the next batch
+        assert client.post("/search/web", json={"query": "lighthouse"}).status_code == 200
+        service.allow(None)
+        assert {client.post("/search/web", json={"query": "x"}).status_code for _ in range(5)} == {
+            200
+        }
