@@ -37,12 +37,15 @@ def _env_bool(name: str, default: bool) -> bool:
     return value in {"1", "true", "yes", "on"}
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, minimum: int | None = None) -> int:
     value = _env(name, str(default))
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r}: expected an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected at least {minimum}")
+    return number
 
 
 VAR_DIR = Path(_env("PODIUM_VAR_DIR", str(BASE_DIR / "var")))
@@ -110,12 +113,22 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = _env_int("PODIUM_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=_env_int("PODIUM_LOGIN_COOLOFF_MIN", 15))
+AXES_FAILURE_LIMIT = _env_int("PODIUM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_int("PODIUM_LOGIN_COOLOFF_MIN", 15, minimum=1))
+# One username from one address: an attacker elsewhere cannot lock a participant out.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# An attempt while locked (even with the right password) starts the cool-off again.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
 AXES_LOCKOUT_CALLABLE = "podium.lockout.locked_out"
+# The client's address, the same for the lock and the API throttles (see PODIUM_PROXY_COUNT).
+AXES_CLIENT_IP_CALLABLE = "podium.lockout.client_address"
+# Every failure is also kept in AccessFailureLog (the admin lists it), after a lock is lifted.
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_VERBOSE = False
+# Trusted proxies in front of Podium that append the client's address to X-Forwarded-For: with 0
+# the header is ignored (anyone can write it), so locks and throttles use the connecting address.
+PODIUM_PROXY_COUNT = _env_int("PODIUM_PROXY_COUNT", 0, minimum=0)
 
 ROOT_URLCONF = "podium.urls"
 WSGI_APPLICATION = "podium.wsgi.application"
@@ -219,6 +232,24 @@ PODIUM_BUILD_BASE_IMAGES = [
 # docker save archive or build context compresses 2-5x; a compression bomb, thousands of times).
 PODIUM_UPLOAD_MAX_RATIO = _env_int("PODIUM_UPLOAD_MAX_RATIO", 50)
 
+# --- Django's cache: the leaderboard's cached fragments and the API throttles' counts. Unset, it
+# is local memory, one per web process (with N gunicorn workers a client gets N times the API
+# rates); a Redis URL shares it. Give it a Redis database of its own: clearing the cache empties
+# that database.
+PODIUM_CACHE_URL = _env("PODIUM_CACHE_URL", "", "<unset: local memory, per web process>")
+if PODIUM_CACHE_URL:
+    if not PODIUM_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(
+            f"PODIUM_CACHE_URL={PODIUM_CACHE_URL!r}: expected redis://, rediss:// or unix://"
+        )
+    _cache = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": PODIUM_CACHE_URL,
+    }
+else:
+    _cache = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+CACHES = {"default": _cache}
+
 # --- Celery (broker and results on Redis)
 REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
@@ -275,7 +306,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     # Per client (token user, else address), in Django's cache: per web process unless the cache
-    # is shared. ``token`` also covers POST /api/token/ (password guessing, on top of the lock).
+    # is shared (PODIUM_CACHE_URL). ``token`` is POST /api/token/'s own, stricter rate (password
+    # guessing, on top of the lock).
+    "NUM_PROXIES": PODIUM_PROXY_COUNT,
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
