@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.protocol import BATCH_PATH, READY_PATH, clip_batch_size
+from workers.outcomes import AGENT_TEXT_CHARS
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
-AGENT_TEXT_BYTES = 64 * 1024  # of the agent's own words kept behind a failure, for operators
 
 
 class AgentUnavailable(Exception):
@@ -51,7 +51,8 @@ class Readiness:
     ready: bool
     batch_size: int = 1
     kit: str = "native"
-    error: str | None = None  # set when the agent reports that loading failed
+    failed_status: int | None = None  # the HTTP status of a /ready saying that loading failed
+    error: str = ""  # the agent's own words about that failure (never a reason by themselves)
 
 
 @dataclass(frozen=True)
@@ -68,26 +69,40 @@ def encode_batch(batch_id: str, deadline_s: float, turns: list[dict]) -> bytes:
 
 def batch_responses(body: Any, expected: int, batch_id: str) -> list[str]:
     """The ``responses`` of a 200 ``/batch`` reply to batch ``batch_id``: exactly ``expected``
-    strings, in a reply that names that batch."""
+    strings, in a reply that names that batch. A refusal's reason is Podium's words (the batch
+    sent, the count expected: never a value from the reply); the reply is its ``agent_text``."""
     named = body.get("batch_id") if isinstance(body, dict) else None
+    if named is None:
+        raise ProtocolError(
+            f"/batch must answer {{'batch_id': ..., 'responses': [...]}} naming the batch sent "
+            f"(batch {batch_id}); the reply named no batch",
+            agent_text=reply_text(body),
+        )
     if isinstance(named, bool) or not isinstance(named, str | int) or str(named) != batch_id:
         raise ProtocolError(
             f"/batch must answer {{'batch_id': ..., 'responses': [...]}} naming the batch sent "
-            f"(batch {batch_id}); the reply named another batch or none"
+            f"(batch {batch_id}); the reply named another batch: its answers were not filed",
+            agent_text=reply_text(named),
         )
     responses = body.get("responses")
     if not isinstance(responses, list) or len(responses) != expected:
         raise ProtocolError(
-            f"/batch must answer {{'responses': [...]}} with {expected} strings, one per turn"
+            f"/batch must answer {{'responses': [...]}} with {expected} strings, one per turn",
+            agent_text=reply_text(body),
         )
     if not all(isinstance(r, str) for r in responses):
-        raise ProtocolError("/batch: every response must be a string")
+        raise ProtocolError("/batch: every response must be a string", reply_text(body))
     return responses
+
+
+def reply_text(value: Any) -> str:
+    """A value from the agent's reply, as the agent's text behind a failure: JSON, capped."""
+    return json.dumps(value, ensure_ascii=False)[:AGENT_TEXT_CHARS]
 
 
 def _agent_text(exc: Exception) -> str:
     """What an exception quotes of the agent's bytes (http.client caps a line at 64 KiB)."""
-    return str(exc)[:AGENT_TEXT_BYTES]
+    return str(exc)[:AGENT_TEXT_CHARS]
 
 
 class _DeadlineSocket(socket.socket):
@@ -160,9 +175,11 @@ class AgentClient:
         body = reply.body if isinstance(reply.body, dict) else {}
         if reply.status == 503:
             return Readiness(ready=False)
-        if reply.status != 200:
-            error = body.get("error") if isinstance(body.get("error"), str) else None
-            return Readiness(ready=False, error=error or f"/ready answered HTTP {reply.status}")
+        if reply.status != 200:  # loading failed; what the agent says about it is its own text
+            error = body.get("error") if isinstance(body.get("error"), str) else ""
+            return Readiness(
+                ready=False, failed_status=reply.status, error=error[:AGENT_TEXT_CHARS]
+            )
         size = body.get("batch_size")
         if body.get("ready") is not True or isinstance(size, bool) or not isinstance(size, int):
             raise ProtocolError("/ready must answer {'ready': true, 'batch_size': <int>, ...}")
@@ -226,5 +243,8 @@ class AgentClient:
         try:
             parsed = json.loads(raw.decode("utf-8", errors="replace")) if raw else None
         except ValueError:
-            raise ProtocolError(f"{path}: HTTP {response.status} body is not JSON") from None
+            raise ProtocolError(
+                f"{path}: HTTP {response.status} body is not JSON",
+                agent_text=raw[:AGENT_TEXT_CHARS].decode("utf-8", errors="replace"),
+            ) from None
         return AgentReply(status=response.status, body=parsed)

@@ -164,8 +164,12 @@ class AgentContainer:
                 readiness = self.agent.ready(timeout_s=min(5.0, remaining))
             except (AgentUnavailable, AgentTimeout):
                 readiness = Readiness(ready=False)
-            if readiness.error:  # the agent's words: kept apart from the reason
-                raise RunFailed("the agent reported that it failed to load", readiness.error)
+            if readiness.failed_status is not None:  # its words kept apart from the reason
+                raise RunFailed(
+                    "the agent reported that it failed to load "
+                    f"(/ready answered HTTP {readiness.failed_status})",
+                    readiness.error,
+                )
             if readiness.ready:
                 return readiness
             time.sleep(min(READY_POLL_S, max(0.0, deadline - time.monotonic())))

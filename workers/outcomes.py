@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 Outcome = Literal["answered", "timeout", "error"]
+AGENT_TEXT_CHARS = 64 * 1024  # of the agent's own words kept behind a failure, for operators
 
 
 @dataclass(frozen=True)
@@ -69,4 +70,4 @@ class RunFailed(Exception):
 
     def __init__(self, reason: str, agent_text: str = "") -> None:
         super().__init__(reason)
-        self.agent_text = agent_text
+        self.agent_text = agent_text[:AGENT_TEXT_CHARS]

@@ -43,6 +43,7 @@ from workers.agent_client import (
     Readiness,
     batch_responses,
     encode_batch,
+    reply_text,
 )
 from workers.agent_container import (
     AgentContainer,
@@ -257,7 +258,8 @@ class _Run:
             raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
         latency = self.last_latency_s = time.monotonic() - started
         if reply.status in PROTOCOL_STATUSES:
-            raise RunFailed(f"protocol error: /batch answered HTTP {reply.status}")
+            reason = f"protocol error: /batch answered HTTP {reply.status}"
+            raise RunFailed(reason, reply_text(reply.body))
         if reply.status != 200:
             self._record(batch, [""] * len(batch), "error", latency)
             return "error"

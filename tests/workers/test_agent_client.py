@@ -83,6 +83,13 @@ class Behaviour(socketserver.StreamRequestHandler):
                 self.wfile.write(http_response(503, b'{"ready": false}'))
             elif mode == "load_failed":
                 self.wfile.write(http_response(500, b'{"ready": false, "error": "no weights"}'))
+            elif mode == "load_failed_echo":  # a huge error carrying what it knows
+                error = json.dumps({"ready": False, "error": SECRET.decode() * 5000})
+                self.wfile.write(http_response(500, error.encode()))
+            elif mode == "load_failed_silent":  # a failure status, no words
+                self.wfile.write(http_response(502, b"{}"))
+            elif mode == "echo_body":  # a body that is not JSON, carrying what the request held
+                self.wfile.write(http_response(200, b"<html>" + SECRET + b"</html>"))
             else:
                 self.wfile.write(http_response(200, b'{"responses": ["fine"]}'))
 
@@ -170,10 +177,13 @@ def test_symlink_planted_by_the_agent_is_not_followed(serve, tmp_path):
 def test_readiness_states(serve, tmp_path):
     ready = AgentClient(serve("ready")).ready()
     assert ready.ready and ready.batch_size == 16 and ready.kit == "B"
-    for mode, expected in (("loading", (False, None)), ("load_failed", (False, "no weights"))):
+    for mode, expected in (
+        ("loading", (False, None, "")),
+        ("load_failed", (False, 500, "no weights")),
+    ):
         os.unlink(tmp_path / "agent.sock")
         readiness = AgentClient(serve(mode)).ready()
-        assert (readiness.ready, readiness.error) == expected
+        assert (readiness.ready, readiness.failed_status, readiness.error) == expected
 
 
 def test_encode_batch_is_ascii_json_that_round_trips():
@@ -204,11 +214,45 @@ def test_batch_responses_must_be_one_string_per_turn(body):
     assert batch_responses({**good, "batch_id": 3}, 2, "3") == ["a", "b"]  # a number echoed
 
 
-@pytest.mark.parametrize("named", [None, "2", 4, True, ["3"]], ids=repr)
+@pytest.mark.parametrize("named", [None, "2", 4, True, ["3"], "3 "], ids=repr)
 def test_a_reply_naming_another_batch_is_refused(named):
     body = {"responses": ["a", "b"]} | ({} if named is None else {"batch_id": named})
-    with pytest.raises(ProtocolError, match=r"naming the batch sent \(batch 3\)"):
+    with pytest.raises(ProtocolError, match=r"naming the batch sent \(batch 3\)") as refused:
         batch_responses(body, 2, "3")
+    said = "no batch" if named is None else "another batch: its answers were not filed"
+    assert str(refused.value).endswith(f"the reply named {said}")
+    if named is not None:  # what it named is the agent's text, never the reason
+        assert refused.value.agent_text == json.dumps(named)
+
+
+def test_a_refused_reply_is_the_agents_text_and_never_the_reason():
+    secret = SECRET.decode()
+    for body in (
+        {"batch_id": secret, "responses": ["a", "b"]},
+        {"batch_id": "3", "responses": [secret]},
+        {"batch_id": "3", "responses": [secret, 2]},
+        {"responses": [secret, secret]},
+    ):
+        with pytest.raises(ProtocolError) as refused:
+            batch_responses(body, 2, "3")
+        assert "private test" not in str(refused.value)
+        assert secret in refused.value.agent_text
+
+
+def test_a_body_that_is_not_json_is_kept_apart_from_the_reason(serve):
+    with pytest.raises(ProtocolError) as refused:
+        AgentClient(serve("echo_body")).batch(b"{}", timeout_s=2)
+    assert str(refused.value) == "/batch: HTTP 200 body is not JSON"
+    assert refused.value.agent_text == f"<html>{SECRET.decode()}</html>"
+
+
+def test_a_load_failure_keeps_the_agents_words_apart_and_capped(serve, tmp_path):
+    readiness = AgentClient(serve("load_failed_echo")).ready()
+    assert (readiness.ready, readiness.failed_status) == (False, 500)
+    assert readiness.error.startswith(SECRET.decode()) and len(readiness.error) == 64 * 1024
+    os.unlink(tmp_path / "agent.sock")
+    readiness = AgentClient(serve("load_failed_silent")).ready()
+    assert (readiness.ready, readiness.failed_status, readiness.error) == (False, 502, "")
 
 
 @pytest.mark.parametrize("mode", ["echo_status", "echo_version"])

@@ -12,6 +12,8 @@ import socket
 from collections import defaultdict
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 
 from leaderboard.models import Challenge, EvaluationRun, TurnAnswer, TurnVerdict
 from leaderboard.splits import import_split_dir
@@ -145,6 +147,25 @@ def test_an_agent_cannot_leak_the_private_split_through_its_failure_reason(
         assert run.failure_reason.startswith("protocol error: /batch: malformed HTTP response")
     assert "what is" not in private.failure_reason and "c0-t0" not in private.failure_reason
     assert "not shown for a private split" in private.failure_reason
-    assert "what is c0-t0?" in json.loads(private.operator_detail)["agent_text"]
-    quoted = public.failure_reason.split("; the agent sent (quoted", 1)[1]
+    said = json.loads(private.operator_detail)["agent_text"]
+    assert all(f"what is c{i}-t0?" in said for i in range(4))
+    quoted = public.failure_reason.split("; the agent sent (quoted, first 200 of ", 1)[1]
     assert "what is c0-t0?" in quoted and len(public.failure_reason) < 600
+
+    # Everything the team can read about the private run (page, progress, API) holds no query;
+    # an organiser reads the agent's text in the operator detail.
+    team_reads = Client()
+    team_reads.force_login(user)
+    for url in (f"/runs/{private.pk}/", f"/runs/{private.pk}/progress.json"):
+        page = team_reads.get(url)
+        assert page.status_code == 200 and b"not shown for a private split" in page.content
+        assert b"what is" not in page.content and b"c0-t0" not in page.content
+    assert b"what is c0-t0?" in team_reads.get(f"/runs/{public.pk}/").content
+    api = team_reads.get(f"/api/submissions/{submission.pk}/")
+    assert api.status_code == 200 and b"not shown for a private split" in api.content
+    assert b"what is" in api.content  # the validation run's quote, and only that
+    assert api.content.count(b"what is") == public.failure_reason.count("what is")
+    organiser = Client()
+    organiser.force_login(User.objects.create_user("organiser", is_staff=True))
+    detail = organiser.get(f"/runs/{private.pk}/").content
+    assert b"Operator detail" in detail and b"what is c3-t0?" in detail

@@ -193,7 +193,9 @@ def test_readiness_timeout_and_load_failure_end_the_run(
     assert 2 <= report.total_s < 10
     report = run(agent_image("agents/load_failure"), split, recorder)
     assert report.status == "failed"
-    assert report.failure_reason == "the agent reported that it failed to load"
+    assert report.failure_reason == (
+        "the agent reported that it failed to load (/ready answered HTTP 500)"
+    )
     assert "model weights not found" in report.agent_text  # its words, kept apart
     assert recorder.results == []
 

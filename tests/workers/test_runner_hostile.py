@@ -165,3 +165,37 @@ def _processes_of_uid(uid: int) -> list[str]:
         if fields.get("Uid", "").split()[:1] == [str(uid)]:
             found.append(f"{status.parent.name} {fields.get('Name', '').strip()}")
     return found
+
+
+def test_queries_echoed_in_a_status_line_stay_out_of_the_failure_reason(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    """The agent answers /batch with a malformed status line carrying the batch's queries: the
+    reason is Podium's words alone; what the agent sent is kept apart, whole, for operators."""
+    queries = {"c0-t0": "HIDDEN-QUERY-ONE what is it?", "c1-t0": "HIDDEN-QUERY-TWO and this?"}
+    split = make_split(tmp_path / "s", [1, 1], queries=queries)
+    report = run(agent_image("hostile/echo_queries"), split, recorder)
+    assert report.status == "failed"
+    assert report.failure_reason == (
+        "protocol error: /batch: malformed HTTP response (BadStatusLine)"
+    )
+    assert "HIDDEN-QUERY" not in report.failure_reason
+    assert all(query in report.agent_text for query in queries.values())
+    assert recorder.results == []
+
+
+def test_a_reply_naming_another_batch_is_refused_and_never_filed(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    """Batch 1 is answered properly; batch 2's reply names batch 1: the run fails, and the
+    answers in that reply are filed under no turn."""
+    report = run(agent_image("hostile/wrong_batch"), make_split(tmp_path / "s", [1, 1]), recorder)
+    assert report.status == "failed"
+    assert report.failure_reason == (
+        "protocol error: /batch must answer {'batch_id': ..., 'responses': [...]} naming the "
+        "batch sent (batch 2); the reply named another batch: its answers were not filed"
+    )
+    assert report.agent_text == '"1"'  # what it named: the agent's text, kept apart
+    assert [(r.interaction_id, r.response) for r in recorder.results] == [
+        ("c0-t0", "answer to c0-t0")
+    ]

@@ -28,7 +28,7 @@ from workers.runner import run_agent
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
 AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
-OPERATOR_DETAIL_CHARS = 200_000
+OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the turn list
 TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
 
 
@@ -128,6 +128,22 @@ def team_reason(report: RunReport, *, public: bool) -> str:
     return f"{reason}; the agent sent (quoted{more}): {excerpt}"
 
 
+def operator_detail(report: RunReport) -> str:
+    """What organisers read about a failed run, as JSON: the reason and everything the agent
+    said behind it first (``agent_text``, capped at the source), then the rest of the report
+    but the agent's output (kept apart, in ``agent_log``). The per-turn list, last, is left out
+    when the detail would pass ``OPERATOR_DETAIL_CHARS`` (the turns' answers are stored anyway);
+    the detail is never cut, so the agent's text is always there in full."""
+    data = report.to_dict()
+    del data["agent_log"]
+    detail = {"failure_reason": data.pop("failure_reason"), "agent_text": data.pop("agent_text")}
+    text = json.dumps(detail | data)  # ASCII: whatever the agent sent, PostgreSQL stores it
+    if len(text) <= OPERATOR_DETAIL_CHARS:
+        return text
+    data["turns_left_out"] = len(data.pop("turns"))
+    return json.dumps(detail | data)
+
+
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every turn not answered yet, then hand over to judging."""
     task = run.task
@@ -168,9 +184,7 @@ def run_stage(run: EvaluationRun) -> None:
         run.move_to(
             State.FAILED,
             failure_reason=team_reason(report, public=not run.split.is_private),
-            operator_detail=json.dumps(
-                {k: v for k, v in report.to_dict().items() if k != "agent_log"}
-            )[:OPERATOR_DETAIL_CHARS],
+            operator_detail=operator_detail(report),
         )
         return
     hand_over(run, State.JUDGING)

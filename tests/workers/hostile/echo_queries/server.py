@@ -1,5 +1,6 @@
 """A hostile native agent: ready at once, then answers /batch with a malformed HTTP status line
-that carries the batch's queries, hoping the failure reason shows them to its team."""
+that carries the batch's queries (and its whole request after them), hoping the failure reason
+shows them to its team."""
 
 import json
 import os
@@ -32,7 +33,8 @@ def handle(conn):
     while len(body) < length:
         body += conn.recv(65536)
     queries = " | ".join(turn["query"] for turn in json.loads(body)["turns"])
-    conn.sendall(b"HTTP/1.1 LEAK " + queries.encode() + b"\r\n\r\n")
+    # the queries first, then the whole request (well over what a public reason may quote)
+    conn.sendall(b"HTTP/1.1 LEAK " + queries.encode() + b" " + body + b"\r\n\r\n")
 
 
 if os.path.exists(SOCKET):
