@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from workers.limits import SearchLimits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Names of the environment variables left unset, with the default used instead.
@@ -231,6 +233,12 @@ PODIUM_BUILD_BASE_IMAGES = [
 # A submission upload may declare at most this many times its own size in unpacked bytes (a
 # docker save archive or build context compresses 2-5x; a compression bomb, thousands of times).
 PODIUM_UPLOAD_MAX_RATIO = _env_int("PODIUM_UPLOAD_MAX_RATIO", 50)
+# The search process's limits (PODIUM_SEARCH_MEMORY_BYTES, PODIUM_SEARCH_CPUS,
+# PODIUM_SEARCH_NICE; docs/server.md), read here so that a bad value stops start-up.
+try:
+    PODIUM_SEARCH_LIMITS = SearchLimits.from_environment()
+except ValueError as _bad:
+    raise ImproperlyConfigured(str(_bad)) from None
 
 # --- Django's cache: the leaderboard's cached fragments and the API throttles' counts. Unset, it
 # is local memory, one per web process (with N gunicorn workers a client gets N times the API

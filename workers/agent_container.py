@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
@@ -25,6 +25,9 @@ from workers.agent_client import AgentClient, AgentTimeout, AgentUnavailable, Re
 from workers.image_volume import ImageVolume
 from workers.outcomes import RunFailed
 from workers.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:  # faiss and encoders: imported by whoever starts a search process
+    from workers.search.process import SearchProcess, SearchSocket
 
 READY_POLL_S = 0.1
 OUTPUT_CAP_BYTES = 64 * 1024  # the agent's output kept per run, across restarts
@@ -60,7 +63,7 @@ class AgentContainer:
         policy: SandboxPolicy,
         *,
         image_dir_bytes: int,  # workers.image_volume.volume_bytes for the split
-        search: Any = None,  # a workers.search SearchEngine serving search.sock
+        search: SearchProcess | None = None,  # serves this container's search.sock
         run_id: str | None = None,
     ) -> None:
         self.client = client
@@ -73,7 +76,7 @@ class AgentContainer:
         self.volume: Any = None
         self.image_volume: Any = None
         self.container: Any = None
-        self.search_handle: Any = None
+        self.search_handle: SearchSocket | None = None
         self.agent: AgentClient | None = None
         self.images: ImageVolume | None = None
         self.output = ""  # the tail of the container's stdout+stderr, kept by close()
@@ -114,12 +117,10 @@ class AgentContainer:
         self.agent = AgentClient(socket_dir / Path(AGENT_SOCKET).name)
         self.images = ImageVolume(image_dir)
         if self.search is not None:
-            from workers.search.service import start_search_service  # faiss: only when used
-
             search_path = socket_dir / Path(SEARCH_SOCKET).name
             if search_path.is_symlink() or search_path.exists():
                 search_path.unlink()  # the agent may have planted something there
-            self.search_handle = start_search_service(self.search, search_path, self.task)
+            self.search_handle = self.search.serve(search_path, self.task)
 
     def state(self) -> ContainerState:
         try:

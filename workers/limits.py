@@ -1,7 +1,9 @@
-"""Per-task time and size limits of a run; the defaults are the original challenge's."""
+"""Per-task time and size limits of a run (the defaults are the original challenge's), and the
+search process's own limits."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,3 +52,42 @@ class Limits:
 
     def batch_deadline_s(self, turns: int) -> float:
         return self.per_turn_s * turns
+
+
+MEMORY_ENV = "PODIUM_SEARCH_MEMORY_BYTES"
+CPUS_ENV = "PODIUM_SEARCH_CPUS"
+NICE_ENV = "PODIUM_SEARCH_NICE"
+DEFAULT_MEMORY_BYTES = 4 * 1024**3  # an engine over the sample corpus maps about 2 GiB of data
+DEFAULT_CPUS = 1.0
+DEFAULT_NICE = 10
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """The search process's own limits (``workers.search.process``)."""
+
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    cpus: float = DEFAULT_CPUS
+    nice: int = DEFAULT_NICE
+
+    @classmethod
+    def from_environment(cls) -> SearchLimits:
+        return cls(
+            memory_bytes=int(_env_number(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 256 * 1024**2, int)),
+            cpus=_env_number(CPUS_ENV, DEFAULT_CPUS, 0.01, float),
+            nice=int(_env_number(NICE_ENV, DEFAULT_NICE, 0, int)),
+        )
+
+
+def _env_number(name: str, default: float, least: float, kind: type[int] | type[float]) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ValueError(f"{name}={raw!r} is not {what}") from None
+    if value < least:
+        raise ValueError(f"{name}={value} is below the least allowed, {least}")
+    return value

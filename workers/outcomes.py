@@ -71,3 +71,8 @@ class RunFailed(Exception):
     def __init__(self, reason: str, agent_text: str = "") -> None:
         super().__init__(reason)
         self.agent_text = agent_text[:AGENT_TEXT_CHARS]
+
+
+class SearchUnavailable(RuntimeError):
+    """The search process (``workers.search.process``) failed or stopped: Podium's fault, never
+    the agent's; the run stops rather than go on with searches failing."""

@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -26,9 +26,12 @@ from evaluator.records import EvaluatorError, Split
 from evaluator.split import load_split
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import TurnResult
+from workers.outcomes import SearchUnavailable, TurnResult
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from workers.search.process import SearchProcess
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
@@ -173,12 +176,11 @@ class PredictionWriter:
         self.outcomes.close()
 
 
-def _search_engine(corpus: Path, task: str) -> object:
-    from workers.search.engine import SearchEngine  # faiss and encoders: only when searching
+def _search_process(corpus: Path) -> SearchProcess:
+    from workers.search.engine import SearchEngine  # faiss: only when searching
+    from workers.search.process import SearchProcess
 
-    engine = SearchEngine(corpus)
-    engine.prepare(task)
-    return engine
+    return SearchProcess(SearchEngine(corpus).spec)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
         split = load_split(args.split)
         answered = read_answered(args.out, split)
-        search = _search_engine(args.corpus, args.task) if args.corpus else None
+        search = _search_process(args.corpus) if args.corpus else None
     except (ValueError, EvaluatorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -220,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             answered=answered,
             policy=policy,
         )
-    except ImageError as exc:
+    except (ImageError, SearchUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -229,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         writer.close()
         progress.close()
+        if search is not None:
+            search.close()
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     if report.status != "completed":

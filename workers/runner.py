@@ -25,12 +25,11 @@ Ground truth never leaves this process.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import docker
 
@@ -55,8 +54,18 @@ from workers.batches import TurnRef, turn_batches, turn_request
 from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image, volume_bytes
 from workers.images import AgentImage, local_image
 from workers.limits import Limits
-from workers.outcomes import Outcome, RunFailed, RunReport, TurnOutcome, TurnResult, clean_answer
+from workers.outcomes import (
+    Outcome,
+    RunFailed,
+    RunReport,
+    TurnOutcome,
+    TurnResult,
+    clean_answer,
+)
 from workers.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:  # faiss and encoders: imported by whoever starts a search process
+    from workers.search.process import SearchProcess
 
 Sink = Callable[[list[TurnResult]], None]  # one batch's results, in the batch's order
 BUSY_STATUSES = (409, 503)  # the agent is still on an earlier (timed-out) batch
@@ -78,7 +87,7 @@ class _Run:
         limits: Limits,
         sink: Sink,
         *,
-        search: Any,
+        search: SearchProcess | None,
         answered: Mapping[str, str],
         truncate: Callable[[str], str],
         policy: SandboxPolicy,
@@ -243,6 +252,7 @@ class _Run:
                 time.sleep(BUSY_RETRY_S)
                 reply = box.agent.batch(body, started + deadline_s - time.monotonic())
         except AgentTimeout:
+            self._check_search(box)
             if total and time.monotonic() >= total:
                 raise RunFailed(self._wall_reason()) from None
             if self.limits.timeout_policy == "fail":
@@ -257,6 +267,7 @@ class _Run:
         except ProtocolError as exc:
             raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
         latency = self.last_latency_s = time.monotonic() - started
+        self._check_search(box)
         if reply.status in PROTOCOL_STATUSES:
             reason = f"protocol error: /batch answered HTTP {reply.status}"
             raise RunFailed(reason, reply_text(reply.body))
@@ -272,6 +283,14 @@ class _Run:
         return "answered"
 
     # -- pieces ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_search(box: AgentContainer) -> None:
+        """A search process that stopped during the batch failed its searches on Podium's
+        side: ``SearchUnavailable`` (from its control pipe, closed the moment it dies) before
+        the batch is recorded, so that the batch is asked again."""
+        if box.search_handle is not None:
+            box.search_handle.process.call({"op": "ping"})
 
     def _next_batch(self) -> list[TurnRef] | None:
         """The next batch in order. The one after it is known already (the order never depends
@@ -290,13 +309,10 @@ class _Run:
             return turn_request(ref, self.history_answers, image_path=image_path)
         rag_context = None
         if self.search is not None:
-            from PIL import Image
-
-            from workers.search.rag import rag_context as retrieve
-
             path = self.split.image_path(ref.conversation)
-            with Image.open(path) if path else contextlib.nullcontext() as image:
-                rag_context = retrieve(self.search, ref.turn.query, image, self.task)
+            rag_context = self.search.rag_context(
+                ref.turn.query, str(path) if path else None, self.task
+            )
         domain = ref.turn.labels.get("domain")
         return turn_request(
             ref, self.history_answers, image_path=image_path, rag_context=rag_context, domain=domain
@@ -335,7 +351,7 @@ def run_agent(
     limits: Limits,
     sink: Sink,
     *,
-    search: Any = None,
+    search: SearchProcess | None = None,
     answered: Mapping[str, str] | None = None,
     truncator: Any = None,
     policy: SandboxPolicy | None = None,
@@ -343,8 +359,8 @@ def run_agent(
 ) -> RunReport:
     """Run ``image`` on ``split`` for ``task``; each batch's results go to ``sink`` at once.
 
-    ``search``: a ``workers.search`` engine to serve on search.sock (and to compute kit B's
-    rag_context), or None. ``answered``: interaction_id -> response of turns answered by an
+    ``search``: a ``workers.search.process.SearchProcess`` to serve search.sock (and to compute
+    kit B's rag_context), or None. ``answered``: interaction_id -> response of turns answered by an
     earlier run. ``truncator``: the evaluator's 75-token truncator (loaded when None) used for
     the answers the agent sees in its histories.
     """

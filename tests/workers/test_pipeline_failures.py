@@ -7,18 +7,22 @@ speaking the OpenAI API (tests/fake_openai.py), stopped and started again.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from evaluator.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, TurnAnswer, TurnVerdict
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
 from tests.fake_openai import FakeOpenAI
+from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["pipeline", "team_member"]  # fixtures used by the tests below
@@ -169,3 +173,62 @@ def test_an_agent_cannot_leak_the_private_split_through_its_failure_reason(
     organiser.force_login(User.objects.create_user("organiser", is_staff=True))
     detail = organiser.get(f"/runs/{private.pk}/").content
     assert b"Operator detail" in detail and b"what is c3-t0?" in detail
+
+
+def _descendants(pid: int) -> list[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _search_processes(worker_pid: int) -> list[int]:
+    return [
+        pid
+        for pid in _descendants(worker_pid)
+        if b"workers.search.process" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+
+
+def test_a_search_process_killed_mid_run_is_replaced_and_no_turn_is_lost(
+    pipeline, team_member, tmp_path
+):
+    """The run's search process dies while the agent searches: the batch in flight is not
+    recorded (its searches failed on Podium's side), the run is retried with a new search
+    process and resumes; every turn is answered once, none recorded as an error."""
+    team, user = team_member
+    sample = tmp_path / "sample"
+    write_sample(sample)
+    challenge = Challenge.objects.create(name="Search dies", slug="search-dies")
+    task = make_task(challenge, "single-source-augmentation", image_search_enabled=True)
+    split = import_split_dir(task, "validation", write_split(tmp_path / "split", 12, 1))
+    store_corpus(challenge, sample / "corpus")
+    submission = submit_agent(
+        team, user, challenge, REPO / "tests/e2e/agents/slow_searcher", "searcher"
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    answers = TurnAnswer.objects.filter(run=run)
+
+    worker = pipeline.start_worker("worker")
+    pipeline.wait_for("some answers", lambda: answers.count() >= 3, timeout_s=180, every_s=0.05)
+    (first,) = _search_processes(worker.pid)
+    os.kill(first, signal.SIGKILL)
+    (run,) = pipeline.wait_finished(submission, timeout_s=180)
+    assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
+    assert "the search process stopped (killed by signal 9)" in pipeline.log("worker")
+    rows = list(answers)
+    assert len(rows) == split.turns == len({r.interaction_id for r in rows})
+    assert {r.outcome for r in rows} == {TurnAnswer.Outcome.ANSWERED}
+    assert all(r.response for r in rows)
+    (second,) = _search_processes(worker.pid)
+    assert second != first

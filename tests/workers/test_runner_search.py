@@ -30,10 +30,11 @@ def sample(tmp_path_factory):
 @pytest.fixture(scope="session")
 def search(sample, tmp_path_factory):
     from workers.search.engine import SearchEngine
+    from workers.search.process import SearchProcess
 
     engine = SearchEngine(sample / "corpus", cache_dir=tmp_path_factory.mktemp("search-cache"))
-    engine.prepare(TASK)
-    return engine
+    with SearchProcess(engine.spec) as process:
+        yield process
 
 
 def exact_matches(split, recorder: Recorder) -> int:
@@ -136,16 +137,16 @@ def test_each_batch_is_allowed_its_searches_and_no_more(
     none left, the agent's searches are refused and its turns still answered."""
     import dataclasses
 
-    from workers.search.service import SearchService
+    from workers.search.process import SearchSocket
 
     allowed = []
-    original = SearchService.allow
+    original = SearchSocket.allow
 
     def recording(self, searches):
         allowed.append(searches)
         original(self, searches)
 
-    monkeypatch.setattr(SearchService, "allow", recording)
+    monkeypatch.setattr(SearchSocket, "allow", recording)
     split = load_split(sample / TASK / "validation")
     recorder = Recorder()
     limits = dataclasses.replace(TEST_LIMITS, searches_per_turn=1)

@@ -14,15 +14,23 @@ import threading
 import time
 from typing import Any
 
+from django.conf import settings
+
 from agentkit.protocol import TASKS
 from evaluator.truncation import Truncator, load_truncator
 from leaderboard.models import EvaluationRun, Task, TurnAnswer
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import RunReport, TurnResult
+from workers.outcomes import RunReport, SearchUnavailable, TurnResult
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_data
-from workers.pipeline.claims import PodiumFault, RunLost, beat_if_mine, hand_over
+from workers.pipeline.claims import (
+    InfrastructureError,
+    PodiumFault,
+    RunLost,
+    beat_if_mine,
+    hand_over,
+)
 from workers.runner import run_agent
 
 State = EvaluationRun.State
@@ -48,13 +56,13 @@ def limits_for(task: Task) -> Limits:
     )
 
 
-_engines: dict[tuple[str, str], Any] = {}
-_engines_lock = threading.Lock()
+_search_processes: dict[str, Any] = {}
+_search_lock = threading.Lock()
 
 
-def search_engine(task: Task) -> Any:
-    """The search engine over the challenge's corpus, prepared for the task (kept per process);
-    None when the task enables no search."""
+def search_process(task: Task) -> Any:
+    """The search process over the challenge's corpus (``workers.search.process``), kept per
+    worker process and started again if it stopped; None when the task enables no search."""
     if not (task.image_search_enabled or task.web_search_enabled):
         return None
     directory = corpus_dir(task.challenge)
@@ -63,15 +71,18 @@ def search_engine(task: Task) -> Any:
             f"task {task}: search is enabled but challenge {task.challenge.slug!r} has no "
             "search corpus stored (workers.pipeline.bundles.store_corpus)"
         )
-    from workers.search.engine import SearchEngine  # faiss and encoders: only when searching
+    from workers.search.engine import SearchEngine  # faiss: only when searching
+    from workers.search.process import SearchProcess
 
-    key = (directory.name, task.task_id)
-    with _engines_lock:
-        if key not in _engines:
-            engine = SearchEngine(directory)
-            engine.prepare(task.task_id)
-            _engines[key] = engine
-        return _engines[key]
+    with _search_lock:
+        process = _search_processes.get(directory.name)
+        if process is None or not process.alive:
+            if process is not None:
+                process.close()
+            process = _search_processes[directory.name] = SearchProcess(
+                SearchEngine(directory).spec, settings.PODIUM_SEARCH_LIMITS
+            )
+        return process
 
 
 class AnswerSink:
@@ -154,7 +165,7 @@ def run_stage(run: EvaluationRun) -> None:
     )
     if task.task_id not in TASKS:
         raise PodiumFault(f"task id {task.task_id!r} is not a task of the agent protocol")
-    engine = search_engine(task)
+    search = search_process(task)
     client = docker_client()
     try:
         try:
@@ -169,11 +180,13 @@ def run_stage(run: EvaluationRun) -> None:
             task.task_id,
             limits_for(task),
             AnswerSink(run, len(answered)),
-            search=engine,
+            search=search,
             answered=answered,
             truncator=truncator(),
             client=client,
         )
+    except SearchUnavailable as exc:  # a fresh process next time; the answers so far are kept
+        raise InfrastructureError(str(exc)) from exc
     finally:
         client.close()
     beat_if_mine(run, run.answers.count())

@@ -32,6 +32,7 @@ DEFAULT_IMAGE_ENCODER = "colour"
 
 class TextEncoder(Protocol):
     id: str
+    spec: str  # what ``text_encoder`` loads it again from (in the search process)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One float32 row per text, L2-normalised."""
@@ -40,6 +41,7 @@ class TextEncoder(Protocol):
 
 class ImageEncoder(Protocol):
     id: str
+    spec: str  # what ``image_encoder`` loads it again from (in the search process)
 
     def encode(self, images: Sequence[Image.Image]) -> np.ndarray:
         """One float32 row per image, L2-normalised."""
@@ -76,6 +78,7 @@ class ColourImageEncoder:
     """
 
     id = "colour@1"
+    spec = "colour"
     GRID = 8
     HUES = 16
     SATURATIONS = 4
@@ -166,6 +169,7 @@ class SentenceTransformerTextEncoder:
         self.model = SentenceTransformer(str(model_dir), device=_device(), local_files_only=True)
         self.batch_size = batch_size
         self.id = f"sentence-transformers:{model_dir.name}@{fingerprint(model_dir)}"
+        self.spec = f"sentence-transformers:{model_dir}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         rows = self.model.encode(
@@ -191,6 +195,7 @@ class ClipImageEncoder:
         self.model.to(self.device).eval()
         self.processor = CLIPImageProcessor.from_pretrained(str(model_dir), local_files_only=True)
         self.id = f"clip:{model_dir.name}@{fingerprint(model_dir)}"
+        self.spec = f"clip:{model_dir}"
 
     def encode(self, images: Sequence[Image.Image]) -> np.ndarray:
         pixels = self.processor(images=[i.convert("RGB") for i in images], return_tensors="pt")

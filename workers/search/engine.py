@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,23 @@ def _encode_in_batches(
     return np.concatenate(rows)
 
 
+@dataclass(frozen=True)
+class EngineSpec:
+    """What it takes to make the same engine again in another process (JSON-able)."""
+
+    corpus_dir: str
+    text_encoder: str
+    image_encoder: str
+    cache_dir: str | None
+    chunk_words: int
+    chunk_overlap: int
+    ivf_threshold: int
+    prefer_gpu: bool | None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 class SearchEngine:
     """Image and web search over one corpus directory."""
 
@@ -131,6 +149,31 @@ class SearchEngine:
         self._lock = threading.Lock()
         self._image_side: tuple[list, SearchIndex] | None = None
         self._web_side: tuple[list, SearchIndex] | None = None
+
+    @classmethod
+    def from_spec(cls, spec: EngineSpec) -> SearchEngine:
+        return cls(
+            spec.corpus_dir,
+            text_encoder=spec.text_encoder,
+            image_encoder=spec.image_encoder,
+            cache_dir=spec.cache_dir,
+            chunk_policy=ChunkPolicy(spec.chunk_words, spec.chunk_overlap),
+            ivf_threshold=spec.ivf_threshold,
+            prefer_gpu=spec.prefer_gpu,
+        )
+
+    @property
+    def spec(self) -> EngineSpec:
+        return EngineSpec(
+            corpus_dir=str(self.corpus.root),
+            text_encoder=self._text_spec,
+            image_encoder=self._image_spec,
+            cache_dir=str(self.cache_dir) if self.cache_dir is not None else None,
+            chunk_words=self.chunk_policy.words,
+            chunk_overlap=self.chunk_policy.overlap,
+            ivf_threshold=self.ivf_threshold,
+            prefer_gpu=self.prefer_gpu,
+        )
 
     # -- public API ------------------------------------------------------------------------
 
@@ -263,7 +306,7 @@ def _open(path: Path) -> Image.Image:
 
 
 def _spec_or_encoder(encoder: Any) -> tuple[str, Any]:
-    return (encoder, None) if isinstance(encoder, str) else (encoder.id, encoder)
+    return (encoder, None) if isinstance(encoder, str) else (encoder.spec, encoder)
 
 
 def _configured(variable: str, default: str) -> str:

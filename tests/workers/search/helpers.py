@@ -109,6 +109,7 @@ class CountingEncoder:
     def __init__(self, inner) -> None:
         self.inner = inner
         self.id = inner.id
+        self.spec = inner.spec
         self.encoded = 0
 
     def encode(self, items) -> np.ndarray:
