@@ -84,13 +84,13 @@ def check_responses(responses: Any, expected: int) -> list[str]:
     return list(responses)
 
 
-def import_agent_class(spec: str) -> type:
+def import_agent_class(spec: str) -> type[Any]:
     """Import ``module:Class``. Errors in the participant's module propagate unchanged."""
     module_name, sep, class_name = spec.partition(":")
     if not sep or not module_name or not class_name:
         raise AgentLoadError(f"the agent must be given as 'module:Class', got {spec!r}")
     module = importlib.import_module(module_name)
-    cls = module
+    cls: Any = module  # the participant's class: nothing is known of it statically
     for part in class_name.split("."):
         cls = getattr(cls, part, None)
         if cls is None:
@@ -103,7 +103,7 @@ def import_agent_class(spec: str) -> type:
     return cls
 
 
-def detect_kit(cls: type) -> str:
+def detect_kit(cls: type[Any]) -> str:
     """Kit B when ``batch_generate_response`` names ``rag_context_list``, else kit A."""
     params = _parameters(cls.batch_generate_response)
     if "rag_context_list" in params:

@@ -160,6 +160,12 @@ def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def forget_members(archive: tarfile.TarFile) -> None:
+    """Drop the members read so far from a streamed archive's list: constant memory whatever
+    the number of entries (``TarFile.members`` is not in the type stubs)."""
+    archive.members.clear()  # type: ignore[attr-defined]
+
+
 def _read(read: Callable[[], _T], name: str | None = None) -> _T:
     """``read()`` from the archive, its failures told as ``ArchiveError``."""
     try:
@@ -180,7 +186,7 @@ class _Extraction:
 
     def run(self, archive: tarfile.TarFile) -> None:
         while (member := _read(archive.next)) is not None:
-            archive.members.clear()  # constant memory whatever the number of entries
+            forget_members(archive)
             self.members += 1
             if self.members > self.limits.max_members:
                 raise ArchiveError(f"more than {self.limits.max_members} entries")
@@ -218,8 +224,8 @@ class _Extraction:
             self._inside(source, member.name)
             if not os.path.isfile(source):
                 raise ArchiveError(f"entry {member.name!r} links to {member.linkname!r}, no file")
-            with open(source, "rb") as data:
-                self._write(path, data, member)
+            with open(source, "rb") as linked:
+                self._write(path, linked, member)
         else:
             data = _read(lambda: archive.extractfile(member), member.name)
             assert data is not None  # a regular file always has data

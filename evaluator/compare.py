@@ -60,10 +60,10 @@ def compare_runs(
             raise EvaluatorError(f"run {name}: {error}") from None
     run_a, run_b = counted["A"], counted["B"]
     _check_same_turns(run_a, run_b)
-    for name, run in counted.items():
-        if not run.complete:
+    for name, turns in counted.items():
+        if not turns.complete:
             raise EvaluatorError(
-                f"run {name} has {int(run.unjudged.sum())} unjudged turn(s); judge them "
+                f"run {name} has {int(turns.unjudged.sum())} unjudged turn(s); judge them "
                 "before comparing"
             )
     if len(run_a.session_ids) < 2:

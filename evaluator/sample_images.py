@@ -81,14 +81,18 @@ def render(design: Design, size: tuple[int, int]) -> Image.Image:
         draw.rectangle(box, fill=color)
     for shape in design.shapes:
         left, top, right, bottom = shape.box
-        box = (left * width, top * height, right * width, bottom * height)
+        shape_box = (left * width, top * height, right * width, bottom * height)
         if shape.kind == "ellipse":
-            draw.ellipse(box, fill=shape.color)
+            draw.ellipse(shape_box, fill=shape.color)
         elif shape.kind == "rectangle":
-            draw.rectangle(box, fill=shape.color)
+            draw.rectangle(shape_box, fill=shape.color)
         else:
             draw.polygon(
-                [(box[0], box[3]), ((box[0] + box[2]) / 2, box[1]), (box[2], box[3])],
+                [
+                    (shape_box[0], shape_box[3]),
+                    ((shape_box[0] + shape_box[2]) / 2, shape_box[1]),
+                    (shape_box[2], shape_box[3]),
+                ],
                 fill=shape.color,
             )
     return image

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from evaluator.archives import ArchiveLimits, LinkTracker, member_problem
+from evaluator.archives import ArchiveLimits, LinkTracker, forget_members, member_problem
 
 CHUNK_BYTES = 1024 * 1024
 MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz"}
@@ -78,7 +78,7 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
     try:
         with tarfile.open(fileobj=reader, mode="r|*") as archive:  # type: ignore[call-overload]
             while (member := archive.next()) is not None:
-                archive.members.clear()  # constant memory whatever the number of entries
+                forget_members(archive)
                 if why := member_problem(member) or links.problem(member):
                     raise Refusal("unsafe_member", f"is {why}", member.name)
                 members, unpacked = members + 1, unpacked + member.size

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, lints, then runs the whole suite.
+# The test command: installs what is missing, lints, type-checks, then runs the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -7,4 +7,5 @@ bash scripts/install.sh
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 ruff check .
 ruff format --check .
+mypy  # the packages and settings in pyproject.toml [tool.mypy]
 pytest "$@"

@@ -176,14 +176,16 @@ class AgentClient:
         if reply.status == 503:
             return Readiness(ready=False)
         if reply.status != 200:  # loading failed; what the agent says about it is its own text
-            error = body.get("error") if isinstance(body.get("error"), str) else ""
+            said = body.get("error")
+            error = said if isinstance(said, str) else ""
             return Readiness(
                 ready=False, failed_status=reply.status, error=error[:AGENT_TEXT_CHARS]
             )
         size = body.get("batch_size")
         if body.get("ready") is not True or isinstance(size, bool) or not isinstance(size, int):
             raise ProtocolError("/ready must answer {'ready': true, 'batch_size': <int>, ...}")
-        kit = body.get("kit") if body.get("kit") in ("A", "B", "native") else "native"
+        named = body.get("kit")
+        kit = named if isinstance(named, str) and named in ("A", "B", "native") else "native"
         return Readiness(ready=True, batch_size=clip_batch_size(size), kit=kit)
 
     def batch(

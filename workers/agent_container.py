@@ -8,6 +8,7 @@ directories.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import uuid
@@ -190,7 +191,7 @@ class AgentContainer:
                 self.container = None
         for volume in (self.volume, self.image_volume):
             if volume is not None:
-                _quietly(lambda volume=volume: volume.remove(force=True))
+                _quietly(functools.partial(volume.remove, force=True))
         self.volume = self.image_volume = None
 
 

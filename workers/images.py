@@ -21,6 +21,8 @@ from typing import IO
 import docker
 import docker.errors
 
+from evaluator.archives import forget_members
+
 # Podium's own images (and its names for submissions) live under these repositories on Docker
 # Hub's default domain; a submission may never name one of them, however it spells it.
 RESERVED_PREFIXES = ("podium/", "podium-submission/")
@@ -59,7 +61,7 @@ def agent_image(image: docker.models.images.Image, wanted: str | None = None) ->
     """``wanted``: the tag the submission named, when the image also has others."""
     tags = image.tags
     return AgentImage(
-        ref=wanted if wanted in tags else (tags[0] if tags else image.id),
+        ref=wanted if wanted is not None and wanted in tags else (tags[0] if tags else image.id),
         image_id=image.id,
         repo_digests=tuple(image.attrs.get("RepoDigests") or ()),
     )
@@ -157,7 +159,7 @@ def copy_tar(
     named in ``edit`` replaced by ``edit[name](content)``, or left out where that is None."""
     with tarfile.open(path, mode="r|*") as source, tarfile.open(fileobj=out, mode="w|") as copy:
         for member in source:
-            source.members.clear()
+            forget_members(source)
             data = source.extractfile(member) if member.isfile() else None
             name = posixpath.normpath(member.name)
             if data is not None and name in edit:

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -44,7 +44,7 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
 
 
-def _positive(kind: type) -> object:
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float | int]:
     def parse(text: str) -> float | int:
         try:
             value = kind(text)

@@ -125,7 +125,7 @@ class OpenAIJudge(Judge):
         self.concurrency = concurrency
         self.structured: StructuredMode = structured
         self.total_timeout_s = total_timeout_s
-        self._client_options = dict(
+        self._client_options: dict[str, Any] = dict(
             base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=attempt_timeout_s
         )
         # The client and semaphore belong to one event loop; made again for a new loop.

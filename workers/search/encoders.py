@@ -192,7 +192,7 @@ class ClipImageEncoder:
         self._torch = torch
         self.device = _device()
         self.model = CLIPModel.from_pretrained(str(model_dir), local_files_only=True)
-        self.model.to(self.device).eval()
+        self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' .to stub
         self.processor = CLIPImageProcessor.from_pretrained(str(model_dir), local_files_only=True)
         self.id = f"clip:{model_dir.name}@{fingerprint(model_dir)}"
         self.spec = f"clip:{model_dir}"

@@ -49,14 +49,16 @@ def build_index(vectors: np.ndarray, ivf_threshold: int = IVF_THRESHOLD) -> fais
     """An inner-product index over ``vectors`` (rows L2-normalised); IVF when large."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     count, dim = vectors.shape
+    index: faiss.Index
     if count <= ivf_threshold:
         index = faiss.IndexFlatIP(dim)
     else:
         nlist = max(1, min(count, int(4 * math.sqrt(count))))
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
         sample = np.random.default_rng(0).permutation(count)[: nlist * 64]
-        index.train(vectors[np.sort(sample)])
-        index.nprobe = min(NPROBE, nlist)
+        ivf.train(vectors[np.sort(sample)])
+        ivf.nprobe = min(NPROBE, nlist)
+        index = ivf
     index.add(vectors)
     return index
 
@@ -141,7 +143,8 @@ def _read(path: Path) -> tuple[faiss.Index, dict[str, np.ndarray]] | None:
 def _write(path: Path, index: faiss.Index, rows: dict[str, np.ndarray]) -> None:
     """Rows first, then the index: a present index file means a complete entry."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic(path.with_suffix(".rows.npz"), lambda out: np.savez(out, **rows))
+    # (the stubs read **rows as possibly holding savez's own allow_pickle keyword)
+    _atomic(path.with_suffix(".rows.npz"), lambda out: np.savez(out, **rows))  # type: ignore[arg-type]
     _atomic(path, lambda out: faiss.write_index(index, out))
 
 

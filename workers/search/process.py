@@ -200,7 +200,7 @@ class _Commands:
             return {"error": f"{command.get('op')}: {exc}"}
 
     def _run(self, command: dict[str, Any]) -> object:
-        op, path = command["op"], command.get("socket")
+        op, path = command["op"], str(command.get("socket"))
         if op == "serve":
             if path in self.sockets:
                 raise ValueError(f"{path} is already served")

@@ -141,7 +141,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _web_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         engine = self.server.engine
-        return engine.web_search(body.get("query"), body.get("k", 5), task=self.server.task)
+        query = body.get("query")  # not a string: refused by the engine like an empty one
+        text = query if isinstance(query, str) else ""
+        return engine.web_search(text, body.get("k", 5), task=self.server.task)
 
     def _reply(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()

@@ -308,9 +308,9 @@ def score_turns(
     everything = np.ones(counted.conversation.size, dtype=bool)
     slices: dict[str, dict[str, dict]] = {}
     for name, values in slice_values(counted).items():
-        distinct = np.unique(values)
+        distinct = list(np.unique(values))
         if name == TURN_SLICE:
-            distinct = sorted(distinct, key=int)
+            distinct.sort(key=int)
         slices[name] = {
             str(value): score_block(counted, values == value, seed, n_boot) for value in distinct
         }
