@@ -27,7 +27,7 @@ State = EvaluationRun.State
 # The task that carries each stage, called with ``run_id=<pk>``; the prefix picks the queue.
 STAGE_TASKS: dict[str, str] = {
     State.BUILDING: "build.prepare_run",
-    State.RUNNING: "gpu.run_agent",
+    State.RUNNING: "gpu.answer_run",
     State.JUDGING: "judge.judge_run",
     State.SCORING: "scores.aggregate_run",
 }

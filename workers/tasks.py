@@ -115,7 +115,7 @@ def prepare_run(self: CeleryTask, run_id: int) -> str:
 
 
 @shared_task(name=STAGE_TASKS[State.RUNNING], **OPTIONS)
-def run_agent(self: CeleryTask, run_id: int) -> str:
+def answer_run(self: CeleryTask, run_id: int) -> str:
     return _stage(self, State.RUNNING, run_id, run_stage)
 
 

@@ -39,7 +39,7 @@ def build_example(client: docker.DockerClient, name: str) -> str:
 
 
 @pytest.fixture
-def run_agent(client, tmp_path) -> Iterator:
+def start_agent(client, tmp_path) -> Iterator:
     """Start an image sandboxed as Podium runs it; the socket directory is a host folder, the
     image directory a host folder mounted read-only at /podium/images (``socket_dir.parent /
     "images"``)."""
@@ -93,8 +93,8 @@ def test_base_image_is_labelled_and_rebuilds_only_when_agentkit_changes(client):
     assert "is up to date" in result.stderr
 
 
-def test_idk_agent_answers_through_the_socket_with_no_network(client, run_agent):
-    socket_dir, _ = run_agent(build_example(client, "idk"), "single-source-augmentation")
+def test_idk_agent_answers_through_the_socket_with_no_network(client, start_agent):
+    socket_dir, _ = start_agent(build_example(client, "idk"), "single-source-augmentation")
     status, ready = request(socket_dir / "agent.sock", "GET", "/ready")
     assert (ready["kit"], ready["batch_size"]) == ("A", 16)
     assert ready["python_version"].startswith("3.11.")
@@ -103,9 +103,9 @@ def test_idk_agent_answers_through_the_socket_with_no_network(client, run_agent)
     assert (status, answer["responses"]) == (200, ["I don't know", "I don't know"])
 
 
-def test_rag_agent_searches_podiums_socket_from_inside_the_container(client, run_agent, stub):
+def test_rag_agent_searches_podiums_socket_from_inside_the_container(client, start_agent, stub):
     image = build_example(client, "rag-kit-a")
-    socket_dir, _ = run_agent(image, "multi-source-augmentation")
+    socket_dir, _ = start_agent(image, "multi-source-augmentation")
     server = stub("multi-source-augmentation", socket_dir / "search.sock")
     photo = jpeg_bytes((120, 90))
     (socket_dir.parent / "images/photo.jpg").write_bytes(photo)
@@ -164,7 +164,7 @@ class MyAgent(BaseAgent):
 """
 
 
-def test_an_agent_written_for_the_challenge_kit_runs_unchanged(client, run_agent, tmp_path):
+def test_an_agent_written_for_the_challenge_kit_runs_unchanged(client, start_agent, tmp_path):
     context = tmp_path / "context"
     (context / "agents").mkdir(parents=True)
     (context / "agents/__init__.py").write_text("")
@@ -174,14 +174,14 @@ def test_an_agent_written_for_the_challenge_kit_runs_unchanged(client, run_agent
         f"FROM {BASE_IMAGE}\nCOPY . /agent\nENV PODIUM_AGENT=agents.my_agent:MyAgent\n"
     )
     client.images.build(path=str(context), tag="podium-test/official-style", rm=True)
-    socket_dir, _ = run_agent("podium-test/official-style", "multi-source-augmentation")
+    socket_dir, _ = start_agent("podium-test/official-style", "multi-source-augmentation")
     body = batch(turn("What is this?", jpeg_bytes((30, 20))))
     status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
     assert (status, answer["responses"]) == (200, ["True (30, 20)"])
 
 
-def test_sigterm_stops_the_container_promptly(client, run_agent):
-    socket_dir, container = run_agent(build_example(client, "zero-work"), "multi-turn-qa")
+def test_sigterm_stops_the_container_promptly(client, start_agent):
+    socket_dir, container = start_agent(build_example(client, "zero-work"), "multi-turn-qa")
     started = time.monotonic()
     container.stop(timeout=10)
     assert time.monotonic() - started < 5

@@ -95,8 +95,8 @@ def test_bad_settings_name_the_variable(tmp_path, env, message):
     ("name", "kwargs", "queue"),
     [
         ("build.prepare_run", {}, "build"),
-        ("gpu.run_agent", {}, "gpu-l40s"),
-        ("gpu.run_agent", {"gpu_class": "h100"}, "gpu-h100"),
+        ("gpu.answer_run", {}, "gpu-l40s"),
+        ("gpu.answer_run", {"gpu_class": "h100"}, "gpu-h100"),
         ("judge.judge_run", {}, "judge"),
         ("scores.aggregate_run", {}, "default"),
         ("housekeeping.reap_stale_runs", {}, "default"),

@@ -107,7 +107,7 @@ def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
     submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
     run = EvaluationRun.objects.get(submission=submission)
     EvaluationRun.objects.filter(pk=run.pk).update(state=State.RUNNING, stage=State.RUNNING)
-    assert tasks.run_agent(run_id=run.pk) == State.FAILED
+    assert tasks.answer_run(run_id=run.pk) == State.FAILED
     run.refresh_from_db()
     assert run.failure_reason == PODIUM_FAULT_REASON
     assert "no search corpus" in run.operator_detail

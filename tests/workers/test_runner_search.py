@@ -91,7 +91,7 @@ def test_cli_serves_search_from_a_corpus(agent_image, sample, tmp_path, no_lefto
         [
             sys.executable,
             "-m",
-            "workers.run_agent",
+            "workers.cli",
             "--image",
             image.ref,
             "--split",

@@ -1,4 +1,4 @@
-"""``python -m workers.run_agent``: run an agent image on a split and write its predictions.
+"""``python -m workers.cli``: run an agent image on a split and write its predictions.
 
 Predictions go to ``--out`` in the evaluator's JSONL format (``{"session_id",
 "interaction_id", "response"}``, so ``python -m evaluator score`` grades them) the moment each
@@ -60,7 +60,7 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float | int]:
 def build_parser() -> argparse.ArgumentParser:
     defaults, sandbox = Limits(), SandboxPolicy()
     parser = argparse.ArgumentParser(
-        prog="python -m workers.run_agent",
+        prog="python -m workers.cli",
         description="Run an agent image, sandboxed, on a split; write predictions and a report.",
     )
     parser.add_argument("--image", required=True, help="image tag or ID in the local engine")

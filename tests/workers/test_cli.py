@@ -1,4 +1,4 @@
-"""``python -m workers.run_agent`` end to end: predictions the evaluator scores, resuming."""
+"""``python -m workers.cli`` end to end: predictions the evaluator scores, resuming."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.workers.conftest import REPO, make_split
-from workers.run_agent import parse_size
+from workers.cli import parse_size
 
 SMALL = [
     "--per-turn-s",
@@ -26,7 +26,7 @@ SMALL = [
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "workers.run_agent", *args],
+        [sys.executable, "-m", "workers.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
