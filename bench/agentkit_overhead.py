@@ -8,8 +8,10 @@ Starts ``python -m agentkit`` on the host (a real Unix socket) twice, side by si
   that decoded images up front would pay on every batch.
 
 Each batch holds ``--batch-size`` turns with a 960x1280 JPEG (the size of CRAG-MM's egocentric
-photos). Also times the search client's image encoding: the original bytes of an undecoded
-image versus re-encoding a decoded one as PNG.
+photos), sent as Podium's runner sends them: an ``image_path`` to a file (on a tmpfs, as the
+image volume is). ``lazy-b64`` is the lazy agent sent the same photos inline (``image_b64``,
+what a client without a shared directory uses). Also times the search client's image encoding:
+the original bytes of an undecoded image versus re-encoding a decoded one.
 
     python bench/agentkit_overhead.py --batches 50
 """
@@ -67,20 +69,27 @@ def png(image: Image.Image) -> bytes:
     return base64.b64encode(buffer.getvalue())
 
 
-def batch_body(photos: list[bytes], batch_size: int, number: int) -> bytes:
-    turns = [
-        {
-            "session_id": f"s{number}-{i}",
-            "interaction_id": f"i{number}-{i}",
-            "turn_idx": 0,
-            "query": "What is the brand of this vehicle?",
-            "image_b64": base64.b64encode(photos[i % len(photos)]).decode(),
-            "message_history": [],
-            "rag_context": None,
-            "domain": None,
-        }
-        for i in range(batch_size)
-    ]
+def batch_body(images: list[Path], batch_size: int, number: int, inline: bool) -> bytes:
+    """One batch; each turn's photo as a file path (as Podium sends it), or inline."""
+    turns = []
+    for i in range(batch_size):
+        image = images[(number * batch_size + i) % len(images)]
+        turns.append(
+            {
+                "session_id": f"s{number}-{i}",
+                "interaction_id": f"i{number}-{i}",
+                "turn_idx": 0,
+                "query": "What is the brand of this vehicle?",
+                **(
+                    {"image_b64": base64.b64encode(image.read_bytes()).decode()}
+                    if inline
+                    else {"image_path": str(image)}
+                ),
+                "message_history": [],
+                "rag_context": None,
+                "domain": None,
+            }
+        )
     return json.dumps({"batch_id": number, "deadline_s": 160.0, "turns": turns}).encode()
 
 
@@ -142,23 +151,41 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     args = parser.parse_args()
     photos = [photo(seed) for seed in range(4)]
-    bodies = [batch_body(photos, args.batch_size, n) for n in range(args.batches)]
     mean_kib = statistics.mean(len(p) for p in photos) / 1024
     print(f"{args.batches} batches of {args.batch_size} turns, 960x1280 JPEG ~{mean_kib:.0f} KiB")
-    with tempfile.TemporaryDirectory() as tmp:
+    shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        tempfile.TemporaryDirectory(dir=shm, prefix="podium-bench-") as image_dir,
+    ):
+        # One file per turn of a batch, as the runner writes a batch's images.
+        images = []
+        for i in range(args.batch_size):
+            path = Path(image_dir) / f"{i}.jpg"
+            path.write_bytes(photos[i % len(photos)])
+            images.append(path)
+        bodies = {
+            inline: [batch_body(images, args.batch_size, n, inline) for n in range(args.batches)]
+            for inline in (False, True)
+        }
         workdir = Path(tmp) / "agent"
         workdir.mkdir()
         source = REPO / "examples/agents/zero-work/agent.py"
         (workdir / "agent.py").write_text(source.read_text())
         (workdir / "eager.py").write_text(EAGER_AGENT)
         results = {}
-        for name, spec in (("lazy", "agent:ZeroWorkAgent"), ("eager", "eager:EagerAgent")):
+        runs = (
+            ("lazy", "agent:ZeroWorkAgent", False),
+            ("eager", "eager:EagerAgent", False),
+            ("lazy-b64", "agent:ZeroWorkAgent", True),
+        )
+        for name, spec, inline in runs:
             socket_dir = Path(tmp) / name
             socket_dir.mkdir()
             process = start(spec, workdir, socket_dir)
             try:
-                time_batches(socket_dir, bodies[:3])  # warm-up
-                results[name] = time_batches(socket_dir, bodies)
+                time_batches(socket_dir, bodies[inline][:3])  # warm-up
+                results[name] = time_batches(socket_dir, bodies[inline])
             finally:
                 process.terminate()
                 process.wait(10)
@@ -167,6 +194,8 @@ def main() -> None:
         print(f"{name:6} per batch: {summary(timings)}; per turn {per_turn:.2f} ms")
     ratio = statistics.median(results["eager"]) / statistics.median(results["lazy"])
     print(f"eager / lazy (median per batch): {ratio:.1f}x")
+    inline = statistics.median(results["lazy-b64"]) / statistics.median(results["lazy"])
+    print(f"lazy, inline base64 / image files (median per batch): {inline:.1f}x")
 
     undecoded = [open_image(p) for p in photos]
     decoded = [open_image(p) for p in photos]
@@ -178,12 +207,12 @@ def main() -> None:
         "PNG level 1 (decoded)": (png, decoded),
     }
     timing = {}
-    for name, (encode, images) in encoders.items():
+    for name, (encode, given) in encoders.items():
         started = time.perf_counter()
         for _ in range(5):
-            for image in images:
+            for image in given:
                 encode(image)
-        timing[name] = (time.perf_counter() - started) / (5 * len(images))
+        timing[name] = (time.perf_counter() - started) / (5 * len(given))
         print(f"search client image encoding, {name}: {timing[name] * 1e3:.2f} ms per image")
     bmp, png_time = timing["BMP (decoded)"], timing["PNG level 1 (decoded)"]
     print(f"PNG / BMP: {png_time / bmp:.0f}x")

@@ -87,7 +87,8 @@ def build(directory: Path, tag: str, extra: dict[str, str], workdir: Path) -> Ag
     tarball = workdir / f"{tag.replace('/', '-').replace(':', '-')}.tar"
     with tarfile.open(tarball, "w") as tar:
         for path in sorted(directory.iterdir()):
-            tar.add(path, arcname=path.name)
+            if path.name not in extra:  # one Dockerfile: the one given in extra, if any
+                tar.add(path, arcname=path.name)
         for name, text in extra.items():
             data = text.encode()
             info = tarfile.TarInfo(name)
@@ -115,7 +116,9 @@ def make_split(root: Path, turns: int, size: tuple[int, int]) -> tuple[Split, in
     return Split(root=root, conversations=conversations), image_bytes // turns
 
 
-def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, float, int, int]:
+def batch_loop_s(
+    image: AgentImage, split: Split, policy: SandboxPolicy | None = None
+) -> tuple[float, float, int, int]:
     """(seconds from ready to the last answer, seconds the agent says it worked, turns,
     batches) for one run."""
     arrivals: list[float] = []
@@ -127,6 +130,7 @@ def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, float, int, in
         Limits(),
         lambda results: arrivals.append(time.monotonic()),
         truncator=Truncator(),
+        policy=policy,
     )
     if report.status != "completed":
         raise SystemExit(f"run failed: {report.failure_reason}")
@@ -135,7 +139,7 @@ def batch_loop_s(image: AgentImage, split: Split) -> tuple[float, float, int, in
     worked = [
         float(line.split()[1]) for line in report.agent_log.splitlines() if line[:5] == "work "
     ]
-    if worked and len(worked) != batches:
+    if len(worked) != batches and image.ref != "podium-bench/zero-work:latest":
         raise SystemExit(f"the agent logged {len(worked)} batches of work, not {batches}")
     return loop, sum(worked), len(report.turns), batches
 
