@@ -13,8 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from evaluator.judges import JUDGE_NAMES, MemoryCache, SQLiteCache, make_judge
+from evaluator.judges import JUDGE_NAMES, JudgmentCache, MemoryCache, SQLiteCache, make_judge
 from evaluator.judges.openai_judge import STRUCTURED_MODES
+from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.predictions import load_predictions
 from evaluator.protocols import get_protocol
 from evaluator.protocols.crag_mm.grading import MISSING_RULES
@@ -71,7 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge",
         choices=JUDGE_NAMES,
         default="rules",
-        help="rules (default: deterministic, offline, not an LLM) or openai (a compatible server)",
+        help="rules (default: deterministic, offline, not an LLM), openai (a compatible server) "
+        "or replay (the judge calls of --transcript, no model call)",
+    )
+    score.add_argument(
+        "--transcript",
+        type=Path,
+        help="with --judge replay: a transcript.jsonl written by an earlier score",
     )
     judge = score.add_argument_group("openai judge (defaults from PODIUM_JUDGE_* variables)")
     judge.add_argument("--judge-base-url", help="OpenAI-compatible endpoint, e.g. vLLM's /v1")
@@ -146,13 +153,35 @@ def score(args: argparse.Namespace) -> int:
         missing_variant=args.missing_variant,
         counting=args.counting,
     )
-    judge = make_judge(args.judge, **_judge_options(args))
-    cache = (
-        MemoryCache() if args.no_cache else SQLiteCache((args.cache or DEFAULT_CACHE).expanduser())
-    )
+    replay = args.judge == "replay"
+    if replay != (args.transcript is not None):
+        raise EvaluatorError("--transcript goes with --judge replay, and --judge replay needs it")
+    options = {"transcript": args.transcript} if replay else _judge_options(args)
+    judge = make_judge(args.judge, **options)
+    cache: JudgmentCache | None = None  # a replay asks its transcript only
+    if not replay:
+        cache = (
+            MemoryCache()
+            if args.no_cache
+            else SQLiteCache((args.cache or DEFAULT_CACHE).expanduser())
+        )
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = out_dir / f"{TRANSCRIPT}.partial"
     try:
-        graded = protocol.grade(split, predictions, judge, cache, progress=not args.no_progress)
+        with partial.open("w", encoding="utf-8") as stream:
+            graded = protocol.grade(
+                split,
+                predictions,
+                judge,
+                cache,
+                progress=not args.no_progress,
+                transcript=None if replay else TranscriptWriter(stream),
+            )
+        if not replay:
+            partial.replace(out_dir / TRANSCRIPT)
     finally:
+        partial.unlink(missing_ok=True)
         asyncio.run(judge.aclose())
         if isinstance(cache, SQLiteCache):
             cache.close()

@@ -70,6 +70,9 @@ class JudgeRequest:
     query: str
     ground_truth: str
     response: str
+    # The stable key the protocol gives the call (CRAG-MM: "turn/<interaction_id>"): it names
+    # the call in transcripts; it is not part of the judgment cache's key.
+    key: str = ""
 
 
 @dataclass(frozen=True)

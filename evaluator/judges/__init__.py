@@ -1,4 +1,5 @@
-"""Judges: ``make_judge("rules")`` (deterministic, offline) or ``make_judge("openai", ...)``.
+"""Judges: ``make_judge("rules")`` (deterministic, offline), ``make_judge("openai", ...)``, or
+``make_judge("replay", transcript=...)`` (the calls of a transcript, no model call).
 
 Options of the ``openai`` judge, each read from the environment when not passed:
 
@@ -129,7 +130,15 @@ def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_judge(name: str, **options: Any) -> Judge:
-    """Build the judge called ``name`` ("rules" or "openai")."""
+    """Build the judge called ``name``: "rules", "openai", or "replay" (``transcript=`` a
+    transcript file: ``evaluator.judges.transcript``)."""
+    if name == "replay":
+        from evaluator.judges.transcript import ReplayJudge
+
+        extra = sorted(set(options) - {"transcript"})
+        if extra or options.get("transcript") is None:
+            raise EvaluatorError(f"replay judge: takes transcript= only, got {sorted(options)}")
+        return ReplayJudge(options["transcript"])
     if name == "rules":
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
@@ -140,7 +149,7 @@ def make_judge(name: str, **options: Any) -> Judge:
     raise EvaluatorError(f"unknown judge {name!r}: choose one of {JUDGE_NAMES}")
 
 
-JUDGE_NAMES: tuple[str, ...] = ("rules", "openai")
+JUDGE_NAMES: tuple[str, ...] = ("rules", "openai", "replay")
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,14 @@ class Judge(abc.ABC):
         """Settings beyond judge_id and the prompt that change a verdict (part of the cache key)."""
         return {}
 
+    def transcript_request(self, request: JudgeRequest) -> dict[str, Any]:
+        """What this judge is sent for ``request``, as a transcript records it."""
+        return {
+            "query": request.query,
+            "ground_truth": request.ground_truth,
+            "response": request.response,
+        }
+
     async def aclose(self) -> None:  # noqa: B027 - judges without resources need no cleanup
         """Release network clients and other resources."""
 

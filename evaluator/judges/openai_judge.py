@@ -22,15 +22,19 @@ structured-output field still works: the prompt asks for one word.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 from typing import Any, Literal
 
 import openai
 
 from evaluator.judges.base import Judge
-from evaluator.judges.prompt import PROMPT_HASH, PROMPT_VERSION, VERDICT_WORDS, render_messages
+from evaluator.judges.prompt import (
+    PROMPT_HASH,
+    PROMPT_VERSION,
+    VERDICT_WORDS,
+    parse_verdict,
+    render_messages,
+)
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 log = logging.getLogger(__name__)
@@ -49,30 +53,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
-
-_VERDICT_RE = re.compile(r"\b(" + "|".join(VERDICT_WORDS) + r")\b")
-
-
-def parse_verdict(text: str) -> str | None:
-    """The verdict word in a judge's reply, or None when it offers none of ours.
-
-    A JSON object's ``verdict`` field is read when the reply is JSON; otherwise a reply that
-    is exactly one verdict word (any case) counts, else the LAST upper-case verdict word wins,
-    so that prose quoting the answer ("it says CORRECT but is WRONG") ends on the decision.
-    """
-    stripped = text.strip()
-    try:
-        data = json.loads(stripped)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        value = data.get("verdict")
-        return value.upper() if isinstance(value, str) and value.upper() in VERDICT_WORDS else None
-    bare = stripped.strip(" .!\"'`*").upper()
-    if bare in VERDICT_WORDS:
-        return bare
-    found = _VERDICT_RE.findall(stripped)
-    return found[-1] if found else None
 
 
 def reply_text(reply: object) -> str:
@@ -145,6 +125,9 @@ class OpenAIJudge(Judge):
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._loop = loop
         return self._client, self._semaphore
+
+    def transcript_request(self, request: JudgeRequest) -> dict[str, Any]:
+        return self._body(request, self.structured)
 
     def _body(self, request: JudgeRequest, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
+import re
 from importlib import resources
 
 from evaluator.records import JudgeRequest, Verdict
@@ -45,3 +47,28 @@ def render_messages(request: JudgeRequest) -> list[dict[str, str]]:
         response=quote(request.response),
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+_VERDICT_RE = re.compile(r"\b(" + "|".join(VERDICT_WORDS) + r")\b")
+
+
+def parse_verdict(text: str) -> str | None:
+    """The verdict word in a judge's reply, or None when it offers none of ours.
+
+    A JSON object's ``verdict`` field is read when the reply is JSON; otherwise a reply that
+    is exactly one verdict word (any case) counts, else the LAST upper-case verdict word wins,
+    so that prose quoting the answer ("it says CORRECT but is WRONG") ends on the decision.
+    """
+    stripped = text.strip()
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        value = data.get("verdict")
+        return value.upper() if isinstance(value, str) and value.upper() in VERDICT_WORDS else None
+    bare = stripped.strip(" .!\"'`*").upper()
+    if bare in VERDICT_WORDS:
+        return bare
+    found = _VERDICT_RE.findall(stripped)
+    return found[-1] if found else None

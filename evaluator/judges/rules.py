@@ -219,4 +219,6 @@ class RulesJudge(Judge):
 
     async def judge(self, request: JudgeRequest) -> Judgment:
         correct, reason = grade(request.query, request.ground_truth, request.response)
-        return self.judgment(Verdict.CORRECT if correct else Verdict.HALLUCINATED, raw=reason)
+        # raw in the shape an LLM judge's structured reply has, so a transcript replays alike
+        raw = json.dumps({"verdict": "CORRECT" if correct else "WRONG", "reason": reason})
+        return self.judgment(Verdict.CORRECT if correct else Verdict.HALLUCINATED, raw=raw)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
+from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import Prediction, Split
 
 Item = TypeVar("Item")
@@ -43,8 +44,10 @@ class Protocol(ABC, Generic[Item]):
         judge: Judge,
         cache: JudgmentCache | None,
         progress: bool = True,
+        transcript: TranscriptWriter | None = None,
     ) -> list[Item]:
-        """Grade every item of ``split``; items the judge could not decide stay undecided."""
+        """Grade every item of ``split``; items the judge could not decide stay undecided.
+        Every judge call goes to ``transcript`` (with the key the protocol gives it)."""
 
     @abstractmethod
     def score(self, graded: Sequence[Item], seed: int = 0) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
+from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Protocol
 from evaluator.protocols.crag_mm.grading import grade, missing_rule
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
@@ -84,11 +85,19 @@ class CragMM(Protocol[GradedTurn]):
         judge: Judge,
         cache: JudgmentCache | None,
         progress: bool = True,
+        transcript: TranscriptWriter | None = None,
     ) -> list[GradedTurn]:
         if self.truncator is None:
             self.truncator = load_truncator()
         return grade(
-            split, predictions, judge, cache, self.truncator, self.missing_variant, progress
+            split,
+            predictions,
+            judge,
+            cache,
+            self.truncator,
+            self.missing_variant,
+            progress,
+            transcript,
         )
 
     def score(self, graded: Sequence[GradedTurn], seed: int = 0) -> dict[str, Any]:

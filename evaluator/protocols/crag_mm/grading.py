@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.loop import judge_all
+from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import (
     EvaluatorError,
     GradedTurn,
@@ -66,6 +67,7 @@ def grade(
     truncator: Truncator,
     missing_variant: str = "kit-b",
     progress: bool = True,
+    transcript: TranscriptWriter | None = None,
 ) -> list[GradedTurn]:
     """Grade every turn of ``split`` in split order.
 
@@ -91,7 +93,8 @@ def grade(
         else:
             verdict = Verdict.UNJUDGED
             to_judge.append(len(rows))
-            requests.append(JudgeRequest(turn.query, turn.ground_truth, response))
+            key = f"turn/{turn.interaction_id}"  # the call's stable key (docs/evaluator.md)
+            requests.append(JudgeRequest(turn.query, turn.ground_truth, response, key))
         rows.append(
             {
                 "session_id": conversation.session_id,
@@ -116,6 +119,8 @@ def grade(
         raise EvaluatorError(
             f"judge {judge.judge_id} returned {len(judgments)} judgments for {len(requests)} turns"
         )
+    if transcript is not None:
+        transcript.write(judge, requests, judgments)
     for index, judgment in zip(to_judge, judgments, strict=True):
         if judgment.verdict is Verdict.MISSING:
             raise EvaluatorError(f"judge {judgment.judge_id} answered MISSING, not a judge verdict")

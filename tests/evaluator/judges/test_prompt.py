@@ -2,12 +2,12 @@ import hashlib
 
 import pytest
 
-from evaluator.judges.openai_judge import parse_verdict
 from evaluator.judges.prompt import (
     PROMPT_HASH,
     PROMPT_VERSION,
     SYSTEM_PROMPT,
     USER_TEMPLATE,
+    parse_verdict,
     render_messages,
 )
 from evaluator.records import JudgeRequest

@@ -1,0 +1,115 @@
+"""Judge transcripts: written by every score, replayed with zero model calls, refused when they
+do not fit the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.cli import EXIT_BAD_INPUT, EXIT_OK
+from evaluator.records import Verdict
+from evaluator.report import SCORES_JSON, TURNS_JSONL, read_turns
+from tests.evaluator.test_cli import (
+    openai_flags,
+    predictions,
+    sample,
+    score,
+    server,
+    split,
+)
+
+__all__ = ["predictions", "sample", "server", "split"]  # fixtures
+
+
+def _calls(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "transcript.jsonl").read_text().splitlines()]
+
+
+def _replay(split: Path, predictions: Path, out: Path, transcript: Path) -> int:
+    return score(split, predictions, out, "--judge=replay", f"--transcript={transcript}")
+
+
+def test_a_rules_run_is_transcribed_and_replayed_to_the_same_scores(split, predictions, tmp_path):
+    first = tmp_path / "first"
+    assert score(split, predictions, first, "--no-cache") == EXIT_OK
+    calls = _calls(first)
+    sent = [t for t in read_turns(first) if not t.is_miss and not t.is_exact_match]
+    assert [c["key"] for c in calls] == [f"turn/{t.interaction_id}" for t in sent]
+    assert {c["judge"] for c in calls} == {"rules@1"}
+    for call, turn in zip(calls, sent, strict=True):
+        assert call["judged"] == [turn.query, turn.ground_truth, turn.agent_response]
+        assert json.loads(call["reply"])["verdict"] == (
+            "CORRECT" if turn.verdict is Verdict.CORRECT else "WRONG"
+        )
+    again = tmp_path / "again"
+    assert _replay(split, predictions, again, first / "transcript.jsonl") == EXIT_OK
+    assert (again / SCORES_JSON).read_bytes() == (first / SCORES_JSON).read_bytes()
+    assert (again / TURNS_JSONL).read_bytes() == (first / TURNS_JSONL).read_bytes()
+    assert not (again / "transcript.jsonl").exists()  # a replay writes none of its own
+
+
+def test_an_llm_run_replays_without_a_single_model_call(split, predictions, server, tmp_path):
+    server.replies["What"] = "CORRECT"  # some turns correct, the rest WRONG
+    first = tmp_path / "first"
+    assert score(split, predictions, first, *openai_flags(server, tmp_path / "c.db")) == EXIT_OK
+    calls = _calls(first)
+    assert len(calls) == server.count > 0
+    assert calls[0]["request"]["model"] == "fake-judge"
+    assert [m["role"] for m in calls[0]["request"]["messages"]] == ["system", "user"]
+    assert {c["judge"] for c in calls} == {"openai:fake-judge@unspecified"}
+    # Again from the warm cache: no model call, the same transcript.
+    cached = tmp_path / "cached"
+    assert score(split, predictions, cached, *openai_flags(server, tmp_path / "c.db")) == EXIT_OK
+    assert _calls(cached) == calls
+    asked = server.count
+    again = tmp_path / "again"
+    assert _replay(split, predictions, again, first / "transcript.jsonl") == EXIT_OK
+    assert server.count == asked
+    assert (again / SCORES_JSON).read_bytes() == (first / SCORES_JSON).read_bytes()
+
+
+def test_a_missing_key_or_another_answer_is_refused_by_name(split, predictions, tmp_path, capsys):
+    first = tmp_path / "first"
+    assert score(split, predictions, first, "--no-cache") == EXIT_OK
+    calls = _calls(first)
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(json.dumps(c) + "\n" for c in calls[1:]))
+    capsys.readouterr()
+    assert _replay(split, predictions, tmp_path / "x", short) == EXIT_BAD_INPUT
+    assert f"no judge call for key {calls[0]['key']!r}" in capsys.readouterr().err
+
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    first_judged = calls[0]["key"].removeprefix("turn/")
+    for row in rows:
+        if row["interaction_id"] == first_judged:
+            row["response"] = "Another answer altogether."
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert _replay(split, changed, tmp_path / "y", first / "transcript.jsonl") == EXIT_BAD_INPUT
+    assert "judged another question, ground truth or answer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json\n", "short.jsonl:1: not JSON"),
+        ('{"key": "turn/x"}\n', "short.jsonl:1: field 'judge' missing or not str"),
+        ("", "no judge calls in it"),
+    ],
+)
+def test_a_broken_transcript_is_named_with_its_line(
+    split, predictions, tmp_path, capsys, content, message
+):
+    broken = tmp_path / "short.jsonl"
+    broken.write_text(content)
+    assert _replay(split, predictions, tmp_path / "x", broken) == EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err
+
+
+def test_transcript_and_replay_go_together(split, predictions, tmp_path, capsys):
+    assert score(split, predictions, tmp_path / "x", "--judge=replay") == EXIT_BAD_INPUT
+    flag = f"--transcript={tmp_path / 't.jsonl'}"
+    assert score(split, predictions, tmp_path / "y", flag) == EXIT_BAD_INPUT
+    assert "--transcript goes with --judge replay" in capsys.readouterr().err
