@@ -230,6 +230,9 @@ PODIUM_BUILD_BASE_IMAGES = [
     ).split(",")
     if r.strip()
 ]
+# What one build step may write, and the largest image a build may make (workers/builds.py).
+PODIUM_BUILD_MAX_LAYER_BYTES = _env_int("PODIUM_BUILD_MAX_LAYER_BYTES", 10 * 1024**3, 1024**2)
+PODIUM_BUILD_MAX_IMAGE_BYTES = _env_int("PODIUM_BUILD_MAX_IMAGE_BYTES", 30 * 1024**3, 1024**2)
 # A submission upload may declare at most this many times its own size in unpacked bytes (a
 # docker save archive or build context compresses 2-5x; a compression bomb, thousands of times).
 PODIUM_UPLOAD_MAX_RATIO = _env_int("PODIUM_UPLOAD_MAX_RATIO", 50)

@@ -4,16 +4,24 @@ The Dockerfile is checked and its base images pinned to image IDs before the eng
 (``workers.dockerfile``); the build runs without network, without the build cache (no layer of
 another team's build is reused, nor can its existence be probed), under a memory and time limit,
 and its image is known by ID only: no tag another team could name in a ``FROM``.
+
+Disk: the legacy builder has no quota, so ``_StepWatch`` polls the writable layer of the step
+running now (every ``WATCH_S``) and kills a step that has written more than ``max_layer_bytes``
+(the build then fails saying so); an image larger than ``max_image_bytes`` in all is removed and
+refused. A step can write a little past the limit before the next poll sees it.
 """
 
 from __future__ import annotations
 
 import collections
+import re
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import docker
 import docker.errors
@@ -26,6 +34,49 @@ from workers.images import AgentImage, ImageError, agent_image, check_tag, copy_
 # The base images a Dockerfile may start from, unless a task names others.
 DEFAULT_BASE_IMAGES = ("podium/agent-base:py3.11", "podium/agent-base:cuda12")
 BUILD_LOG_TAIL_LINES = 40
+DEFAULT_MAX_LAYER_BYTES = 10 * 1024**3  # one step's writes: model weights fit
+DEFAULT_MAX_IMAGE_BYTES = 30 * 1024**3  # the whole image, base included
+WATCH_S = 0.25
+_STEP = re.compile(r"---> Running in ([0-9a-f]{12,64})")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
+
+
+class _StepWatch:
+    """Kills the running build step once its writable layer passes ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.api = docker.from_env().api  # its own connection: the build's is streaming
+        self.step: str | None = None  # the container of the step running now
+        self.wrote: int | None = None  # what the killed step had written
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="build-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCH_S):
+            step = self.step
+            if step is None:
+                continue
+            try:
+                reply = self.api.get(
+                    self.api._url("/containers/{0}/json", step), params={"size": 1}
+                )
+                size = reply.json().get("SizeRw") if reply.status_code == 200 else None
+                if isinstance(size, int) and size > self.limit:
+                    self.wrote = size
+                    self.api.kill(step)
+                    self.step = None
+            except (docker.errors.DockerException, requests.exceptions.RequestException):
+                continue  # the step ended meanwhile
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.api.close()
 
 
 class BaseImageMissing(Exception):
@@ -81,9 +132,12 @@ def build_context(
     labels: Mapping[str, str] | None = None,
     timeout_s: float = 1800,
     memory_bytes: int = 8 * 1024**3,
+    max_layer_bytes: int = DEFAULT_MAX_LAYER_BYTES,
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     client: docker.DockerClient | None = None,
 ) -> AgentImage:
-    """Build a tarball holding a Dockerfile, with no network and within ``timeout_s``.
+    """Build a tarball holding a Dockerfile, with no network and within ``timeout_s``; a step
+    may write at most ``max_layer_bytes``, the image hold at most ``max_image_bytes``.
 
     ``tag`` is for Podium's own images and tests; a submission's image is built untagged.
     """
@@ -102,11 +156,27 @@ def build_context(
             copy_tar(tar_path, context, {"Dockerfile": lambda _: dockerfile.encode()})
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ImageError(f"{tar_path}: not a readable tar archive ({exc})") from None
-        image_id = _build(tar_path, context, tag, labels, timeout_s, memory_bytes)
-    return agent_image(client.images.get(image_id), tag)
+        image_id = _build(tar_path, context, tag, labels, timeout_s, memory_bytes, max_layer_bytes)
+    image = client.images.get(image_id)
+    size = image.attrs.get("Size") or 0
+    if size > max_image_bytes:
+        client.images.remove(image_id, force=True)
+        raise ImageError(
+            f"{tar_path}: build failed: the image holds {_gib(size)}, more than the "
+            f"{_gib(max_image_bytes)} allowed"
+        )
+    return agent_image(image, tag)
 
 
-def _build(tar_path, context, tag, labels, timeout_s: float, memory_bytes: int) -> str:
+def _build(
+    tar_path: Path,
+    context: IO[bytes],
+    tag: str | None,
+    labels: Mapping[str, str] | None,
+    timeout_s: float,
+    memory_bytes: int,
+    max_layer_bytes: int,
+) -> str:
     # A private client (same engine settings, from the environment): closing it hangs up on the
     # engine, which cancels the build. The per-read timeout bounds a silent build step; the
     # loop below bounds a chatty one.
@@ -114,6 +184,7 @@ def _build(tar_path, context, tag, labels, timeout_s: float, memory_bytes: int) 
     tail: collections.deque[str] = collections.deque(maxlen=BUILD_LOG_TAIL_LINES)
     image_id = None
     started = time.monotonic()
+    watch = _StepWatch(max_layer_bytes)
     try:
         events = api.build(
             fileobj=context,
@@ -132,8 +203,16 @@ def _build(tar_path, context, tag, labels, timeout_s: float, memory_bytes: int) 
         for event in events:
             if "stream" in event:
                 tail.extend(str(event["stream"]).rstrip("\n").splitlines())
+                if step := _STEP.search(str(event["stream"])):
+                    watch.step = step[1]
             if "error" in event:
-                raise ImageError(_build_failure(tar_path, str(event["error"]), tail))
+                why = str(event["error"])
+                if watch.wrote is not None:
+                    why = (
+                        f"a build step wrote {_gib(watch.wrote)}, more than the "
+                        f"{_gib(max_layer_bytes)} one step may write; it was stopped"
+                    )
+                raise ImageError(_build_failure(tar_path, why, tail))
             if isinstance(event.get("aux"), dict) and "ID" in event["aux"]:
                 image_id = event["aux"]["ID"]
             if time.monotonic() - started > timeout_s:
@@ -143,6 +222,7 @@ def _build(tar_path, context, tag, labels, timeout_s: float, memory_bytes: int) 
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         raise ImageError(_build_failure(tar_path, str(exc), tail)) from None
     finally:
+        watch.close()
         api.close()
     if image_id is None:
         raise ImageError(_build_failure(tar_path, "the engine reported no image", tail))

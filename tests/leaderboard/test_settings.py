@@ -80,6 +80,7 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         ({"PODIUM_HEARTBEAT_TIMEOUT_S": "soon"}, "PODIUM_HEARTBEAT_TIMEOUT_S='soon': expected an"),
         ({"DEBUG": "maybe"}, "DEBUG='maybe': expected 1/0"),
         ({"PODIUM_SEARCH_CPUS": "fast"}, "PODIUM_SEARCH_CPUS='fast' is not a number"),
+        ({"PODIUM_BUILD_MAX_LAYER_BYTES": "10"}, "PODIUM_BUILD_MAX_LAYER_BYTES='10': expected at"),
         ({"PODIUM_SEARCH_MEMORY_BYTES": "1000"}, "PODIUM_SEARCH_MEMORY_BYTES=1000 is below"),
         ({"PODIUM_JUDGE_ENDPOINTS": "{not json"}, "PODIUM_JUDGE_ENDPOINTS is not valid JSON"),
         ({"PODIUM_JUDGE_ENDPOINTS": '{"big": {"model": "x"}}'}, "must map names to"),

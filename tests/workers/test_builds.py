@@ -128,3 +128,59 @@ def test_no_build_reuses_another_builds_cache(docker_client, base_image, tmp_pat
     first = build_context(context(tmp_path, dockerfile, "a.tar"), client=docker_client)
     second = build_context(context(tmp_path, dockerfile, "b.tar"), client=docker_client)
     assert first.image_id != second.image_id
+
+
+def _step_containers(docker_client, marker: str) -> list:
+    return [
+        c
+        for c in docker_client.containers.list(all=True)
+        if marker in str(c.attrs["Config"]["Cmd"])
+    ]
+
+
+def test_a_step_writing_a_huge_layer_is_stopped_and_refused(docker_client, base_image, tmp_path):
+    """A step that keeps writing (here to 2 GB, then sleeping) is killed once its layer passes
+    the limit: the build fails at once, saying so, and leaves no container behind."""
+    marker = "fill-the-disk"
+    dockerfile = (
+        f"FROM {base_image}\n"
+        f"RUN for i in $(seq 200); do head -c 10000000 /dev/zero >> /tmp/{marker}; done; sleep 60\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(ImageError) as failure:
+        build_context(
+            context(tmp_path, dockerfile), max_layer_bytes=100 * 1024**2, client=docker_client
+        )
+    took = time.monotonic() - started
+    message = str(failure.value)
+    assert "build failed: a build step wrote" in message
+    assert "more than the 100 MiB one step may write; it was stopped" in message
+    assert took < 30, f"{took:.1f} s: the step was not stopped before its sleep ended"
+    wrote_mib = float(message.split("a build step wrote ")[1].split(" MiB")[0])
+    assert 100 < wrote_mib < 1000  # stopped soon after the limit, far from 2 GB
+    deadline = time.monotonic() + 20
+    while _step_containers(docker_client, marker):
+        assert time.monotonic() < deadline, "the killed step's container is still there"
+        time.sleep(0.5)
+
+
+def test_a_step_under_the_limit_builds(docker_client, base_image, tmp_path):
+    dockerfile = f"FROM {base_image}\nRUN head -c 20000000 /dev/zero > /tmp/weights\n"
+    image = build_context(
+        context(tmp_path, dockerfile), max_layer_bytes=100 * 1024**2, client=docker_client
+    )
+    docker_client.images.remove(image.image_id, force=True)
+
+
+def test_an_image_over_the_total_size_is_removed_and_refused(docker_client, base_image, tmp_path):
+    base_size = docker_client.images.get(base_image).attrs["Size"]
+    dockerfile = f"FROM {base_image}\nRUN head -c 30000000 /dev/zero > /tmp/weights\nLABEL n=1\n"
+    before = {i.id for i in docker_client.images.list(all=True)}
+    with pytest.raises(ImageError, match=r"build failed: the image holds .* more than the"):
+        build_context(
+            context(tmp_path, dockerfile),
+            max_image_bytes=base_size + 10 * 1024**2,
+            client=docker_client,
+        )
+    after = {i.id for i in docker_client.images.list(all=True)}
+    assert after <= before, "the refused image (or one of its layers) was kept"

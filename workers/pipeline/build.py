@@ -69,6 +69,8 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
                 base_images=settings.PODIUM_BUILD_BASE_IMAGES,
                 labels={"podium.submission": str(submission.pk)},
                 timeout_s=BUILD_TIMEOUT_S,
+                max_layer_bytes=settings.PODIUM_BUILD_MAX_LAYER_BYTES,
+                max_image_bytes=settings.PODIUM_BUILD_MAX_IMAGE_BYTES,
                 client=client,
             )
         except ImageError as exc:  # name the upload, not a path on Podium's disk
