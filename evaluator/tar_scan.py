@@ -51,6 +51,18 @@ class Refusal(Exception):
     entry: str = ""
 
 
+class ScanTimeout(Refusal):
+    """The check did not finish within the wall time it was given (nothing found wrong yet)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__("over_limits", f"checking it took more than {timeout_s:g} s")
+
+
+def compression_of(head: bytes) -> str:
+    """The compression a file's first bytes name: "", "gz", "bz2" or "xz"."""
+    return next((name for magic, name in MAGIC.items() if head.startswith(magic)), "")
+
+
 class _HashingReader:
     """A read-only stream that hashes and counts the bytes read through it."""
 
@@ -70,7 +82,7 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
     """Read the tar ``stream`` from its start; raise ``Refusal`` when it may not be accepted."""
     head = stream.read(6)
     stream.seek(0)
-    compression = next((name for magic, name in MAGIC.items() if head.startswith(magic)), "")
+    compression = compression_of(head)
     reader = _HashingReader(stream)
     found = False
     members = unpacked = 0
@@ -106,7 +118,8 @@ def scan_file(
     timeout_s: float = 300,
 ) -> TarScan:
     """``scan_tar`` on the file at ``path``, in a child process held to ``cpu_s`` seconds of
-    CPU, ``memory_bytes`` of address space and ``timeout_s`` of wall time."""
+    CPU, ``memory_bytes`` of address space and ``timeout_s`` of wall time (``ScanTimeout``
+    past it)."""
     command = [
         sys.executable,
         "-m",
@@ -122,7 +135,7 @@ def scan_file(
     try:
         done = subprocess.run(command, cwd=REPO, capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        raise over from None
+        raise ScanTimeout(timeout_s) from None
     try:
         result = json.loads(done.stdout)
     except ValueError:

@@ -230,6 +230,9 @@ PODIUM_BUILD_BASE_IMAGES = [
     ).split(",")
     if r.strip()
 ]
+# The seconds a web request gives an upload's check; an archive not checked by then is taken
+# and checked whole in the build stage (leaderboard/submitting/artifacts.py).
+PODIUM_UPLOAD_CHECK_S = _env_int("PODIUM_UPLOAD_CHECK_S", 10, 1)
 # What one build step may write, and the largest image a build may make (workers/builds.py).
 PODIUM_BUILD_MAX_LAYER_BYTES = _env_int("PODIUM_BUILD_MAX_LAYER_BYTES", 10 * 1024**3, 1024**2)
 PODIUM_BUILD_MAX_IMAGE_BYTES = _env_int("PODIUM_BUILD_MAX_IMAGE_BYTES", 30 * 1024**3, 1024**2)

@@ -1,23 +1,30 @@
-"""Checking what a team hands in before anything is stored.
+"""Checking what a team hands in.
 
 An image archive (``docker save``, plain or compressed) must hold ``manifest.json`` at its top
 level; a build context (tar, plain or compressed) must hold a ``Dockerfile`` there. Either is
-read once, as a stream, in constant memory, by ``evaluator.tar_scan`` in a child process with
-CPU, memory and time limits: every member name is checked for path traversal, links must stay
-inside the archive (chains included), device files are refused, entries and declared bytes are
-held to a budget, and the bytes are hashed on the way. A registry reference must follow Docker's
-reference grammar, and may not name one of Podium's own images.
+read as a stream, in constant memory, by ``evaluator.tar_scan`` in a child process with CPU,
+memory and time limits: every member name is checked for path traversal, links must stay inside
+the archive (chains included), device files are refused, entries and declared bytes are held to
+a budget, and the bytes are hashed on the way.
+
+Two passes, so that no upload holds a web worker: the web request gives the check at most
+``PODIUM_UPLOAD_CHECK_S`` seconds (``inspect_archive``): what it finds wrong in that time is
+the form's error at once; an archive it has not finished is taken (hashed in this process) and
+the build stage checks it whole (``check_stored_archive``) before Docker sees it, failing the
+submission with the same words. A registry reference must follow Docker's reference grammar,
+and may not name one of Podium's own images.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
+import hashlib
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from django.conf import settings
@@ -25,12 +32,13 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
 from evaluator.archives import ArchiveLimits
-from evaluator.tar_scan import Refusal, scan_file
+from evaluator.tar_scan import Refusal, ScanTimeout, compression_of, scan_file
 from leaderboard.models import Submission
 from workers.images import is_reserved
 
 Kind = Submission.ArtifactKind
 CHUNK_BYTES = 1024 * 1024
+STORED_CHECK_S = 300.0  # the build stage's wall time for the whole check
 # Compressed tars are accepted (docker load and docker build read them); the file name kept in
 # storage says which compression it is (``evaluator.tar_scan`` finds it). The file each
 # uploaded kind must hold at its top level:
@@ -91,27 +99,58 @@ def _local_path(stream: IO[bytes]) -> Iterator[str]:
 
 
 def inspect_archive(stream: IO[bytes], kind: str, label: str) -> ArchiveFacts:
-    """Check an uploaded tar (``evaluator.tar_scan``, in a child process with CPU, memory and
-    time limits); raise ``ValidationError`` if bad.
+    """The web request's look at an uploaded tar: the check for at most
+    ``PODIUM_UPLOAD_CHECK_S`` seconds; raise ``ValidationError`` if it finds it bad.
 
     ``label`` names the upload in messages (its file name as sent). Reading stops as soon as the
-    entries or the bytes they declare pass ``upload_budget``: before their data is read.
+    entries or the bytes they declare pass ``upload_budget``: before their data is read. An
+    archive not checked to its end in time is hashed here and taken: the build stage checks it
+    (``check_stored_archive``).
     """
-    required = REQUIRED_MEMBER[Kind(kind)]
-    total = stream.seek(0, io.SEEK_END)
-    budget = upload_budget(total)
     stream.seek(0)
     try:
         with _local_path(stream) as path:
-            scan = scan_file(path, budget, required)
+            try:
+                return _check(Path(path), kind, label, settings.PODIUM_UPLOAD_CHECK_S)
+            except ScanTimeout:
+                return _unchecked_facts(Path(path))
+    finally:
+        stream.seek(0)
+
+
+def check_stored_archive(path: Path, kind: str, label: str) -> ArchiveFacts:
+    """The whole check of a stored upload, in the build stage (no web worker waits for it)."""
+    try:
+        return _check(path, kind, label, STORED_CHECK_S)
+    except ScanTimeout as timeout:
+        raise ValidationError(f"{label}: {timeout.why}", code=timeout.code) from None
+
+
+def _check(path: Path, kind: str, label: str, timeout_s: float) -> ArchiveFacts:
+    required = REQUIRED_MEMBER[Kind(kind)]
+    total = path.stat().st_size
+    budget = upload_budget(total)
+    try:
+        scan = scan_file(path, budget, required, timeout_s=timeout_s)
+    except ScanTimeout:
+        raise
     except Refusal as refusal:
         message = _refusal_message(refusal, label, budget, total)
         raise ValidationError(message, code=refusal.code) from None
-    finally:
-        stream.seek(0)
     if not scan.has_required:
         raise ValidationError(f"{label}: {WHY_REQUIRED[Kind(kind)]}", code=f"no_{required}")
     return ArchiveFacts(sha256=scan.sha256, size=scan.size, compression=scan.compression)
+
+
+def _unchecked_facts(path: Path) -> ArchiveFacts:
+    """Hash and size of an archive whose check goes on in the build stage."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        compression = compression_of(stream.read(6))
+        stream.seek(0)
+        while chunk := stream.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return ArchiveFacts(digest.hexdigest(), path.stat().st_size, compression)
 
 
 def _refusal_message(refusal: Refusal, label: str, budget: ArchiveLimits, total: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -323,3 +324,27 @@ def test_reserved_registry_references_are_refused_however_spelled(open_splits, t
             error.value.message_dict["registry_ref"]
         )
     assert not Submission.objects.exists()
+
+
+def test_an_upload_the_web_request_cannot_check_in_time_is_taken_and_checked_later(
+    open_splits, teams, member, tmp_path, settings
+):
+    """The web request gives the check PODIUM_UPLOAD_CHECK_S; a bomb it has not finished is
+    taken at once (hashed), and the build stage's whole check refuses it, saying why."""
+    import time
+
+    from leaderboard.submitting.artifacts import check_stored_archive
+
+    settings.PODIUM_UPLOAD_CHECK_S = 0.001  # no check can finish in that
+    path = _bomb(tmp_path / "bomb.tar.xz", "xz", 4 << 30, 16 << 20)
+    started = time.monotonic()
+    submission = _submit(member, teams, Artifact(Kind.BUILD_CONTEXT, file=_file(path)))
+    assert time.monotonic() - started < 2, "the web request waited for the check"
+    assert submission.artifact_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert submission.artifact.name.endswith(".tar.xz")
+    started = time.monotonic()
+    with pytest.raises(ValidationError) as error:
+        check_stored_archive(Path(submission.artifact.path), Kind.BUILD_CONTEXT, "your upload")
+    assert time.monotonic() - started < 5
+    message = " ".join(error.value.messages)
+    assert message.startswith("your upload: entry 'zeros0' takes the archive past")

@@ -97,6 +97,31 @@ def test_a_bad_image_fails_the_submission_with_a_reason_the_team_can_read(
     assert submission.consumes_quota, "the team's own failure counts"
 
 
+def test_an_upload_left_unchecked_by_the_web_request_is_refused_by_the_build_stage(
+    challenge_with_split, team_member, settings
+):
+    settings.PODIUM_UPLOAD_CHECK_S = 0.001  # the web request's check cannot finish
+    team, user = team_member
+    evil = tar_bytes({"Dockerfile": b"FROM podium/agent-base:py3.11\n", "a/../../evil": b"x"})
+    submission = submit(
+        team,
+        challenge_with_split,
+        user,
+        Artifact(
+            kind=Submission.ArtifactKind.BUILD_CONTEXT, file=SimpleUploadedFile("e.tar", evil)
+        ),
+        MethodInfo(method_name="evil"),
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    assert tasks.prepare_run(run_id=run.pk) == State.FAILED
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.FAILED
+    assert "your upload: entry 'a/../../evil' is a path leading outside the archive" in (
+        submission.failure_reason
+    )
+    assert submission.image_digest == "", "Docker never saw it"
+
+
 def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
     challenge_with_split, team_member
 ):

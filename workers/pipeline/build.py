@@ -17,9 +17,11 @@ import docker
 import docker.errors
 import requests.exceptions
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
+from leaderboard.submitting.artifacts import check_stored_archive
 from workers.builds import BaseImageMissing, build_context
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
 from workers.pipeline.claims import InfrastructureError, PodiumFault, hand_over
@@ -61,6 +63,10 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
     if submission.artifact_kind == Kind.REGISTRY_REF:
         return pull(submission.registry_ref, client)
     with _artifact_file(submission) as path:
+        try:
+            check_stored_archive(path, submission.artifact_kind, UPLOAD_NAME)
+        except ValidationError as exc:  # the team's upload: its own words, Podium's reason
+            raise ImageError(" ".join(exc.messages)) from None
         try:
             if submission.artifact_kind == Kind.IMAGE_ARCHIVE:
                 return load_archive(path, client)
