@@ -29,6 +29,7 @@ import requests.exceptions
 import urllib3.exceptions
 
 from workers.dockerfile import DockerfileError, pin_base_images
+from workers.faults import PodiumFault
 from workers.images import AgentImage, ImageError, agent_image, check_tag, copy_tar, full_reference
 
 # The base images a Dockerfile may start from, unless a task names others.
@@ -79,7 +80,7 @@ class _StepWatch:
         self.api.close()
 
 
-class BaseImageMissing(Exception):
+class BaseImageMissing(PodiumFault):
     """An allowed base image is not in this engine: Podium's fault, not the team's."""
 
 

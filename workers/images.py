@@ -22,6 +22,7 @@ import docker
 import docker.errors
 
 from evaluator.archives import forget_members
+from workers.faults import TeamFault
 
 # Podium's own images (and its names for submissions) live under these repositories on Docker
 # Hub's default domain; a submission may never name one of them, however it spells it.
@@ -32,7 +33,7 @@ _HUB_DOMAINS = ("docker.io", "index.docker.io", "registry-1.docker.io")
 _OCI_NAME_KEYS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
 
 
-class ImageError(Exception):
+class ImageError(TeamFault):
     """The submission could not become a runnable image; the message says why."""
 
 

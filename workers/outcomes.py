@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from workers.faults import TeamFault, TransientFault
+
 Outcome = Literal["answered", "timeout", "error"]
 AGENT_TEXT_CHARS = 64 * 1024  # of the agent's own words kept behind a failure, for operators
 
@@ -64,7 +66,7 @@ def clean_answer(text: str, cap_bytes: int) -> str:
     return data[:cap_bytes].decode("utf-8", errors="ignore")
 
 
-class RunFailed(Exception):
+class RunFailed(TeamFault):
     """Ends a run; ``str(exc)`` is the participant-readable reason, in Podium's words only;
     ``agent_text`` is what the agent said behind it (shown quoted for public splits only)."""
 
@@ -73,6 +75,6 @@ class RunFailed(Exception):
         self.agent_text = agent_text[:AGENT_TEXT_CHARS]
 
 
-class SearchUnavailable(RuntimeError):
+class SearchUnavailable(TransientFault):
     """The search process (``workers.search.process``) failed or stopped: Podium's fault, never
     the agent's; the run stops rather than go on with searches failing."""

@@ -26,12 +26,10 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 
 from leaderboard.models import EvaluationRun, InvalidTransition
 from leaderboard.tasks import STAGE_TASKS
+from workers.faults import PodiumFault, TransientFault
 from workers.pipeline.aggregate import aggregate_stage
 from workers.pipeline.build import prepare_run as build_stage
-from workers.pipeline.bundles import BundleError
 from workers.pipeline.claims import (
-    InfrastructureError,
-    PodiumFault,
     RunLost,
     claim,
     fail_for_podium,
@@ -45,7 +43,7 @@ from workers.pipeline.run import run_stage
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
 # Docker's client raises requests' ConnectionError when the engine goes away mid-run.
-RETRYABLE = (InfrastructureError, OperationalError, InterfaceError, RequestsConnectionError)
+RETRYABLE = (TransientFault, OperationalError, InterfaceError, RequestsConnectionError)
 MAX_INFRASTRUCTURE_RETRIES = 20
 OPTIONS = {"bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": None}
 
@@ -94,7 +92,7 @@ def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[Evaluation
             return run.state
         logger.warning("run #%s in %s: %s; retrying", run_id, stage, exc)
         raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
-    except (PodiumFault, BundleError) as exc:
+    except PodiumFault as exc:  # BundleError, BaseImageMissing, ... too
         fail_for_podium(run, str(exc))
         return run.state
     except Exception:

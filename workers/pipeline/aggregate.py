@@ -18,8 +18,8 @@ from evaluator.records import Split as SplitData
 from leaderboard.models import EvaluationRun, TurnAnswer
 from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
+from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_data
-from workers.pipeline.claims import PodiumFault
 from workers.pipeline.run import truncator
 
 logger = logging.getLogger("podium.pipeline")

@@ -23,8 +23,9 @@ from django.db import transaction
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.submitting.artifacts import check_stored_archive
 from workers.builds import BaseImageMissing, build_context
+from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
-from workers.pipeline.claims import InfrastructureError, PodiumFault, hand_over
+from workers.pipeline.claims import hand_over
 
 State = EvaluationRun.State
 Kind = Submission.ArtifactKind
@@ -33,12 +34,12 @@ UPLOAD_NAME = "your upload"
 
 
 def docker_client() -> docker.DockerClient:
-    """A client of the local engine, or InfrastructureError when it does not answer."""
+    """A client of the local engine, or TransientFault when it does not answer."""
     try:
         client = docker.from_env()
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise InfrastructureError(f"the Docker engine does not answer: {exc}") from exc
+        raise TransientFault(f"the Docker engine does not answer: {exc}") from exc
     return client
 
 

@@ -25,11 +25,12 @@ from evaluator.records import Split as SplitData
 from evaluator.split import load_split
 from leaderboard.models import Challenge, Split
 from leaderboard.splits import archive_limits
+from workers.faults import PodiumFault
 
 _CHUNK = 1024 * 1024
 
 
-class BundleError(Exception):
+class BundleError(PodiumFault):
     """A stored bundle is missing or damaged; an organiser must import it again."""
 
 

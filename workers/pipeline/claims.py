@@ -27,15 +27,6 @@ logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
 
 
-class InfrastructureError(Exception):
-    """Podium's side failed (Docker engine, storage, judge endpoint): retry the task later."""
-
-
-class PodiumFault(Exception):
-    """Podium cannot evaluate the run (its configuration or stored data): the run fails, the
-    team's quota is refunded and organisers see the message."""
-
-
 PODIUM_FAULT_REASON = (
     "Podium could not evaluate this run because of a problem on its side; the organisers have "
     "the details. It does not count against your quota."

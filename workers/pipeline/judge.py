@@ -19,8 +19,8 @@ from evaluator.protocols import get_protocol
 from evaluator.records import Prediction, Verdict
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
+from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_data
-from workers.pipeline.claims import PodiumFault
 from workers.pipeline.run import truncator
 
 VERDICT_FIELDS = (

@@ -19,18 +19,13 @@ from django.conf import settings
 from agentkit.protocol import TASKS
 from evaluator.truncation import Truncator, load_truncator
 from leaderboard.models import EvaluationRun, Task, TurnAnswer
+from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import RunReport, SearchUnavailable, TurnResult
+from workers.outcomes import RunReport, TurnResult
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_data
-from workers.pipeline.claims import (
-    InfrastructureError,
-    PodiumFault,
-    RunLost,
-    beat_if_mine,
-    hand_over,
-)
+from workers.pipeline.claims import RunLost, beat_if_mine, hand_over
 from workers.runner import run_agent
 
 State = EvaluationRun.State
@@ -185,8 +180,6 @@ def run_stage(run: EvaluationRun) -> None:
             truncator=truncator(),
             client=client,
         )
-    except SearchUnavailable as exc:  # a fresh process next time; the answers so far are kept
-        raise InfrastructureError(str(exc)) from exc
     finally:
         client.close()
     beat_if_mine(run, run.answers.count())
