@@ -19,4 +19,5 @@ urlpatterns = [
     path("submissions/", runs.my_submissions, name="my-submissions"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
+    path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),
 ]

@@ -27,6 +27,7 @@ from evaluator.judges.prompt import VERDICT_WORDS, parse_verdict
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 TRANSCRIPT = "transcript.jsonl"  # its name in an output directory
+NO_CALLS = ("replay:no-judge-calls", "", "")  # the identity replaying an empty transcript
 
 
 class TranscriptWriter:
@@ -67,9 +68,9 @@ class ReplayJudge(Judge):
         judges = {(c["judge"], c["prompt_version"], c["prompt_hash"]) for c in self.calls.values()}
         if len(judges) > 1:
             raise EvaluatorError(f"{self.path}: more than one judge in one transcript: {judges}")
-        if not judges:
-            raise EvaluatorError(f"{self.path}: no judge calls in it")
-        ((self.judge_id, self.prompt_version, self.prompt_hash),) = judges
+        # A run that needed no judge call has an empty transcript: its scores owe nothing to a
+        # judge, and the report says so instead of naming one.
+        ((self.judge_id, self.prompt_version, self.prompt_hash),) = judges or {NO_CALLS}
 
     async def judge(self, request: JudgeRequest) -> Judgment:
         call = self.calls.get(request.key)

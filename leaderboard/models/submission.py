@@ -104,6 +104,12 @@ class EvaluationRun(models.Model):
     agent_log = models.TextField(
         blank=True, default="", help_text="tail of the agent's output; the team off private splits"
     )
+    transcript = models.FileField(
+        upload_to="transcripts/",
+        max_length=500,
+        blank=True,
+        help_text="every judge call (evaluator.judges.transcript); the team off private splits",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

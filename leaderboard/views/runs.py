@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
 from leaderboard import permissions
@@ -89,3 +89,17 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
     return JsonResponse(progress_record(_run(request, run_id)))
+
+
+@login_required
+def run_transcript(request: HttpRequest, run_id: int) -> FileResponse:
+    """The run's judge transcript (``docs/evaluator.md``): whoever may see its turns."""
+    run = _run(request, run_id)
+    if not (permissions.can_see_turns(request.user, run) and run.transcript):
+        raise Http404("no judge transcript to show")
+    return FileResponse(
+        run.transcript.open("rb"),
+        as_attachment=True,
+        filename=f"run-{run.pk}-transcript.jsonl",
+        content_type="application/x-ndjson",
+    )

@@ -38,8 +38,9 @@ AGENTS = {
 }
 
 
-def _cli_scores(run: EvaluationRun, split_dir, tmp_path) -> dict:
-    """``python -m evaluator score`` on the run's stored answers."""
+def _cli_scores(run: EvaluationRun, split_dir, tmp_path, *judge: str) -> dict:
+    """``python -m evaluator score`` on the run's stored answers (the rules judge, or
+    ``judge``'s flags)."""
     predictions = tmp_path / f"run-{run.pk}.jsonl"
     answered = run.answers.filter(outcome=TurnAnswer.Outcome.ANSWERED)
     predictions.write_text(
@@ -55,7 +56,7 @@ def _cli_scores(run: EvaluationRun, split_dir, tmp_path) -> dict:
             for a in answered
         )
     )
-    out = tmp_path / f"scores-{run.pk}"
+    out = tmp_path / f"scores-{run.pk}-{len(judge)}"
     task = run.task
     subprocess.run(
         [
@@ -75,6 +76,7 @@ def _cli_scores(run: EvaluationRun, split_dir, tmp_path) -> dict:
             task.missing_variant,
             "--counting",
             task.counting,
+            *judge,
         ],
         cwd=REPO,
         check=True,
@@ -160,6 +162,22 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
                 block = expected["slices"][row.dimension][row.value]
             _same(row.metrics, block, f"{method} {row.dimension}={row.value}")
         assert row.run.scores_complete
+        # The judge transcript the team downloads replays to the same numbers, no judge asked.
+        page = client.get(reverse("leaderboard:run-transcript", args=[run.pk]))
+        assert page.status_code == 200 and page["Content-Type"] == "application/x-ndjson"
+        transcript = tmp_path / f"transcript-{run.pk}.jsonl"
+        transcript.write_bytes(b"".join(page.streaming_content))
+        calls = [json.loads(line) for line in transcript.read_text().splitlines()]
+        assert all(c["key"].startswith("turn/") and c["judge"] == "rules@1" for c in calls)
+        replayed = _cli_scores(
+            run, split_dir, tmp_path, "--judge=replay", f"--transcript={transcript}"
+        )
+        if calls:
+            assert replayed == expected
+        else:  # every turn missing or exact: no judge call, nothing owed to one
+            assert replayed["judge"]["id"] == "replay:no-judge-calls"
+            assert {**replayed, "judge": expected["judge"]} == expected
+    assert any(r.transcript for r in runs.values())
     # Computed when the second run was aggregated; the compare page only reads it.
     pair = sorted((rag.pk, idk.pk))
     stored = EntryComparison.objects.get(run_a=pair[0], run_b=pair[1])

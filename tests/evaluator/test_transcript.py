@@ -96,7 +96,7 @@ def test_a_missing_key_or_another_answer_is_refused_by_name(split, predictions, 
     [
         ("{not json\n", "short.jsonl:1: not JSON"),
         ('{"key": "turn/x"}\n', "short.jsonl:1: field 'judge' missing or not str"),
-        ("", "no judge calls in it"),
+        ("", "no judge call for key"),
     ],
 )
 def test_a_broken_transcript_is_named_with_its_line(

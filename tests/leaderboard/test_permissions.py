@@ -177,3 +177,29 @@ def test_staff_and_organisers_always_see_the_agents_output(
     for name in ("alpha_public", "alpha_private"):
         page = client.get(run_url(logged[name])).content.decode()
         assert f"{AGENT_LOG} ({name})" in page
+
+
+def test_the_judge_transcript_goes_where_the_turns_go(client, world, make_user, challenge):
+    from django.core.files.base import ContentFile
+
+    for name in ("alpha_public", "alpha_private"):
+        run = world[name]
+        line = f'{{"key": "turn/i1", "judged": ["q", "gt", "{name}-answer"]}}\n'
+        run.transcript.save(f"run-{run.pk}.jsonl", ContentFile(line.encode()), save=True)
+    client.force_login(world["alice"])
+    public = client.get(run_url(world["alpha_public"], "run-transcript"))
+    assert public.status_code == 200 and public["Content-Type"] == "application/x-ndjson"
+    assert b"alpha_public-answer" in b"".join(public.streaming_content)
+    assert "Judge transcript" in client.get(run_url(world["alpha_public"])).content.decode()
+    assert client.get(run_url(world["alpha_private"], "run-transcript")).status_code == 404
+    assert "Judge transcript" not in client.get(run_url(world["alpha_private"])).content.decode()
+    client.force_login(world["bob"])  # another team: as if the run did not exist
+    assert client.get(run_url(world["alpha_public"], "run-transcript")).status_code == 404
+    organiser = make_user()
+    challenge.organisers.add(organiser)
+    client.force_login(organiser)
+    private = client.get(run_url(world["alpha_private"], "run-transcript"))
+    assert b"alpha_private-answer" in b"".join(private.streaming_content)
+    client.logout()
+    anonymous = client.get(run_url(world["alpha_public"], "run-transcript"))
+    assert anonymous.status_code == 302

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
+from typing import IO
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.db import transaction
 
 from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
+from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import get_protocol
 from evaluator.records import Prediction, Verdict
 from leaderboard.judgment_cache import DjangoJudgmentCache
@@ -51,6 +55,19 @@ def task_judge(task: Task) -> Judge:
     )
 
 
+def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
+    """The run's judge calls (all of them: cached ones are written as first answered), kept in
+    storage in place of an earlier pass's."""
+    transcript.seek(0)
+    old = run.transcript.name if run.transcript else ""
+    run.transcript.save(
+        f"run-{run.pk}-{TRANSCRIPT}", ContentFile(transcript.read().encode("utf-8")), save=False
+    )
+    EvaluationRun.objects.filter(pk=run.pk).update(transcript=run.transcript.name)
+    if old and old != run.transcript.name:
+        run.transcript.storage.delete(old)
+
+
 def task_protocol(task: Task):
     return get_protocol(
         task.protocol,
@@ -77,12 +94,19 @@ def judge_stage(run: EvaluationRun) -> int:
         if answer.outcome == TurnAnswer.Outcome.ANSWERED
     }
     judge = task_judge(task)
-    try:
-        graded = task_protocol(task).grade(
-            data, predictions, judge, DjangoJudgmentCache(), progress=False
-        )
-    finally:
-        asyncio.run(judge.aclose())
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
+        try:
+            graded = task_protocol(task).grade(
+                data,
+                predictions,
+                judge,
+                DjangoJudgmentCache(),
+                progress=False,
+                transcript=TranscriptWriter(transcript),
+            )
+        finally:
+            asyncio.run(judge.aclose())
+        _store_transcript(run, transcript)
     decided = [turn for turn in graded if turn.verdict is not Verdict.UNJUDGED]
     with transaction.atomic():
         TurnVerdict.objects.bulk_create(
