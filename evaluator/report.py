@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
 from evaluator.protocols import get_protocol
 from evaluator.protocols.base import Protocol
@@ -116,24 +117,9 @@ def read_turns(run_dir: str | Path) -> list[GradedTurn]:
     """The graded turns of a run, read back from ``turns.jsonl`` by its protocol."""
     protocol = get_protocol(read_scores(run_dir)["protocol"])
     path = Path(run_dir) / TURNS_JSONL
-    graded = []
-    try:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                where = f"{path}:{number}"
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise EvaluatorError(f"{where}: invalid JSON: {exc.msg}") from None
-                if not isinstance(row, dict):
-                    raise EvaluatorError(f"{where}: expected a JSON object")
-                graded.append(protocol.from_row(row, where))
-    except FileNotFoundError:
-        raise EvaluatorError(f"{path}: not found (is {run_dir} a scored run?)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluatorError(f"{path}: cannot read: {exc}") from exc
+    if not path.is_file():
+        raise EvaluatorError(f"{path}: not found (is {run_dir} a scored run?)")
+    graded = [protocol.from_row(row, where) for where, row in json_objects(path)]
     return graded
 
 

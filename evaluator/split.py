@@ -18,6 +18,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from evaluator.jsonl import numbered_lines, parse_line
 from evaluator.records import STANDARD_LABELS, Conversation, EvaluatorError, Split, Turn
 
 SESSIONS_FILE = "sessions.jsonl"
@@ -76,14 +77,9 @@ def _read_split(root: Path) -> Split:
     conversations: list[Conversation] = []
     ids = UniqueIds()
     checked_images: set[str] = set()
-    for line_no, line in _numbered_lines(sessions):
+    for line_no, line in numbered_lines(sessions):
         where = f"{sessions}:{line_no}"
-        try:
-            record = json.loads(line.rstrip())
-        except json.JSONDecodeError as exc:
-            raise EvaluatorError(
-                f"{where}: malformed JSON: {exc.msg} (column {exc.colno})"
-            ) from exc
+        record = parse_line(line, where)
         conversation = parse_conversation(record, where)
         ids.add(conversation, where)
         if conversation.image is not None and conversation.image not in checked_images:
@@ -93,17 +89,6 @@ def _read_split(root: Path) -> Split:
     if not conversations:
         raise EvaluatorError(f"{sessions}: no conversations")
     return Split(root=root, conversations=conversations)
-
-
-def _numbered_lines(path: Path) -> Iterable[tuple[int, str]]:
-    """Non-blank lines with their 1-based numbers; a file that is not UTF-8 is an error."""
-    try:
-        with path.open(encoding="utf-8-sig") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield line_no, line
-    except UnicodeDecodeError as exc:
-        raise EvaluatorError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def _check_image_file(root: Path, image: str, where: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
 from evaluator.judges.prompt import VERDICT_WORDS, parse_verdict
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
@@ -92,20 +93,7 @@ class ReplayJudge(Judge):
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
     calls: dict[str, dict[str, Any]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluatorError(f"{path}: cannot read the transcript: {exc}") from None
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            call = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EvaluatorError(f"{where}: not JSON: {exc}") from None
-        if not isinstance(call, dict):
-            raise EvaluatorError(f"{where}: a line must be a JSON object")
+    for where, call in json_objects(path):
         for field, kind in _FIELDS.items():
             if not isinstance(call.get(field), kind):
                 raise EvaluatorError(f"{where}: field {field!r} missing or not {kind.__name__}")

@@ -166,8 +166,8 @@ def test_llm_judge_has_no_rules_notice(tmp_path, graded):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", "turns.jsonl:2: invalid JSON"),
-        ("[1, 2]", "turns.jsonl:2: expected a JSON object"),
+        ("{not json", "turns.jsonl:2: malformed JSON"),
+        ("[1, 2]", "turns.jsonl:2: expected a JSON object, got list"),
         ('{"session_id": "s"}', "turns.jsonl:2: field 'verdict': missing"),
     ],
 )

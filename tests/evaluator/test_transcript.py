@@ -94,7 +94,7 @@ def test_a_missing_key_or_another_answer_is_refused_by_name(split, predictions, 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json\n", "short.jsonl:1: not JSON"),
+        ("{not json\n", "short.jsonl:1: malformed JSON"),
         ('{"key": "turn/x"}\n', "short.jsonl:1: field 'judge' missing or not str"),
         ("", "no judge call for key"),
     ],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,12 @@ def make_engine(tmp_path: Path, minilm):
         return engine, text, image
 
     return make
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A short path (Unix socket paths are limited to 107 bytes) others may traverse."""
+    path = Path(tempfile.mkdtemp(prefix="podium-sock-"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path)

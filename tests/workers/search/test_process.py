@@ -6,9 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -28,14 +26,6 @@ from workers.search.process import SearchProcess, SearchSocket
 
 TASK1, TASK2 = "single-source-augmentation", "multi-source-augmentation"
 LIMITS = SearchLimits(memory_bytes=3 * 1024**3, cpus=0.75, nice=7)
-
-
-@pytest.fixture
-def socket_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="podium-sock-"))
-    path.chmod(0o711)
-    yield path
-    shutil.rmtree(path)
 
 
 @pytest.fixture(scope="module")

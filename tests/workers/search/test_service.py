@@ -6,14 +6,11 @@ import base64
 import io
 import json
 import os
-import shutil
 import socket
 import stat
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,15 +29,6 @@ from workers.search.service import (
 )
 
 TASK1, TASK2 = "single-source-augmentation", "multi-source-augmentation"
-
-
-@pytest.fixture
-def socket_dir() -> Iterator[Path]:
-    """A short path (Unix socket paths are limited to 107 bytes) others may traverse."""
-    path = Path(tempfile.mkdtemp(prefix="podium-sock-"))
-    path.chmod(0o711)
-    yield path
-    shutil.rmtree(path)
 
 
 def _serve(engine: SearchEngine, socket_dir: Path, task: str) -> SearchService:
