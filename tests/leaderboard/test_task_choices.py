@@ -1,0 +1,24 @@
+"""A task's setting choices are the evaluator's and the runner's own: nothing copied drifts."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from evaluator.judges import JUDGE_NAMES
+from evaluator.protocols import PROTOCOLS
+from evaluator.protocols.crag_mm.grading import MISSING_RULES
+from evaluator.protocols.crag_mm.metrics import COUNTINGS
+from leaderboard.models import Task
+from leaderboard.models.results import SCORE_COLUMNS
+from workers.limits import TimeoutPolicy
+from workers.pipeline.run import TIMEOUT_POLICIES
+
+
+def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
+    assert set(Task.Protocol.values) == set(PROTOCOLS)
+    assert set(Task.Counting.values) == set(COUNTINGS)
+    assert set(Task.MissingVariant.values) == set(MISSING_RULES)
+    assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only
+    assert set(TIMEOUT_POLICIES) == set(Task.TimeoutPolicy.values)
+    assert set(TIMEOUT_POLICIES.values()) == set(get_args(TimeoutPolicy))
+    assert set(Task.PrimaryMetric.values) <= set(SCORE_COLUMNS)
