@@ -68,8 +68,8 @@ class _StepWatch:
                 )
                 size = reply.json().get("SizeRw") if reply.status_code == 200 else None
                 if isinstance(size, int) and size > self.limit:
+                    self.api.kill(step)  # raises if the step ended meanwhile: nothing to blame
                     self.wrote = size
-                    self.api.kill(step)
                     self.step = None
             except (docker.errors.DockerException, requests.exceptions.RequestException):
                 continue  # the step ended meanwhile
