@@ -6,7 +6,7 @@ exceed 75 tokens. Then times, each as the median of ``--repeat`` runs:
 
 - truncating every answer with the exact Llama-3.2 truncator and with the fallback, side by side;
 - ``grade`` with the ``rules`` judge (truncation, missing, exact match, judging, cache look-ups);
-- ``score`` (all metrics, slices and intervals), ``write_report`` and ``read_turns``.
+- ``score`` (all metrics, slices and intervals), ``write_report`` and ``read_items``.
 
     PYTHONPATH=. python bench/crag_mm_grading.py --turns 10000 --repeat 3
 """
@@ -23,9 +23,12 @@ from pathlib import Path
 
 from evaluator.judges import MemoryCache, RulesJudge
 from evaluator.protocols import get_protocol
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import Conversation, Prediction, Split, Turn
-from evaluator.report import read_turns, scores_document, write_report
+from evaluator.report import read_items, scores_document, write_report
 from evaluator.truncation import FallbackTruncator, TokenizerTruncator, load_truncator
+
+RUBRIC = CragMMRubric()
 
 WORDS = ["the", "a", "red", "large", "old", "famous", "river", "tower", "museum", "bridge", "in"]
 NOUNS = ["river", "tower", "museum", "bridge", "kettle", "finch", "jacket", "otter"]
@@ -100,7 +103,7 @@ def main() -> None:
     print(f"characters kept, fallback / exact: {kept_fallback / kept_exact:.3f}")
 
     protocol = get_protocol("crag-mm", truncator=exact)
-    judge = RulesJudge()
+    judge = RulesJudge(RUBRIC)
     grade_s, graded = timed(
         lambda: protocol.grade(split, predictions, judge, MemoryCache(), progress=False),
         args.repeat,
@@ -111,10 +114,10 @@ def main() -> None:
     document = scores_document(protocol, scores, judge, [], 0)
     with tempfile.TemporaryDirectory() as tmp:
         write_s, _ = timed(lambda: write_report(tmp, protocol, graded, document), args.repeat)
-        read_s, back = timed(lambda: read_turns(tmp), args.repeat)
+        read_s, back = timed(lambda: read_items(tmp), args.repeat)
         assert back == graded
         sizes = {p.name: p.stat().st_size for p in Path(tmp).iterdir()}
-    print(f"write_report: {write_s:.2f} s; read_turns: {read_s:.2f} s; sizes {sizes}")
+    print(f"write_report: {write_s:.2f} s; read_items: {read_s:.2f} s; sizes {sizes}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """``python -m evaluator``: score a run, compare two runs, write sample data, convert HF data.
 
+Every command works for every protocol (``--protocol``, default ``crag-mm``), through
+``evaluator.protocols.base.Protocol`` only.
+
 Exit codes: 0 done; 2 bad input or configuration (one line on stderr, no traceback);
-3 scored but incomplete (some turns unjudged: re-run the same command to judge them).
+3 scored but incomplete (some items unjudged: re-run the same command to judge them).
 """
 
 from __future__ import annotations
@@ -16,14 +19,9 @@ from pathlib import Path
 from evaluator.judges import JUDGE_NAMES, JudgmentCache, MemoryCache, SQLiteCache, make_judge
 from evaluator.judges.openai_judge import STRUCTURED_MODES
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
-from evaluator.predictions import load_predictions
-from evaluator.protocols import get_protocol
-from evaluator.protocols.crag_mm.grading import MISSING_RULES
-from evaluator.protocols.crag_mm.metrics import COUNTINGS
+from evaluator.protocols import PROTOCOLS, get_protocol, protocol_class
 from evaluator.records import EvaluatorError
-from evaluator.report import format_summary, read_scores, read_turns, scores_document, write_report
-from evaluator.split import load_split
-from evaluator.truncation import load_truncator
+from evaluator.report import read_items, read_scores, scores_document, write_report
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -59,13 +57,16 @@ def _positive_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m evaluator", description="Podium's offline evaluator (CRAG-MM protocol)."
+        prog="python -m evaluator",
+        description=f"Podium's offline evaluator (protocols: {', '.join(PROTOCOLS)}).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     score = commands.add_parser("score", help="grade predictions against a split")
+    score.add_argument(
+        "--protocol", choices=tuple(PROTOCOLS), default="crag-mm", help="default crag-mm"
+    )
     score.add_argument("--split", required=True, help="split directory (or Hugging Face data)")
-    score.add_argument("--hf-split", help="which split, when Hugging Face data holds several")
     score.add_argument("--predictions", required=True, help="predictions JSONL")
     score.add_argument("--out", required=True, help="output directory")
     score.add_argument(
@@ -99,30 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     cache = score.add_mutually_exclusive_group()
     cache.add_argument("--cache", type=Path, help=f"judgment cache file (default {DEFAULT_CACHE})")
     cache.add_argument("--no-cache", action="store_true", help="judge everything afresh")
-    score.add_argument(
-        "--missing-variant",
-        choices=tuple(MISSING_RULES),
-        default="kit-b",
-        help="which official 'I don't know' rule marks an answer missing (default kit-b)",
-    )
-    score.add_argument(
-        "--counting",
-        choices=COUNTINGS,
-        default="paper",
-        help="the paper's definitions (default) or an official kit's counting order",
-    )
-    score.add_argument("--tokenizer", help="Llama-3.2 tokenizer.json (default: $PODIUM_TOKENIZER)")
+    for name, protocol in PROTOCOLS.items():
+        protocol.add_arguments(score.add_argument_group(f"{name} options"))
     score.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     compare = commands.add_parser("compare", help="paired comparison of two scored runs")
     compare.add_argument("a", help="first run's output directory")
     compare.add_argument("b", help="second run's output directory")
-    compare.add_argument("--counting", choices=COUNTINGS, help="default: the first run's")
+    compare.add_argument("--counting", help="crag-mm: counting order (default: the first run's)")
     compare.add_argument("--seed", type=int, help="default: the first run's seed")
 
-    sample = commands.add_parser("sample", help="write the generated CRAG-MM-format sample data")
+    sample = commands.add_parser("sample", help="write a protocol's generated sample data")
     sample.add_argument("out", help="output directory")
+    sample.add_argument(
+        "--protocol", choices=tuple(PROTOCOLS), default="crag-mm", help="default crag-mm"
+    )
     sample.add_argument("--seed", type=int, default=0)
 
     convert = commands.add_parser("convert", help="convert Hugging Face CRAG-MM data to a split")
@@ -143,21 +136,16 @@ def _judge_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def score(args: argparse.Namespace) -> int:
-    split = load_split(args.split, hf_split=args.hf_split)
-    predictions, warnings = load_predictions(args.predictions, split)
+    protocol = protocol_class(args.protocol).from_arguments(args)
+    split = protocol.load_split(args.split)
+    predictions, warnings = protocol.load_predictions(args.predictions, split)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    protocol = get_protocol(
-        "crag-mm",
-        truncator=load_truncator(args.tokenizer),
-        missing_variant=args.missing_variant,
-        counting=args.counting,
-    )
     replay = args.judge == "replay"
     if replay != (args.transcript is not None):
         raise EvaluatorError("--transcript goes with --judge replay, and --judge replay needs it")
     options = {"transcript": args.transcript} if replay else _judge_options(args)
-    judge = make_judge(args.judge, **options)
+    judge = make_judge(args.judge, protocol.rubric, **options)
     cache: JudgmentCache | None = None  # a replay asks its transcript only
     if not replay:
         cache = (
@@ -185,19 +173,23 @@ def score(args: argparse.Namespace) -> int:
         asyncio.run(judge.aclose())
         if isinstance(cache, SQLiteCache):
             cache.close()
+    scores = protocol.score(graded, seed=args.seed)
     document = scores_document(
-        protocol, protocol.score(graded, seed=args.seed), judge, warnings, args.seed
+        protocol, scores, judge, [*warnings, *scores.pop("warnings", [])], args.seed
     )
     out = write_report(args.out, protocol, graded, document)
-    print(format_summary(document, graded), end="")
+    print(protocol.summary(document, graded), end="")
     print(f"wrote {out}", file=sys.stderr)
     return EXIT_OK if document["complete"] else EXIT_INCOMPLETE
 
 
 def compare(args: argparse.Namespace) -> int:
-    from evaluator.compare import compare_runs, format_comparison
-
     first, second = read_scores(args.a), read_scores(args.b)
+    if first["protocol"] != second["protocol"]:
+        raise EvaluatorError(
+            f"the runs were scored by different protocols: {first['protocol']} vs "
+            f"{second['protocol']}"
+        )
     for setting in ("judge", "truncation", "missing_variant"):
         if first.get(setting) != second.get(setting):
             print(
@@ -205,17 +197,17 @@ def compare(args: argparse.Namespace) -> int:
                 f"{second.get(setting)}",
                 file=sys.stderr,
             )
-    counting = args.counting or first.get("counting", "paper")
+    if args.counting:
+        first = first | {"counting": args.counting}
+    protocol = protocol_class(first["protocol"]).from_document(first)
     seed = first.get("seed", 0) if args.seed is None else args.seed
-    result = compare_runs(read_turns(args.a), read_turns(args.b), counting, seed)
-    print(format_comparison(result, args.a, args.b))
+    result = protocol.compare(read_items(args.a), read_items(args.b), seed)
+    print(protocol.format_comparison(result, args.a, args.b))
     return EXIT_OK
 
 
 def sample(args: argparse.Namespace) -> int:
-    from evaluator.sample import write_sample
-
-    write_sample(args.out, seed=args.seed)
+    get_protocol(args.protocol).write_sample(args.out, seed=args.seed)
     print(f"wrote sample data to {args.out}", file=sys.stderr)
     return EXIT_OK
 

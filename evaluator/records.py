@@ -77,9 +77,10 @@ class JudgeRequest:
 
 @dataclass(frozen=True)
 class Judgment:
-    """A judge's decision on one request: CORRECT, HALLUCINATED or UNJUDGED (with the reason)."""
+    """A judge's decision on one request: a grade of its protocol's rubric (CRAG-MM:
+    ``correct`` / ``hallucinated``), or ``unjudged`` with the reason."""
 
-    verdict: Verdict
+    verdict: str
     judge_id: str  # e.g. "rules@1" or "openai:<model>@<revision>"
     prompt_version: str
     prompt_hash: str

@@ -17,7 +17,8 @@ from typing import TypeVar
 
 from django.db import connections
 
-from evaluator.records import Judgment, Verdict
+from evaluator.judges.rubric import UNJUDGED
+from evaluator.records import Judgment
 from leaderboard.models import JudgmentRecord
 
 # Keys per SELECT ... WHERE key IN (...): bounded so huge runs stay within driver limits.
@@ -61,7 +62,7 @@ class DjangoJudgmentCache:
             chunk = wanted[start : start + LOOKUP_CHUNK]
             for record in JudgmentRecord.objects.filter(key__in=chunk):
                 found[record.key] = Judgment(
-                    verdict=Verdict(record.verdict),
+                    verdict=record.verdict,
                     judge_id=record.judge_id,
                     prompt_version=record.prompt_version,
                     prompt_hash=record.prompt_hash,
@@ -74,7 +75,7 @@ class DjangoJudgmentCache:
         records = [
             JudgmentRecord(
                 key=key,
-                verdict=judgment.verdict.value,
+                verdict=str(judgment.verdict),
                 judge_id=judgment.judge_id,
                 prompt_version=judgment.prompt_version,
                 prompt_hash=judgment.prompt_hash,
@@ -82,6 +83,6 @@ class DjangoJudgmentCache:
                 raw=judgment.raw.replace("\x00", "\ufffd") if judgment.raw else judgment.raw,
             )
             for key, judgment in judgments.items()
-            if judgment.verdict is not Verdict.UNJUDGED
+            if judgment.verdict != UNJUDGED
         ]
         JudgmentRecord.objects.bulk_create(records, batch_size=LOOKUP_CHUNK, ignore_conflicts=True)

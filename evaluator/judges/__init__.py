@@ -1,5 +1,6 @@
-"""Judges: ``make_judge("rules")`` (deterministic, offline), ``make_judge("openai", ...)``, or
-``make_judge("replay", transcript=...)`` (the calls of a transcript, no model call).
+"""Judges, each on a protocol's rubric (``evaluator.judges.rubric``):
+``make_judge("rules", rubric)`` (deterministic, offline), ``make_judge("openai", rubric, ...)``,
+or ``make_judge("replay", rubric, transcript=...)`` (the calls of a transcript, no model call).
 
 Options of the ``openai`` judge, each read from the environment when not passed:
 
@@ -42,17 +43,20 @@ from evaluator.judges.cache import (
     cache_keys,
 )
 from evaluator.judges.loop import JudgingStats, Judgments, judge_all, judge_all_async
+from evaluator.judges.rubric import UNJUDGED, Rubric
 from evaluator.judges.rules import RulesJudge
 from evaluator.records import EvaluatorError
 
 __all__ = [
     "JUDGE_NAMES",
+    "UNJUDGED",
     "Judge",
     "JudgingStats",
     "JudgmentCache",
     "Judgments",
     "MemoryCache",
     "OpenAIJudge",
+    "Rubric",
     "RulesJudge",
     "SQLiteCache",
     "cache_key",
@@ -129,23 +133,23 @@ def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def make_judge(name: str, **options: Any) -> Judge:
-    """Build the judge called ``name``: "rules", "openai", or "replay" (``transcript=`` a
-    transcript file: ``evaluator.judges.transcript``)."""
+def make_judge(name: str, rubric: Rubric, **options: Any) -> Judge:
+    """Build the judge called ``name`` for a protocol's ``rubric``: "rules", "openai", or
+    "replay" (``transcript=`` a transcript file: ``evaluator.judges.transcript``)."""
     if name == "replay":
         from evaluator.judges.transcript import ReplayJudge
 
         extra = sorted(set(options) - {"transcript"})
         if extra or options.get("transcript") is None:
             raise EvaluatorError(f"replay judge: takes transcript= only, got {sorted(options)}")
-        return ReplayJudge(options["transcript"])
+        return ReplayJudge(options["transcript"], rubric)
     if name == "rules":
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
             raise EvaluatorError(f"rules judge: takes no options, got {given}")
-        return RulesJudge()
+        return RulesJudge(rubric)
     if name == "openai":
-        return __getattr__("OpenAIJudge")(**_openai_options(options))
+        return __getattr__("OpenAIJudge")(rubric=rubric, **_openai_options(options))
     raise EvaluatorError(f"unknown judge {name!r}: choose one of {JUDGE_NAMES}")
 
 

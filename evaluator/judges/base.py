@@ -1,15 +1,17 @@
-"""The judge contract: one async call per turn, a verdict that never raises for model trouble."""
+"""The judge contract: one async call per item, a grade that never raises for model trouble."""
 
 from __future__ import annotations
 
 import abc
 from typing import Any
 
-from evaluator.records import JudgeRequest, Judgment, Verdict
+from evaluator.judges.rubric import UNJUDGED
+from evaluator.records import JudgeRequest, Judgment
 
 
 class Judge(abc.ABC):
-    """Decides whether an answer is CORRECT or HALLUCINATED against the ground truth.
+    """Grades an answer against the ground truth, on its protocol's rubric
+    (``evaluator.judges.rubric``).
 
     A judge that cannot decide (server down, time-out, off-menu answer) returns an UNJUDGED
     judgment with ``error`` set; it never raises for model trouble and never guesses "wrong".
@@ -22,7 +24,7 @@ class Judge(abc.ABC):
 
     @abc.abstractmethod
     async def judge(self, request: JudgeRequest) -> Judgment:
-        """Grade one turn."""
+        """Grade one item."""
 
     def verdict_settings(self) -> dict[str, Any]:
         """Settings beyond judge_id and the prompt that change a verdict (part of the cache key)."""
@@ -40,7 +42,7 @@ class Judge(abc.ABC):
         """Release network clients and other resources."""
 
     def judgment(
-        self, verdict: Verdict, *, error: str | None = None, raw: str | None = None
+        self, verdict: str, *, error: str | None = None, raw: str | None = None
     ) -> Judgment:
         """A judgment stamped with this judge's identity and prompt."""
         return Judgment(
@@ -53,4 +55,4 @@ class Judge(abc.ABC):
         )
 
     def unjudged(self, error: str, raw: str | None = None) -> Judgment:
-        return self.judgment(Verdict.UNJUDGED, error=error, raw=raw)
+        return self.judgment(UNJUDGED, error=error, raw=raw)

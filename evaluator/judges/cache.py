@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 from evaluator.judges.base import Judge
-from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
+from evaluator.judges.rubric import UNJUDGED
+from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 # SQLite accepts at most 32766 bound parameters per statement (since 3.32); stay below.
 _SQL_CHUNK = 5000
@@ -67,7 +68,7 @@ class JudgmentCache(Protocol):
 
 
 def _cacheable(judgments: Mapping[str, Judgment]) -> dict[str, Judgment]:
-    return {k: j for k, j in judgments.items() if j.verdict is not Verdict.UNJUDGED}
+    return {k: j for k, j in judgments.items() if j.verdict != UNJUDGED}
 
 
 class MemoryCache:
@@ -140,17 +141,15 @@ class SQLiteCache:
     def _judgment(
         self, key: str, verdict: str, judge_id: str, version: str, prompt_hash: str, raw: str | None
     ) -> Judgment:
-        try:
-            parsed = Verdict(verdict)
-        except ValueError:
+        if not verdict or verdict == UNJUDGED:
             raise EvaluatorError(
                 f"judgment cache {self.path}: key {key}: field verdict: unknown value {verdict!r}"
-            ) from None
-        return Judgment(parsed, judge_id, version, prompt_hash, raw=raw)
+            )
+        return Judgment(verdict, judge_id, version, prompt_hash, raw=raw)
 
     def put_many(self, judgments: Mapping[str, Judgment]) -> None:
         rows = [
-            (k, j.verdict.value, j.judge_id, j.prompt_version, j.prompt_hash, j.raw)
+            (k, str(j.verdict), j.judge_id, j.prompt_version, j.prompt_hash, j.raw)
             for k, j in _cacheable(judgments).items()
         ]
         if not rows:

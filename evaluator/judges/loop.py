@@ -11,7 +11,9 @@ from tqdm import tqdm
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache, cache_keys
-from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
+from evaluator.judges.rubric import UNJUDGED
+from evaluator.judges.transcript import TranscriptWriter
+from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 
 @dataclass
@@ -94,7 +96,7 @@ async def judge_all_async(
             judgment = await judge.judge(request)
             stats.model_calls += 1
             done[key] = judgment
-            if judgment.verdict is Verdict.UNJUDGED:
+            if judgment.verdict == UNJUDGED:
                 stats.unjudged += 1
             else:
                 unsaved[key] = judgment
@@ -110,4 +112,25 @@ async def judge_all_async(
     stats.seconds = time.monotonic() - started
     judgments = Judgments(done[k] for k in keys)
     judgments.stats = stats
+    return judgments
+
+
+def judge_and_transcribe(
+    judge: Judge,
+    requests: Sequence[JudgeRequest],
+    cache: JudgmentCache | None,
+    transcript: TranscriptWriter | None,
+    progress: bool = True,
+) -> list[Judgment]:
+    """A protocol's judge calls: ``judge_all`` (no call at all when there is no request), one
+    judgment per request checked, every call written to ``transcript``."""
+    judgments: list[Judgment] = (
+        judge_all(judge, requests, cache, progress=progress) if requests else []
+    )
+    if len(judgments) != len(requests):
+        raise EvaluatorError(
+            f"judge {judge.judge_id} returned {len(judgments)} judgments for {len(requests)} items"
+        )
+    if transcript is not None:
+        transcript.write(judge, requests, judgments)
     return judgments

@@ -7,16 +7,17 @@ retries included, by ``total_timeout_s``. When they are exhausted the turn is UN
 
 Structured output (``structured``):
 
-- ``vllm``: ``{"structured_outputs": {"choice": ["CORRECT", "WRONG"]}}``, current vLLM's field
-  (the older ``guided_choice`` was removed in vLLM 0.12);
-- ``openai``: ``response_format`` with a JSON schema whose ``verdict`` is one of the two words
+- ``vllm``: ``{"structured_outputs": {"choice": [the rubric's choices]}}`` (CRAG-MM:
+  ``["CORRECT", "WRONG"]``), current vLLM's field (the older ``guided_choice`` was removed in
+  vLLM 0.12);
+- ``openai``: ``response_format`` with a JSON schema whose ``verdict`` is one of the choices
   (OpenAI, and vLLM too);
 - ``auto``: ``openai``'s form, falling back to plain text for the rest of this judge's life
   the first time the server rejects it (400/422);
 - ``none``: plain text.
 
-Whatever the mode, the reply is read by :func:`parse_verdict`, so a server that ignores the
-structured-output field still works: the prompt asks for one word.
+Whatever the mode, the reply is read by the rubric (``Rubric.read``), so a server that ignores
+the structured-output field still works: each protocol's prompt asks for its answer in words.
 """
 
 from __future__ import annotations
@@ -28,13 +29,7 @@ from typing import Any, Literal
 import openai
 
 from evaluator.judges.base import Judge
-from evaluator.judges.prompt import (
-    PROMPT_HASH,
-    PROMPT_VERSION,
-    VERDICT_WORDS,
-    parse_verdict,
-    render_messages,
-)
+from evaluator.judges.rubric import Rubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 log = logging.getLogger(__name__)
@@ -42,17 +37,19 @@ log = logging.getLogger(__name__)
 StructuredMode = Literal["auto", "vllm", "openai", "none"]
 STRUCTURED_MODES: tuple[str, ...] = ("auto", "vllm", "openai", "none")
 
-# The verdict as a JSON schema (OpenAI's response_format and vLLM both accept it).
-VERDICT_SCHEMA: dict[str, Any] = {
-    "name": "verdict",
-    "strict": True,
-    "schema": {
-        "type": "object",
-        "properties": {"verdict": {"type": "string", "enum": list(VERDICT_WORDS)}},
-        "required": ["verdict"],
-        "additionalProperties": False,
-    },
-}
+
+def verdict_schema(choices: tuple[str, ...]) -> dict[str, Any]:
+    """The verdict as a JSON schema (OpenAI's response_format and vLLM both accept it)."""
+    return {
+        "name": "verdict",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"verdict": {"type": "string", "enum": list(choices)}},
+            "required": ["verdict"],
+            "additionalProperties": False,
+        },
+    }
 
 
 def reply_text(reply: object) -> str:
@@ -71,6 +68,7 @@ class OpenAIJudge(Judge):
     def __init__(
         self,
         *,
+        rubric: Rubric,
         base_url: str | None,
         model: str,
         api_key: str,
@@ -98,8 +96,9 @@ class OpenAIJudge(Judge):
                 f"openai judge: option max_retries: must be >= 0, got {max_retries}"
             )
         self.judge_id = f"openai:{model}@{revision}"
-        self.prompt_version = PROMPT_VERSION
-        self.prompt_hash = PROMPT_HASH
+        self.rubric = rubric
+        self.prompt_version = rubric.prompt_version
+        self.prompt_hash = rubric.prompt_hash
         self.model = model
         self.seed = seed
         self.concurrency = concurrency
@@ -132,14 +131,17 @@ class OpenAIJudge(Judge):
     def _body(self, request: JudgeRequest, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": render_messages(request),
+            "messages": self.rubric.messages(request),
             "temperature": 0,
             "seed": self.seed,
         }
         if mode == "vllm":
-            body["structured_outputs"] = {"choice": list(VERDICT_WORDS)}
+            body["structured_outputs"] = {"choice": list(self.rubric.choices)}
         elif mode in ("openai", "auto"):
-            body["response_format"] = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": verdict_schema(self.rubric.choices),
+            }
         return body
 
     async def _complete(self, client: openai.AsyncOpenAI, request: JudgeRequest) -> str:
@@ -172,10 +174,10 @@ class OpenAIJudge(Judge):
                 return self.unjudged(f"HTTP {exc.status_code}: {exc.message}")
             except (openai.OpenAIError, ValueError) as exc:
                 return self.unjudged(f"{type(exc).__name__}: {exc}")
-        word = parse_verdict(raw)
-        if word is None:
-            return self.unjudged("off-menu reply: no CORRECT or WRONG verdict", raw=raw)
-        return self.judgment(VERDICT_WORDS[word], raw=raw)
+        grade = self.rubric.read(raw)
+        if grade is None:
+            return self.unjudged(self.rubric.off_menu, raw=raw)
+        return self.judgment(grade, raw=raw)
 
     async def aclose(self) -> None:
         if self._client is not None and self._loop is asyncio.get_running_loop():

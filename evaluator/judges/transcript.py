@@ -11,8 +11,8 @@ the three texts for the rules judge); ``reply`` is its raw answer (an LLM's mess
 rules judge's ``{"verdict", "reason"}``). A call answered from the judgment cache is written as
 the original call was answered. ``ReplayJudge`` re-grades from such a file with no model call:
 each request is looked up by its key, must be for the same question, ground truth and answer,
-and its reply gives the verdict the way the original judge read it. A key the file lacks, or a
-line for another answer, is an ``EvaluatorError`` naming it.
+and its reply gives the grade the way the original judge read it (the protocol's rubric). A
+key the file lacks, or a line for another answer, is an ``EvaluatorError`` naming it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
-from evaluator.judges.prompt import VERDICT_WORDS, parse_verdict
+from evaluator.judges.rubric import Rubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 TRANSCRIPT = "transcript.jsonl"  # its name in an output directory
@@ -63,8 +63,9 @@ class ReplayJudge(Judge):
 
     concurrency = 1
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, rubric: Rubric) -> None:
         self.path = Path(path)
+        self.rubric = rubric
         self.calls = _read(self.path)
         judges = {(c["judge"], c["prompt_version"], c["prompt_hash"]) for c in self.calls.values()}
         if len(judges) > 1:
@@ -85,10 +86,10 @@ class ReplayJudge(Judge):
         reply = call["reply"]
         if reply is None:
             return self.unjudged(call.get("error") or "the original call had no reply")
-        word = parse_verdict(reply)
-        if word is None:
-            return self.unjudged("off-menu reply: no CORRECT or WRONG verdict", raw=reply)
-        return self.judgment(VERDICT_WORDS[word], raw=reply)
+        grade = self.rubric.read(reply)
+        if grade is None:
+            return self.unjudged(self.rubric.off_menu, raw=reply)
+        return self.judgment(grade, raw=reply)
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:

@@ -1,62 +1,156 @@
-"""What every benchmark protocol provides, so a new benchmark is one more protocol.
+"""What every benchmark protocol provides: the one place that knows a benchmark.
 
-A protocol turns a split and an agent's predictions into graded items (one row each in the
-per-item table), and graded items into a scores dictionary: ``"all"``, the protocol's own
-headline subsets, and ``"slices"`` (``{dimension: {value: metrics}}``, each with its count).
-Its settings (how answers are cut, which missing-answer rule, which counting order...) are
-constructor arguments, reported by ``settings()`` next to the scores.
+A protocol declares, in typed code:
 
-CRAG-MM is the one implemented protocol. Visual-RAG would grade a ranked image list plus an
-answer (its settings: k values, the evaluation setting), MRAG a claim list per answer; each
-keeps its own item record and columns and shares the judge, cache, report and CLI.
+- its split (``load_split``: Podium's format and the benchmark's released one, errors naming
+  file, line and field) and its predictions (``load_predictions``);
+- its options (``add_arguments`` / ``from_arguments`` on the CLI, ``settings()`` as they go
+  into scores.json);
+- grading (``grade``): rule checks and judge calls on its ``rubric``, each call with a stable
+  key (``docs/protocols.md``) written to the transcript;
+- its metrics (``metrics``: name, label, direction, scale, interval, where in scores.json;
+  ``primary``) and their aggregation (``score``: ``{"complete", "unjudged", ...,
+  "slices"}``);
+- its per-item table (``columns``, ``to_row`` / ``from_row``, written as ``<table>.jsonl``
+  and ``<table>.csv``), its summary for people (``summary``), its paired comparison on the
+  primary metric (``compare`` / ``format_comparison``), and its generated sample
+  (``write_sample``).
+
+The CLI, the report and the conformance tests (``tests/evaluator/test_protocols.py``) go only
+through this interface; ``docs/protocols.md`` says how to add one.
 """
 
 from __future__ import annotations
 
+import argparse
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
+from evaluator.judges.rubric import Rubric
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.records import Prediction, Split
 
-Item = TypeVar("Item")
+SplitT = TypeVar("SplitT")
+PredictionT = TypeVar("PredictionT")
+ItemT = TypeVar("ItemT")
+
+Scale = Literal["fraction", "signed_fraction", "percent", "ratio", "count"]
 
 
-class Protocol(ABC, Generic[Item]):
-    """Grading, aggregation and the per-item table of one benchmark."""
+@dataclass(frozen=True)
+class Metric:
+    """One metric as scores.json names it and a page shows it.
 
-    name: ClassVar[str]
-    # The per-item table's fixed columns, in order; label columns beyond them follow.
-    columns: ClassVar[tuple[str, ...]]
+    ``scale``: how scores.json stores it: ``fraction`` (a rate, 0 to 1; pages show it x100),
+    ``signed_fraction`` (-1 to 1, e.g. truthfulness; shown x100), ``percent`` (already x100,
+    0 to 100), ``ratio`` (a plain ratio, may be negative or above 1), ``count``;
+    ``where``: the block of scores.json that holds it (``all``; ``retrieval``; ``settings``,
+    one block per setting; ``gcue``); ``interval``: ``<name>_ci95`` stands beside it.
+    """
+
+    name: str
+    label: str
+    higher_is_better: bool = True
+    scale: Scale = "fraction"
+    where: str = "all"
+    interval: bool = False
+
+
+class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
+    """Loading, grading, aggregation and the per-item table of one benchmark."""
+
+    name: ClassVar[str]  # as in scores.json and on the CLI ("crag-mm", "visual-rag")
+    title: ClassVar[str]
+    rubric: ClassVar[Rubric]  # what its judges are asked
+    table: ClassVar[str]  # the per-item table's file stem ("turns", "queries")
+    columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
+    metrics: ClassVar[tuple[Metric, ...]]
+    primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
+
+    @classmethod
+    @abstractmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """The protocol's options on ``python -m evaluator score``."""
+
+    @classmethod
+    @abstractmethod
+    def from_arguments(cls, args: argparse.Namespace) -> Protocol[SplitT, PredictionT, ItemT]:
+        """The protocol built from the options ``add_arguments`` declared."""
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Protocol[SplitT, PredictionT, ItemT]:
+        """The protocol as a scores document recorded it (to compare or re-read its runs)."""
+        return cls()
 
     @abstractmethod
     def settings(self) -> dict[str, Any]:
-        """The protocol's settings as they go into scores.json."""
+        """The protocol's options as they go into scores.json."""
+
+    @abstractmethod
+    def load_split(self, path: str | Path, **options: Any) -> SplitT:
+        """A split directory (Podium's format or the benchmark's released layout)."""
+
+    @abstractmethod
+    def load_predictions(
+        self, path: str | Path, split: SplitT
+    ) -> tuple[dict[str, PredictionT], list[str]]:
+        """Predictions keyed by what they answer, and warnings (items left unanswered)."""
 
     @abstractmethod
     def grade(
         self,
-        split: Split,
-        predictions: Mapping[str, Prediction],
+        split: SplitT,
+        predictions: Mapping[str, PredictionT],
         judge: Judge,
         cache: JudgmentCache | None,
         progress: bool = True,
         transcript: TranscriptWriter | None = None,
-    ) -> list[Item]:
+    ) -> list[ItemT]:
         """Grade every item of ``split``; items the judge could not decide stay undecided.
         Every judge call goes to ``transcript`` (with the key the protocol gives it)."""
 
     @abstractmethod
-    def score(self, graded: Sequence[Item], seed: int = 0) -> dict[str, Any]:
-        """Aggregate: ``{"complete", "unjudged", "all", ..., "slices"}``."""
+    def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:
+        """Aggregate: ``{"complete", "unjudged", <the metric blocks>, "slices"}``."""
 
     @abstractmethod
-    def to_row(self, item: Item) -> dict[str, Any]:
+    def to_row(self, item: ItemT) -> dict[str, Any]:
         """One row of the per-item table (the ``columns`` first, then label columns)."""
 
     @abstractmethod
-    def from_row(self, row: Mapping[str, Any], where: str) -> Item:
+    def from_row(self, row: Mapping[str, Any], where: str) -> ItemT:
         """Read a row written by ``to_row`` back; ``where`` names the file and line for errors."""
+
+    @abstractmethod
+    def summary(self, document: Mapping[str, Any], graded: Sequence[ItemT]) -> str:
+        """The headline numbers of a scores document, for people (the CLI prints it)."""
+
+    @abstractmethod
+    def compare(self, a: Sequence[ItemT], b: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:
+        """Paired comparison of two runs on the same items, on the primary metric:
+        ``{"metric", "a", "b", "difference", "difference_ci95", "p_value", "separable", ...}``;
+        an ``EvaluatorError`` when the runs cannot be paired (other items, unjudged items)."""
+
+    @abstractmethod
+    def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
+        """A few readable lines for a ``compare`` result."""
+
+    @abstractmethod
+    def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
+        """Write the protocol's generated sample data (``python -m evaluator sample``)."""
+
+    @abstractmethod
+    def write_sample_predictions(self, split: SplitT, path: str | Path, seed: int = 0) -> None:
+        """Write made-up predictions for ``split`` (some right, some wrong, some "I don't
+        know"): the conformance tests, the benchmarks and the demo use them."""
+
+    def metric(self, name: str) -> Metric:
+        """The declared metric called ``name`` (KeyError when there is none)."""
+        for metric in self.metrics:
+            if metric.name == name:
+                return metric
+        raise KeyError(name)

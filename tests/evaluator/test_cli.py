@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, main
-from evaluator.report import SCORES_JSON, TURNS_CSV, TURNS_JSONL, read_turns
+from evaluator.report import SCORES_JSON, read_items
 from evaluator.sample import SPLITS
 from tests.fake_openai import FakeOpenAI
 
@@ -95,9 +95,11 @@ def test_score_with_the_rules_judge(split, predictions, tmp_path, capsys):
     assert scores["judge"]["kind"] == "rules" and scores["complete"]
     assert scores["truncation"].startswith("llama-3.2")
     assert (scores["missing_variant"], scores["counting"], scores["seed"]) == ("kit-b", "paper", 0)
-    turns = read_turns(tmp_path / "run")
+    turns = read_items(tmp_path / "run")
     assert len(turns) == scores["all"]["turns"] == len(predictions.read_text().splitlines())
-    assert (tmp_path / "run" / TURNS_CSV).is_file() and (tmp_path / "run" / TURNS_JSONL).is_file()
+    assert (tmp_path / "run" / "turns.csv").is_file() and (
+        tmp_path / "run" / "turns.jsonl"
+    ).is_file()
 
 
 def test_score_with_an_openai_judge_then_a_warm_cache(split, predictions, server, tmp_path, capsys):
@@ -126,7 +128,7 @@ def test_incomplete_run_exits_3_and_a_rerun_finishes_it(split, predictions, serv
     scores = json.loads((run / SCORES_JSON).read_text())
     assert scores["complete"] is False and scores["unjudged"] == 5
     assert scores["all"]["truthfulness"] is None
-    assert sum(t.verdict.value == "unjudged" for t in read_turns(run)) == 5
+    assert sum(t.verdict.value == "unjudged" for t in read_items(run)) == 5
     before = server.count
 
     assert score(split, predictions, run, *openai_flags(server, cache)) == EXIT_OK

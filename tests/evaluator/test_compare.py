@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from evaluator.compare import compare_runs, format_comparison
+from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.metrics import score_turns
 from evaluator.records import EvaluatorError, Verdict
 from tests.evaluator.crag_mm_runs import graded_turn, load_parity_fixture, run

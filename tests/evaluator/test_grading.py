@@ -16,6 +16,7 @@ from evaluator.protocols.crag_mm.grading import (
     is_missing_kit_a,
     is_missing_kit_b,
 )
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import (
     Conversation,
     EvaluatorError,
@@ -26,6 +27,8 @@ from evaluator.records import (
 )
 from evaluator.truncation import TokenizerTruncator, load_truncator
 from tests.fake_openai import FakeOpenAI
+
+RUBRIC = CragMMRubric()
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,12 @@ def server() -> Iterator[FakeOpenAI]:
 def llm_judge(server: FakeOpenAI, **options) -> OpenAIJudge:
     settings = {"max_retries": 0, "attempt_timeout_s": 5.0, "total_timeout_s": 10.0} | options
     return OpenAIJudge(
-        base_url=server.url, model="fake-judge", api_key="test", concurrency=4, **settings
+        rubric=RUBRIC,
+        base_url=server.url,
+        model="fake-judge",
+        api_key="test",
+        concurrency=4,
+        **settings,
     )
 
 
@@ -149,7 +157,12 @@ def test_each_path_to_a_verdict(server, truncator):
 def test_missing_answer_that_equals_the_ground_truth_keeps_its_exact_match(truncator):
     split = make_split(("s1", True, [("t1", "What does he say?", "I don't know")]))
     graded = grade(
-        split, answers(split, t1="I don't know"), RulesJudge(), None, truncator, progress=False
+        split,
+        answers(split, t1="I don't know"),
+        RulesJudge(RUBRIC),
+        None,
+        truncator,
+        progress=False,
     )
     assert graded[0].verdict is Verdict.MISSING
     assert graded[0].is_miss and graded[0].is_exact_match and not graded[0].is_correct
@@ -197,11 +210,11 @@ def test_rescoring_with_a_warm_sqlite_cache_makes_no_judge_calls(server, truncat
 def test_unknown_missing_variant_is_an_error(truncator):
     split = make_split(("s1", True, [("t1", "Q?", "a")]))
     with pytest.raises(EvaluatorError, match="missing variant 'kit-c'"):
-        grade(split, {}, RulesJudge(), None, truncator, "kit-c", progress=False)
+        grade(split, {}, RulesJudge(RUBRIC), None, truncator, "kit-c", progress=False)
 
 
 def test_protocol_registry_and_settings(truncator):
-    assert sorted(PROTOCOLS) == ["crag-mm"]
+    assert sorted(PROTOCOLS) == ["crag-mm", "visual-rag"]
     protocol = get_protocol("crag-mm", truncator=truncator, missing_variant="kit-a")
     assert isinstance(protocol, CragMM)
     assert protocol.settings() == {
@@ -209,8 +222,8 @@ def test_protocol_registry_and_settings(truncator):
         "missing_variant": "kit-a",
         "counting": "paper",
     }
-    with pytest.raises(EvaluatorError, match="unknown; known protocols: crag-mm"):
-        get_protocol("visual-rag")
+    with pytest.raises(EvaluatorError, match="unknown; known protocols: crag-mm, visual-rag"):
+        get_protocol("mrag")
     with pytest.raises(EvaluatorError, match="counting 'kit-z'"):
         get_protocol("crag-mm", counting="kit-z")
 
@@ -222,7 +235,11 @@ def test_protocol_grades_and_scores_a_split(truncator):
     )
     protocol = get_protocol("crag-mm", truncator=truncator)
     graded = protocol.grade(
-        split, answers(split, t1="Paris", t2="I don't know"), RulesJudge(), None, progress=False
+        split,
+        answers(split, t1="Paris", t2="I don't know"),
+        RulesJudge(RUBRIC),
+        None,
+        progress=False,
     )
     scores = protocol.score(graded, seed=0)
     assert scores["complete"] and scores["unjudged"] == 0

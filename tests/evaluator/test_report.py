@@ -9,19 +9,20 @@ import pytest
 
 from evaluator.judges import RulesJudge
 from evaluator.protocols import get_protocol
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
+from evaluator.protocols.crag_mm.summary import format_summary
 from evaluator.records import EvaluatorError, GradedTurn, Verdict
 from evaluator.report import (
     SCORES_JSON,
-    TURNS_CSV,
-    TURNS_JSONL,
-    format_summary,
     judge_record,
+    read_items,
     read_scores,
-    read_turns,
     scores_document,
     write_report,
 )
 from evaluator.truncation import FallbackTruncator
+
+RUBRIC = CragMMRubric()
 
 OFFICIAL = [
     "session_id",
@@ -79,7 +80,7 @@ def graded() -> list[GradedTurn]:
 
 def written(tmp_path, graded, truncator=None):
     protocol = get_protocol("crag-mm", truncator=truncator or FallbackTruncator("no tokenizer"))
-    judge = RulesJudge()
+    judge = RulesJudge(RUBRIC)
     document = scores_document(protocol, protocol.score(graded), judge, ["1 turn lacks x"], 7)
     write_report(tmp_path / "run", protocol, graded, document)
     return tmp_path / "run", document
@@ -87,7 +88,7 @@ def written(tmp_path, graded, truncator=None):
 
 def test_turn_tables_carry_the_official_columns_then_podiums(tmp_path, graded):
     run, _ = written(tmp_path, graded)
-    with (run / TURNS_CSV).open(newline="", encoding="utf-8") as table:
+    with (run / "turns.csv").open(newline="", encoding="utf-8") as table:
         rows = list(csv.DictReader(table))
     header = list(rows[0])
     assert header[:14] == OFFICIAL
@@ -97,7 +98,7 @@ def test_turn_tables_carry_the_official_columns_then_podiums(tmp_path, graded):
     assert [row["is_correct"] for row in rows] == ["True", "False", "False", "True"]
     assert [row["is_miss"] for row in rows] == ["False", "False", "True", "False"]
     assert rows[2]["image_quality"] == "" and rows[2]["entity_popularity"] == ""
-    lines = (run / TURNS_JSONL).read_text(encoding="utf-8").splitlines()
+    lines = (run / "turns.jsonl").read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
     assert list(first)[:14] == OFFICIAL and first["verdict"] == "correct"
     assert first["is_ego"] is True and first["turn_idx"] == 0
@@ -105,7 +106,7 @@ def test_turn_tables_carry_the_official_columns_then_podiums(tmp_path, graded):
 
 def test_turns_read_back_equal_what_was_written(tmp_path, graded):
     run, _ = written(tmp_path, graded)
-    assert read_turns(run) == graded
+    assert read_items(run) == graded
 
 
 def test_scores_document_names_protocol_judge_and_settings(tmp_path, graded):
@@ -125,7 +126,7 @@ def test_scores_document_names_protocol_judge_and_settings(tmp_path, graded):
         "unjudged",
         "all",
     ]
-    assert scores["judge"] == judge_record(RulesJudge()) | {"kind": "rules"}
+    assert scores["judge"] == judge_record(RulesJudge(RUBRIC)) | {"kind": "rules"}
     assert scores["truncation"].startswith("fallback:")
     assert scores["warnings"] == ["1 turn lacks x"]
     assert scores["seed"] == 7 and scores["complete"] is True
@@ -153,7 +154,7 @@ def test_incomplete_run_summary_says_why_and_what_to_do(tmp_path, graded):
     assert "INCOMPLETE: 1 turns unjudged" in summary
     assert "1 x HTTP 500 after 3 attempts" in summary
     assert "Re-run the same command" in summary
-    assert read_turns(run)[1].judge_error == "HTTP 500 after 3 attempts"
+    assert read_items(run)[1].judge_error == "HTTP 500 after 3 attempts"
 
 
 def test_llm_judge_has_no_rules_notice(tmp_path, graded):
@@ -173,11 +174,11 @@ def test_llm_judge_has_no_rules_notice(tmp_path, graded):
 )
 def test_corrupt_turn_rows_are_errors_with_file_and_line(tmp_path, graded, line, message):
     run, _ = written(tmp_path, graded)
-    path = run / TURNS_JSONL
+    path = run / "turns.jsonl"
     rows = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join([rows[0], line, *rows[2:]]) + "\n", encoding="utf-8")
     with pytest.raises(EvaluatorError, match=message):
-        read_turns(run)
+        read_items(run)
 
 
 @pytest.mark.parametrize(
@@ -193,20 +194,20 @@ def test_corrupt_turn_rows_are_errors_with_file_and_line(tmp_path, graded, line,
 )
 def test_edited_turn_fields_are_refused(tmp_path, graded, field, value, message):
     run, _ = written(tmp_path, graded)
-    path = run / TURNS_JSONL
+    path = run / "turns.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     rows[0][field] = value
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     with pytest.raises(EvaluatorError, match=rf"turns\.jsonl:1: {message}"):
-        read_turns(run)
+        read_items(run)
 
 
 def test_missing_or_foreign_run_directories(tmp_path):
     with pytest.raises(EvaluatorError, match=r"scores\.json: not found"):
-        read_turns(tmp_path)
+        read_items(tmp_path)
     (tmp_path / SCORES_JSON).write_text('{"protocol": "mrag"}')
     with pytest.raises(EvaluatorError, match="protocol 'mrag': unknown"):
-        read_turns(tmp_path)
+        read_items(tmp_path)
     (tmp_path / SCORES_JSON).write_text("[]")
     with pytest.raises(EvaluatorError, match="field 'protocol': missing"):
         read_scores(tmp_path)

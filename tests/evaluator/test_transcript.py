@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_OK
 from evaluator.records import Verdict
-from evaluator.report import SCORES_JSON, TURNS_JSONL, read_turns
+from evaluator.report import SCORES_JSON, read_items
 from tests.evaluator.test_cli import (
     openai_flags,
     predictions,
@@ -35,7 +35,7 @@ def test_a_rules_run_is_transcribed_and_replayed_to_the_same_scores(split, predi
     first = tmp_path / "first"
     assert score(split, predictions, first, "--no-cache") == EXIT_OK
     calls = _calls(first)
-    sent = [t for t in read_turns(first) if not t.is_miss and not t.is_exact_match]
+    sent = [t for t in read_items(first) if not t.is_miss and not t.is_exact_match]
     assert [c["key"] for c in calls] == [f"turn/{t.interaction_id}" for t in sent]
     assert {c["judge"] for c in calls} == {"rules@1"}
     for call, turn in zip(calls, sent, strict=True):
@@ -46,7 +46,7 @@ def test_a_rules_run_is_transcribed_and_replayed_to_the_same_scores(split, predi
     again = tmp_path / "again"
     assert _replay(split, predictions, again, first / "transcript.jsonl") == EXIT_OK
     assert (again / SCORES_JSON).read_bytes() == (first / SCORES_JSON).read_bytes()
-    assert (again / TURNS_JSONL).read_bytes() == (first / TURNS_JSONL).read_bytes()
+    assert (again / "turns.jsonl").read_bytes() == (first / "turns.jsonl").read_bytes()
     assert not (again / "transcript.jsonl").exists()  # a replay writes none of its own
 
 

@@ -1,9 +1,12 @@
 import pytest
 
 from evaluator.judges import cache_key, judge_all, make_judge
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest, Judgment, Verdict
 from leaderboard.judgment_cache import LOOKUP_CHUNK, DjangoJudgmentCache
 from leaderboard.models import JudgmentRecord
+
+RUBRIC = CragMMRubric()
 
 
 def judgment(verdict: Verdict, raw: str | None = "CORRECT") -> Judgment:
@@ -31,7 +34,7 @@ def test_a_key_is_written_once_and_a_second_write_is_ignored():
     cache = DjangoJudgmentCache()
     cache.put_many({"k": judgment(Verdict.CORRECT)})
     cache.put_many({"k": judgment(Verdict.HALLUCINATED), "k2": judgment(Verdict.CORRECT)})
-    assert cache.get_many(["k"])["k"].verdict is Verdict.CORRECT
+    assert cache.get_many(["k"])["k"].verdict == Verdict.CORRECT
     assert JudgmentRecord.objects.count() == 2
 
 
@@ -47,7 +50,7 @@ def test_many_keys_and_nul_characters():
 
 @pytest.mark.django_db(transaction=True)  # the judging loop's cache calls use their own thread
 def test_judge_all_through_the_database_cache_judges_once():
-    judge = make_judge("rules")
+    judge = make_judge("rules", RUBRIC)
     requests = [
         JudgeRequest("What is the brand of this car?", "Toyota", "It is a Toyota."),
         JudgeRequest("What year?", "1998", "2005"),

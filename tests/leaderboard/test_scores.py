@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from evaluator.compare import compare_runs
+from evaluator.protocols.crag_mm.compare import compare_runs
 from evaluator.protocols.crag_mm.metrics import score_turns
 from evaluator.records import GradedTurn, Verdict
 from leaderboard.models import EntryComparison, SliceScore

@@ -15,7 +15,8 @@ from workers.pipeline.run import TIMEOUT_POLICIES
 
 
 def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
-    assert set(Task.Protocol.values) == set(PROTOCOLS)
+    # visual-rag is scored by the evaluator (CLI) and not hosted by the server yet (issue #10)
+    assert set(Task.Protocol.values) == set(PROTOCOLS) - {"visual-rag"}
     assert set(Task.Counting.values) == set(COUNTINGS)
     assert set(Task.MissingVariant.values) == set(MISSING_RULES)
     assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only

@@ -11,7 +11,7 @@ import logging
 
 from django.db import transaction
 
-from evaluator.compare import compare_runs
+from evaluator.protocols.crag_mm.compare import compare_runs
 from evaluator.protocols.crag_mm.metrics import score_turns
 from evaluator.records import EvaluatorError, GradedTurn, Verdict
 from evaluator.records import Split as SplitData

@@ -19,7 +19,7 @@ from django.db import transaction
 from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
-from evaluator.protocols import get_protocol
+from evaluator.protocols import get_protocol, protocol_class
 from evaluator.records import Prediction, Verdict
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
@@ -39,14 +39,16 @@ VERDICT_FIELDS = (
 
 def task_judge(task: Task) -> Judge:
     """The judge a task names: the rules judge, or its OpenAI-compatible endpoint and model."""
+    rubric = protocol_class(task.protocol).rubric
     if task.judge_kind == Task.JudgeKind.RULES:
-        return make_judge("rules")
+        return make_judge("rules", rubric)
     endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(task.judge_endpoint)
     if endpoint is None:
         raise PodiumFault(f"task {task}: judge endpoint {task.judge_endpoint!r} is not configured")
     key_env = endpoint.get("api_key_env")
     return make_judge(
         "openai",
+        rubric,
         base_url=endpoint["base_url"],
         model=task.judge_model or endpoint.get("model"),
         api_key=os.environ.get(key_env) if key_env else None,

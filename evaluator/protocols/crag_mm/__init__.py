@@ -1,17 +1,26 @@
-"""The CRAG-MM protocol: per-turn grading (``grading.py``), metrics (``metrics.py``) and the
-official per-turn table, extended with Podium's verdict and audit columns."""
+"""The CRAG-MM protocol: per-turn grading (``grading.py``), the judge's rubric (``prompt.py``,
+``rules.py``), metrics (``metrics.py``), the paired comparison (``compare.py``), the summary
+(``summary.py``) and the official per-turn table, extended with Podium's verdict and audit
+columns. Judge calls are keyed ``turn/<interaction_id>``."""
 
 from __future__ import annotations
 
+import argparse
+import random
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Protocol
-from evaluator.protocols.crag_mm.grading import grade, missing_rule
+from evaluator.predictions import load_predictions, write_predictions
+from evaluator.protocols.base import Metric, Protocol
+from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
+from evaluator.protocols.crag_mm.grading import MISSING_RULES, grade, missing_rule
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
+from evaluator.protocols.crag_mm.summary import format_summary
 from evaluator.records import (
     STANDARD_LABELS,
     EvaluatorError,
@@ -20,6 +29,7 @@ from evaluator.records import (
     Split,
     Verdict,
 )
+from evaluator.split import load_split
 from evaluator.truncation import Truncator, load_truncator
 
 # The official per-turn columns, then Podium's.
@@ -51,12 +61,27 @@ _AUDIT_FIELDS = ("judge_id", "prompt_version", "prompt_hash")
 _FLAGS = ("is_ego", "is_exact_match", "is_miss")
 
 
-class CragMM(Protocol[GradedTurn]):
+class CragMM(Protocol[Split, Prediction, GradedTurn]):
     """CRAG-MM turns: truncation, missing rule (``kit-a``/``kit-b``), counting order
     (``paper``/``kit-a``/``kit-b``). The truncator is loaded on first use when not given."""
 
     name = "crag-mm"
+    title = "CRAG-MM"
+    rubric = CragMMRubric()
+    table = "turns"
     columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS
+    metrics = (
+        Metric("truthfulness", "Truthfulness", scale="signed_fraction", interval=True),
+        Metric("accuracy", "Accuracy"),
+        Metric("missing", "Missing", higher_is_better=False),
+        Metric("hallucination_rate", "Hallucination", higher_is_better=False),
+        Metric("exact_match", "Exact match"),
+        Metric("conversation_score", "Conversation score", scale="signed_fraction"),
+        Metric("early_stop_rate", "Early stop", higher_is_better=False),
+        Metric("avg_successful_turns", "Successful turns", scale="ratio"),
+        Metric("turns", "Turns", scale="count"),
+    )
+    primary = "truthfulness"
 
     def __init__(
         self,
@@ -70,6 +95,45 @@ class CragMM(Protocol[GradedTurn]):
         self.truncator = truncator
         self.missing_variant = missing_variant
         self.counting = counting
+        self.hf_split: str | None = None  # which split of Hugging Face data (load_split)
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        group.add_argument(
+            "--missing-variant",
+            choices=tuple(MISSING_RULES),
+            default="kit-b",
+            help="crag-mm: which official 'I don't know' rule marks an answer missing (kit-b)",
+        )
+        group.add_argument(
+            "--counting",
+            choices=COUNTINGS,
+            default="paper",
+            help="crag-mm: the paper's definitions (default) or an official kit's counting order",
+        )
+        group.add_argument(
+            "--tokenizer", help="crag-mm: Llama-3.2 tokenizer.json (default: $PODIUM_TOKENIZER)"
+        )
+        group.add_argument(
+            "--hf-split", help="crag-mm: which split, when Hugging Face data holds several"
+        )
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> CragMM:
+        protocol = cls(
+            truncator=load_truncator(args.tokenizer),
+            missing_variant=args.missing_variant,
+            counting=args.counting,
+        )
+        protocol.hf_split = args.hf_split
+        return protocol
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> CragMM:
+        return cls(
+            missing_variant=document.get("missing_variant", "kit-b"),
+            counting=document.get("counting", "paper"),
+        )
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -77,6 +141,41 @@ class CragMM(Protocol[GradedTurn]):
             "missing_variant": self.missing_variant,
             "counting": self.counting,
         }
+
+    def load_split(self, path: str | Path, **options: Any) -> Split:
+        return load_split(path, hf_split=options.get("hf_split", self.hf_split))
+
+    def load_predictions(
+        self, path: str | Path, split: Split
+    ) -> tuple[dict[str, Prediction], list[str]]:
+        return load_predictions(path, split)
+
+    def summary(self, document: Mapping[str, Any], graded: Sequence[GradedTurn]) -> str:
+        return format_summary(document, graded)
+
+    def compare(
+        self, a: Sequence[GradedTurn], b: Sequence[GradedTurn], seed: int = 0
+    ) -> dict[str, Any]:
+        return compare_runs(a, b, self.counting, seed)
+
+    def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
+        return format_comparison(dict(result), a_name, b_name)
+
+    def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
+        from evaluator.sample import write_sample
+
+        write_sample(out_dir, seed=seed)
+
+    def write_sample_predictions(self, split: Split, path: str | Path, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        answers = (lambda t: t.ground_truth, lambda t: "I don't know", lambda t: "a rabbit")
+        write_predictions(
+            path,
+            [
+                Prediction(c.session_id, t.interaction_id, rng.choice(answers)(t))
+                for c, _, t in split.turns()
+            ],
+        )
 
     def grade(
         self,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
-from evaluator.judges.loop import judge_all
+from evaluator.judges.loop import judge_and_transcribe
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import (
     EvaluatorError,
@@ -24,6 +24,8 @@ from evaluator.records import (
 )
 from evaluator.truncation import Truncator
 
+# What a judge may decide (MISSING is decided before any judge call).
+JUDGE_GRADES = frozenset({Verdict.CORRECT, Verdict.HALLUCINATED, Verdict.UNJUDGED})
 _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9\s]")
 
 
@@ -114,21 +116,17 @@ def grade(
             }
         )
 
-    judgments = judge_all(judge, requests, cache, progress=progress) if requests else []
-    if len(judgments) != len(requests):
-        raise EvaluatorError(
-            f"judge {judge.judge_id} returned {len(judgments)} judgments for {len(requests)} turns"
-        )
-    if transcript is not None:
-        transcript.write(judge, requests, judgments)
+    judgments = judge_and_transcribe(judge, requests, cache, transcript, progress)
     for index, judgment in zip(to_judge, judgments, strict=True):
-        if judgment.verdict is Verdict.MISSING:
-            raise EvaluatorError(f"judge {judgment.judge_id} answered MISSING, not a judge verdict")
+        if judgment.verdict not in JUDGE_GRADES:
+            raise EvaluatorError(
+                f"judge {judgment.judge_id} answered {judgment.verdict!r}, not a judge verdict"
+            )
         rows[index].update(
-            verdict=judgment.verdict,
+            verdict=Verdict(judgment.verdict),
             judge_id=judgment.judge_id,
             prompt_version=judgment.prompt_version,
             prompt_hash=judgment.prompt_hash,
-            judge_error=judgment.error if judgment.verdict is Verdict.UNJUDGED else None,
+            judge_error=judgment.error if judgment.verdict == Verdict.UNJUDGED else None,
         )
     return [GradedTurn(**row) for row in rows]

@@ -5,7 +5,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, make_judge
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
+
+RUBRIC = CragMMRubric()
 
 REQUEST = JudgeRequest("What is this?", "A dog", "A dog")
 
@@ -17,7 +20,7 @@ def judgment(verdict: Verdict = Verdict.CORRECT, **fields: str) -> Judgment:
 
 def openai(**options: object):
     settings = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **options}
-    return make_judge("openai", **settings)
+    return make_judge("openai", RUBRIC, **settings)
 
 
 def test_key_covers_what_changes_a_verdict() -> None:
@@ -27,7 +30,7 @@ def test_key_covers_what_changes_a_verdict() -> None:
         cache_key(openai(model="other"), REQUEST),
         cache_key(openai(revision="r2"), REQUEST),
         cache_key(openai(seed=1), REQUEST),
-        cache_key(make_judge("rules"), REQUEST),
+        cache_key(make_judge("rules", RUBRIC), REQUEST),
         cache_key(openai(), JudgeRequest("What is that?", "A dog", "A dog")),
         cache_key(openai(), JudgeRequest("What is this?", "A cat", "A dog")),
         cache_key(openai(), JudgeRequest("What is this?", "A dog", "A dog!")),
@@ -101,9 +104,9 @@ def test_corrupt_rows_and_unopenable_files_are_clear_errors(tmp_path: Path) -> N
     path = tmp_path / "c.sqlite"
     cache = SQLiteCache(path)
     cache.put_many({"k": judgment()})
-    sqlite3.connect(path, isolation_level=None).execute("UPDATE judgments SET verdict='maybe'")
+    sqlite3.connect(path, isolation_level=None).execute("UPDATE judgments SET verdict='unjudged'")
     with pytest.raises(
-        EvaluatorError, match=r"c.sqlite: key k: field verdict: unknown value 'maybe'"
+        EvaluatorError, match=r"c.sqlite: key k: field verdict: unknown value 'unjudged'"
     ):
         cache.get_many(["k"])
     (tmp_path / "not-a-db").write_bytes(b"definitely not sqlite" * 100)

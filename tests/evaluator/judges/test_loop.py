@@ -5,8 +5,11 @@ import pytest
 
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, judge_all, make_judge
 from evaluator.judges.rules import RulesJudge
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
 from tests.fake_openai import GARBAGE, FakeOpenAI
+
+RUBRIC = CragMMRubric()
 
 
 def requests(n: int) -> list[JudgeRequest]:
@@ -16,7 +19,9 @@ def requests(n: int) -> list[JudgeRequest]:
 
 
 def openai_judge(server: FakeOpenAI, **options: object):
-    return make_judge("openai", base_url=server.url, model="fake", structured="none", **options)
+    return make_judge(
+        "openai", RUBRIC, base_url=server.url, model="fake", structured="none", **options
+    )
 
 
 def test_identical_requests_are_judged_once_and_returned_in_order(fake_openai: FakeOpenAI) -> None:
@@ -52,18 +57,19 @@ def test_unjudged_turns_are_not_cached_and_are_judged_again(fake_openai: FakeOpe
     fake_openai.replies["question 2?"] = GARBAGE
     cache = MemoryCache()
     first = judge_all(openai_judge(fake_openai), requests(4), cache, progress=False)
-    assert first[2].verdict is Verdict.UNJUDGED and first.stats.unjudged == 1
+    assert first[2].verdict == Verdict.UNJUDGED and first.stats.unjudged == 1
     assert len(cache) == 3
     del fake_openai.replies["question 2?"]
     second = judge_all(openai_judge(fake_openai), requests(4), cache, progress=False)
     assert second.stats.model_calls == 1 and second.stats.cache_hits == 3
-    assert second[2].verdict is Verdict.CORRECT and len(cache) == 4
+    assert second[2].verdict == Verdict.CORRECT and len(cache) == 4
 
 
 class _Interrupted(RulesJudge):
     """Grades like the rules judge, then fails on the sixth turn as a killed run would."""
 
     def __init__(self) -> None:
+        super().__init__(RUBRIC)
         self.calls = 0
 
     async def judge(self, request: JudgeRequest) -> Judgment:
@@ -79,19 +85,19 @@ def test_an_interrupted_run_keeps_what_it_judged() -> None:
         judge_all(judge, requests(10), cache, progress=False, save_every=2)
     assert len(cache) == 5
     saved = cache.get_many([cache_key(judge, r) for r in requests(5)])
-    assert all(j.verdict is Verdict.CORRECT for j in saved.values()) and len(saved) == 5
+    assert all(j.verdict == Verdict.CORRECT for j in saved.values()) and len(saved) == 5
 
 
 def test_rules_judge_through_the_loop_shows_progress(capsys: pytest.CaptureFixture[str]) -> None:
     batch = [*requests(2), JudgeRequest("What breed?", "Golden retriever", "A poodle")]
-    judgments = judge_all(make_judge("rules"), batch, None, progress=True, desc="grading")
-    assert [j.verdict for j in judgments][-1] is Verdict.HALLUCINATED
+    judgments = judge_all(make_judge("rules", RUBRIC), batch, None, progress=True, desc="grading")
+    assert [j.verdict for j in judgments][-1] == Verdict.HALLUCINATED
     assert "grading" in capsys.readouterr().err
 
 
 def test_judge_all_refuses_a_running_event_loop() -> None:
     async def inside() -> None:
-        judge_all(make_judge("rules"), requests(1), None, progress=False)
+        judge_all(make_judge("rules", RUBRIC), requests(1), None, progress=False)
 
     with pytest.raises(EvaluatorError, match="judge_all_async"):
         asyncio.run(inside())

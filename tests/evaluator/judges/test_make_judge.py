@@ -2,7 +2,10 @@ import pytest
 
 from evaluator.judges import RulesJudge, make_judge
 from evaluator.judges.openai_judge import OpenAIJudge
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import EvaluatorError
+
+RUBRIC = CragMMRubric()
 
 ENV = (
     "PODIUM_JUDGE_BASE_URL",
@@ -23,10 +26,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_rules_judge() -> None:
-    assert isinstance(make_judge("rules"), RulesJudge)
-    assert make_judge("rules", concurrency=None).judge_id == "rules@1"
+    assert isinstance(make_judge("rules", RUBRIC), RulesJudge)
+    assert make_judge("rules", RUBRIC, concurrency=None).judge_id == "rules@1"
     with pytest.raises(EvaluatorError, match=r"rules judge: takes no options, got \['model'\]"):
-        make_judge("rules", model="gpt")
+        make_judge("rules", RUBRIC, model="gpt")
 
 
 def test_openai_judge_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,11 +38,13 @@ def test_openai_judge_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("PODIUM_JUDGE_REVISION", "a1b2c3")
     monkeypatch.setenv("PODIUM_JUDGE_CONCURRENCY", "32")
     monkeypatch.setenv("PODIUM_JUDGE_STRUCTURED", "vllm")
-    judge = make_judge("openai")
+    judge = make_judge("openai", RUBRIC)
     assert isinstance(judge, OpenAIJudge)
     assert judge.judge_id == "openai:Qwen/Qwen2.5-7B-Instruct@a1b2c3"
     assert (judge.concurrency, judge.structured) == (32, "vllm")
-    assert make_judge("openai", model="other").judge_id == "openai:other@a1b2c3"  # options win
+    assert (
+        make_judge("openai", RUBRIC, model="other").judge_id == "openai:other@a1b2c3"
+    )  # options win
 
 
 @pytest.mark.parametrize(
@@ -59,12 +64,12 @@ def test_bad_configuration_is_a_clear_error(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(EvaluatorError, match=message):
-        make_judge("openai", **options)
+        make_judge("openai", RUBRIC, **options)
 
 
 def test_unknown_judge() -> None:
     with pytest.raises(EvaluatorError, match="unknown judge 'gpt'"):
-        make_judge("gpt")
+        make_judge("gpt", RUBRIC)
 
 
 def _key(judge) -> str:
@@ -93,7 +98,7 @@ def test_an_environment_key_goes_only_to_its_own_server(
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert _key(make_judge("openai", model="m", **options)) == key
+    assert _key(make_judge("openai", RUBRIC, model="m", **options)) == key
 
 
 def test_another_endpoint_never_receives_the_default_key(monkeypatch, fake_openai) -> None:
@@ -103,6 +108,8 @@ def test_another_endpoint_never_receives_the_default_key(monkeypatch, fake_opena
     monkeypatch.setenv("PODIUM_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("PODIUM_JUDGE_API_KEY", "default-endpoint-secret")
     monkeypatch.setenv("OPENAI_API_KEY", "openai-secret")
-    judge = make_judge("openai", base_url=fake_openai.url, model="fake-judge", structured="none")
+    judge = make_judge(
+        "openai", RUBRIC, base_url=fake_openai.url, model="fake-judge", structured="none"
+    )
     run(judge, DOG)
     assert fake_openai.authorizations == ["Bearer EMPTY"]

@@ -3,8 +3,11 @@ import asyncio
 import pytest
 
 from evaluator.judges import make_judge
-from evaluator.judges.rules import grade, lower_text, stem, tokens
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
+from evaluator.protocols.crag_mm.rules import grade, lower_text, stem, tokens
 from evaluator.records import JudgeRequest, Verdict
+
+RUBRIC = CragMMRubric()
 
 DOG = "What breed is this dog?"
 FLAG = "What colours does this flag have?"
@@ -105,9 +108,9 @@ def test_rules(query: str, truth: str, answer: str, correct: bool, rule: str) ->
 
 
 def test_rules_judge_records_its_identity_and_reason() -> None:
-    judge = make_judge("rules")
+    judge = make_judge("rules", RUBRIC)
     judgment = asyncio.run(judge.judge(JudgeRequest(DOG, "Golden retriever", "Labrador")))
-    assert judgment.verdict is Verdict.HALLUCINATED
+    assert judgment.verdict == Verdict.HALLUCINATED
     assert judgment.judge_id == "rules@1" and "rules" in judgment.prompt_version
     assert len(judgment.prompt_hash) == 64
     assert "key words missing" in (judgment.raw or "")

@@ -7,12 +7,12 @@ The agent's answer is untrusted: it is placed between ``<answer>`` tags with ``<
 
 from __future__ import annotations
 
-import hashlib
-import html
 import json
 import re
 from importlib import resources
 
+from evaluator.judges.rubric import Rubric, hash_rule_set, quote, text_hash
+from evaluator.protocols.crag_mm.rules import RULE_SET, RULES_VERSION, grade
 from evaluator.records import JudgeRequest, Verdict
 
 PROMPT_VERSION = "crag-mm-judge-v1"
@@ -21,7 +21,9 @@ PROMPT_VERSION = "crag-mm-judge-v1"
 VERDICT_WORDS: dict[str, Verdict] = {"CORRECT": Verdict.CORRECT, "WRONG": Verdict.HALLUCINATED}
 
 SYSTEM_PROMPT: str = (
-    resources.files("evaluator.judges").joinpath("prompts/crag_mm_v1.md").read_text("utf-8")
+    resources.files("evaluator.protocols.crag_mm")
+    .joinpath("prompts/judge_v1.md")
+    .read_text("utf-8")
 )
 
 USER_TEMPLATE = (
@@ -31,12 +33,7 @@ USER_TEMPLATE = (
     "Is the answer CORRECT or WRONG?"
 )
 
-PROMPT_HASH: str = hashlib.sha256(f"{SYSTEM_PROMPT}\x00{USER_TEMPLATE}".encode()).hexdigest()
-
-
-def quote(text: str) -> str:
-    """Escape a field so that no tag or delimiter inside it is taken as the prompt's own."""
-    return html.escape(text, quote=False)
+PROMPT_HASH: str = text_hash(SYSTEM_PROMPT, USER_TEMPLATE)
 
 
 def render_messages(request: JudgeRequest) -> list[dict[str, str]]:
@@ -72,3 +69,27 @@ def parse_verdict(text: str) -> str | None:
         return bare
     found = _VERDICT_RE.findall(stripped)
     return found[-1] if found else None
+
+
+class CragMMRubric(Rubric):
+    """CRAG-MM's judge: CORRECT or WRONG (hallucinated), the paper's rules as the rules judge."""
+
+    protocol = "crag-mm"
+    prompt_version = PROMPT_VERSION
+    prompt_hash = PROMPT_HASH
+    choices = tuple(VERDICT_WORDS)
+    rules_version = RULES_VERSION
+    rules_prompt_version = f"crag-mm-rules-v{RULES_VERSION}"
+    rules_hash = hash_rule_set(RULE_SET)
+    off_menu = "off-menu reply: no CORRECT or WRONG verdict"
+
+    def messages(self, request: JudgeRequest) -> list[dict[str, str]]:
+        return render_messages(request)
+
+    def read(self, reply: str) -> str | None:
+        word = parse_verdict(reply)
+        return None if word is None else VERDICT_WORDS[word].value
+
+    def rules(self, request: JudgeRequest) -> tuple[str, str]:
+        correct, reason = grade(request.query, request.ground_truth, request.response)
+        return ("CORRECT" if correct else "WRONG"), reason

@@ -73,6 +73,9 @@ def compare_runs(
     truthfulness_b = run_b.truthfulness(everything)
     paired = paired_comparison(run_a.units(everything), run_b.units(everything), seed, n_boot)
     return {
+        "metric": "truthfulness",
+        "a": truthfulness_a,
+        "b": truthfulness_b,
         "counting": counting,
         "multi_turn": run_a.multi_turn,
         "conversations": len(run_a.session_ids),

@@ -1,0 +1,198 @@
+"""The Visual-RAG protocol: text-to-image retrieval among a query's candidates, and visually
+grounded answers, evaluated in named settings (retrieval, zero-shot, GT clue, non-clue, top-k,
+1-in-k). Split layouts and predictions: ``items.py``; the judge: ``judging.py``; grading and
+the per-item table: ``grading.py``; metrics, gCUE, comparison: ``metrics.py``; the sample:
+``sample.py``. Judge calls are keyed ``answer/<query_id>/<setting>``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evaluator.judges.base import Judge
+from evaluator.judges.cache import JudgmentCache
+from evaluator.judges.transcript import TranscriptWriter
+from evaluator.protocols.base import Metric, Protocol
+from evaluator.protocols.visual_rag import grading, items
+from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
+from evaluator.protocols.visual_rag.items import VisualPrediction, VisualSplit, check_setting
+from evaluator.protocols.visual_rag.judging import VisualRAGRubric
+from evaluator.protocols.visual_rag.metrics import compare_queries, score_queries
+from evaluator.records import EvaluatorError
+from evaluator.report import judge_notices
+
+DEFAULT_LAMBDA = 0.5
+SAMPLE_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3", "one_in_5")
+
+
+def _settings_list(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    try:
+        return tuple(check_setting(name) for name in names)
+    except EvaluatorError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
+    """Visual-RAG: ``evaluated`` settings (default: those the predictions name), gCUE's
+    ``gcue_lambda`` (0.5)."""
+
+    name = "visual-rag"
+    title = "Visual-RAG"
+    rubric = VisualRAGRubric()
+    table = "queries"
+    columns = grading.COLUMNS
+    metrics = (
+        *(
+            Metric(
+                name,
+                name.replace("_", " ").title(),
+                scale="ratio" if name.startswith("hit_count") else "percent",
+                where="retrieval",
+                interval=name.startswith("recall@"),
+            )
+            for name in RETRIEVAL_METRICS
+        ),
+        Metric("accuracy", "Accuracy", scale="percent", where="settings", interval=True),
+        Metric("idk_rate", "I don't know", False, scale="percent", where="settings"),
+        Metric("rouge1_recall", "ROUGE-1 recall", scale="percent", where="settings"),
+        Metric("count", "Queries", scale="count", where="settings"),
+        Metric("gcue", "gCUE", scale="ratio", where="gcue"),
+    )
+    primary = "accuracy"
+
+    def __init__(
+        self, evaluated: Sequence[str] | None = None, gcue_lambda: float = DEFAULT_LAMBDA
+    ) -> None:
+        if not 0.0 <= gcue_lambda <= 1.0:
+            raise EvaluatorError(f"gcue_lambda {gcue_lambda}: must be between 0 and 1")
+        self.evaluated = None if evaluated is None else tuple(map(check_setting, evaluated))
+        self.gcue_lambda = gcue_lambda
+        self.warnings: list[str] = []  # the last grading's ranking warnings
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        group.add_argument(
+            "--settings",
+            type=_settings_list,
+            help="visual-rag: settings to score, comma-separated (default: the predictions')",
+        )
+        group.add_argument(
+            "--gcue-lambda",
+            type=float,
+            default=DEFAULT_LAMBDA,
+            help=f"visual-rag: gCUE's lambda (default {DEFAULT_LAMBDA})",
+        )
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> VisualRAG:
+        return cls(args.settings, args.gcue_lambda)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> VisualRAG:
+        return cls(document.get("evaluated"), document.get("gcue_lambda", DEFAULT_LAMBDA))
+
+    def settings(self) -> dict[str, Any]:
+        return {"evaluated": list(self.evaluated or ()), "gcue_lambda": self.gcue_lambda}
+
+    def load_split(self, path: str | Path, **options: Any) -> VisualSplit:
+        return items.load_split(path)
+
+    def load_predictions(
+        self, path: str | Path, split: VisualSplit
+    ) -> tuple[dict[str, VisualPrediction], list[str]]:
+        return items.load_predictions(path, split, self.evaluated)
+
+    def grade(
+        self,
+        split: VisualSplit,
+        predictions: Mapping[str, VisualPrediction],
+        judge: Judge,
+        cache: JudgmentCache | None,
+        progress: bool = True,
+        transcript: TranscriptWriter | None = None,
+    ) -> list[GradedQuery]:
+        if self.evaluated is None:
+            self.evaluated = tuple(sorted({p.setting for p in predictions.values()}))
+        if not self.evaluated:
+            raise EvaluatorError("no setting to score: the predictions name none")
+        graded, self.warnings = grading.grade_queries(
+            split, predictions, self.evaluated, judge, cache, progress, transcript
+        )
+        return graded
+
+    def score(self, graded: Sequence[GradedQuery], seed: int = 0) -> dict[str, Any]:
+        scores = score_queries(graded, self.gcue_lambda, seed)
+        return scores | {"warnings": list(self.warnings)}
+
+    def to_row(self, item: GradedQuery) -> dict[str, Any]:
+        return grading.to_row(item)
+
+    def from_row(self, row: Mapping[str, Any], where: str) -> GradedQuery:
+        return grading.from_row(row, where)
+
+    def summary(self, document: Mapping[str, Any], graded: Sequence[GradedQuery]) -> str:
+        judge = document["judge"]
+        lines = [f"protocol visual-rag  judge {judge['id']} ({judge['kind']}, prompt "
+                 f"{judge['prompt_version']})", ""]  # fmt: skip
+        retrieval = document.get("retrieval")
+        if retrieval:
+            lines.append(f"retrieval ({retrieval['count']} queries, rates in %)")
+            for name in ("recall", "ndcg", "hit", "hit_count"):
+                cells = "  ".join(
+                    f"@{k} {_number(retrieval[f'{name}@{k}'], 2 if name == 'hit_count' else 1)}"
+                    for k in (1, 5, 10, 20, 30)
+                )
+                lines.append(f"  {name:<10} {cells}")
+        lines.append(f"{'setting':<14} {'count':>6} {'accuracy':>9} {'idk':>6} {'rouge1':>7}")
+        for setting, block in document["settings"].items():
+            lines.append(
+                f"{setting:<14} {block['count']:>6} {_number(block['accuracy']):>9} "
+                f"{_number(block['idk_rate']):>6} {_number(block['rouge1_recall']):>7}"
+            )
+        for name, value in document["gcue"].items():
+            reason = document["gcue_undefined"].get(name, "")
+            lines.append(f"{name}: {_number(value, 3)} {reason}".rstrip())
+        lines += [f"warning: {warning}" for warning in document.get("warnings", ())]
+        notices = judge_notices(
+            document, (item.judge_error for item in graded), "answers", "accuracies"
+        )
+        return "\n".join([*lines, "", *notices]).rstrip() + "\n"
+
+    def compare(
+        self, a: Sequence[GradedQuery], b: Sequence[GradedQuery], seed: int = 0
+    ) -> dict[str, Any]:
+        return compare_queries(a, b, seed)
+
+    def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
+        low, high = result["difference_ci95"]
+        verdict = (
+            f"separable: {a_name if result['difference'] > 0 else b_name} is more accurate"
+            if result["separable"]
+            else "not separable at the 95% level"
+        )
+        return "\n".join(
+            [
+                f"Accuracy ({result['items']} (setting, query) items, x100)",
+                f"  {a_name}: {result['a']:.2f}",
+                f"  {b_name}: {result['b']:.2f}",
+                f"  difference {a_name} - {b_name}: {result['difference']:+.2f} "
+                f"(95% CI [{low:+.2f}, {high:+.2f}], paired bootstrap over items)",
+                f"  paired sign-flip test: p = {result['p_value']:.4f}",
+                f"  {verdict}",
+            ]
+        )
+
+    def write_sample_predictions(self, split: VisualSplit, path: str | Path, seed: int = 0) -> None:
+        items.write_sample_predictions(split, path, self.evaluated or SAMPLE_SETTINGS, seed)
+
+    def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
+        from evaluator.protocols.visual_rag.sample import write_sample
+
+        write_sample(out_dir, seed=seed)

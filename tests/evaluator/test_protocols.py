@@ -1,0 +1,115 @@
+"""The conformance suite: every registered protocol, through the Protocol interface only.
+
+A new protocol inherits these tests by being registered: sample data, its made-up predictions,
+grading with the rules judge, scores carrying every declared metric, the per-item table read
+back unchanged, a transcript replayed to the same scores with no judge call, a paired
+comparison of a run with itself, and the summary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluator.cli import EXIT_OK, main
+from evaluator.judges import MemoryCache, make_judge
+from evaluator.judges.rubric import UNJUDGED
+from evaluator.protocols import PROTOCOLS, get_protocol
+from evaluator.protocols.base import Protocol
+from evaluator.report import read_items, read_scores, scores_document, write_report
+from evaluator.truncation import FallbackTruncator
+
+SAMPLE_SPLIT = {"crag-mm": "single-source-augmentation/validation", "visual-rag": "validation"}
+
+
+def build(name: str) -> Protocol[Any, Any, Any]:
+    if name == "crag-mm":  # the exact tokenizer is not what this suite checks
+        return get_protocol(name, truncator=FallbackTruncator("conformance"))
+    return get_protocol(name)
+
+
+@pytest.fixture(scope="module", params=sorted(PROTOCOLS))
+def scored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    name = request.param
+    root = tmp_path_factory.mktemp(name)
+    protocol = build(name)
+    protocol.write_sample(root / "sample", seed=3)
+    split_dir = root / "sample" / SAMPLE_SPLIT[name]
+    split = protocol.load_split(split_dir)
+    predictions_file = root / "predictions.jsonl"
+    protocol.write_sample_predictions(split, predictions_file, seed=1)
+    predictions, warnings = protocol.load_predictions(predictions_file, split)
+    judge = make_judge("rules", protocol.rubric)
+    graded = protocol.grade(split, predictions, judge, MemoryCache(), progress=False)
+    scores = protocol.score(graded, seed=0)
+    document = scores_document(protocol, scores, judge, warnings, 0)
+    write_report(root / "run", protocol, graded, document)
+    return name, protocol, split_dir, predictions_file, graded, document, root
+
+
+def test_a_protocol_declares_itself(scored: Any) -> None:
+    name, protocol, *_ = scored
+    assert protocol.name == name and protocol.title and protocol.table
+    assert protocol.primary in {metric.name for metric in protocol.metrics}
+    assert len({metric.name for metric in protocol.metrics}) == len(protocol.metrics)
+    assert protocol.rubric.protocol == name
+    assert set(protocol.rubric.grades()) >= {UNJUDGED} and len(protocol.rubric.choices) >= 2
+
+
+def test_every_declared_metric_is_in_the_scores(scored: Any) -> None:
+    _, protocol, _, _, graded, document, _ = scored
+    assert document["protocol"] == protocol.name and document["complete"] is True
+    assert document["unjudged"] == 0 and graded
+    for metric in protocol.metrics:
+        block = document[metric.where]
+        if metric.where == "settings":  # one block per setting
+            assert block and all(metric.name in values for values in block.values()), metric
+        elif metric.where == "gcue":
+            assert block and all(name.startswith("gcue@") for name in block), metric
+        else:
+            assert metric.name in block, metric
+        if metric.interval and metric.where != "settings":
+            assert f"{metric.name}_ci95" in block, metric
+    assert document["slices"], "every protocol slices its scores by its labels"
+
+
+def test_the_table_reads_back_unchanged(scored: Any) -> None:
+    _, protocol, _, _, graded, _, root = scored
+    assert read_items(root / "run") == graded
+    assert (root / "run" / f"{protocol.table}.csv").is_file()
+    assert read_scores(root / "run")["protocol"] == protocol.name
+
+
+def test_the_cli_scores_and_replays_with_no_judge_call(scored: Any, tmp_path: Path) -> None:
+    name, _, split_dir, predictions_file, _, _, _ = scored
+    common = ["score", "--protocol", name, "--split", str(split_dir)]
+    common += ["--predictions", str(predictions_file), "--no-progress"]
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert main([*common, "--judge", "rules", "--no-cache", "--out", str(first)]) == EXIT_OK
+    transcript = first / "transcript.jsonl"
+    calls = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert calls and len({call["key"] for call in calls}) == len(calls)
+    argv = [*common, "--judge", "replay", "--transcript", str(transcript), "--out", str(again)]
+    assert main(argv) == EXIT_OK
+    assert read_scores(again) == read_scores(first)
+    # a transcript missing a call is refused, naming the key
+    transcript.write_text("\n".join(json.dumps(call) for call in calls[1:]) + "\n")
+    assert main([*argv[:-1], str(tmp_path / "third")]) == 2
+
+
+def test_a_run_compared_with_itself_is_not_separable(scored: Any) -> None:
+    _, protocol, _, _, graded, _, root = scored
+    result = protocol.compare(graded, read_items(root / "run"), seed=0)
+    assert result["metric"] == protocol.primary
+    assert result["difference"] == 0 and result["separable"] is False
+    assert result["a"] == result["b"]
+    assert protocol.format_comparison(result, "A", "B")
+
+
+def test_the_summary_names_the_protocol_and_the_rules_judge(scored: Any) -> None:
+    _, protocol, _, _, graded, document, _ = scored
+    summary = protocol.summary(document, graded)
+    assert protocol.name in summary and "NOT an LLM" in summary
