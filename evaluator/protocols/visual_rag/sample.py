@@ -7,8 +7,9 @@ and asks one query per (species, feature): its candidates are the species' whole
 the 3-6 photos where that feature is visible; the rest are hard negatives (the feature covered,
 out of frame, on the wrong side, or too small to see). Colour features are the only saturated
 colours a species shows (answers are ``COLOURS`` names), so an agent that ranks photos by their
-saturated colour and names the dominant hue does well, though blossoms and berries of other
-colours in some backgrounds mislead it now and then (more often in private-test).
+saturated colour and names the dominant hue does well, though not perfectly: blossoms, berries
+and beetles in some photos (a third of them in the feature's own colour) mislead it now and
+then, more often in private-test, where more photos have them.
 ``write_released(split_dir, out_dir)`` rewrites a split in the paper's released layout.
 """
 
@@ -36,7 +37,7 @@ from evaluator.protocols.visual_rag.sample_images import (
     SPOTS,
     TAIL,
     UNDERSIDE,
-)  # fmt: skip
+)
 from evaluator.records import EvaluatorError
 
 SPLITS: tuple[str, ...] = ("validation", "public-test", "private-test")

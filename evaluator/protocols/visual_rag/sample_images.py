@@ -1,13 +1,14 @@
 """Pillow drawings for the Visual-RAG sample: made-up butterflies, birds and flowers.
 
-An organism is drawn on its own 256x256 layer in unit coordinates ([-1, 1] both ways) together
-with one mask per visual feature: the pixels that show that feature. A pose hides some features
-by itself (wings closed, a bird turned away, a flower seen from the side or in bud, an organism
-too far away to make anything out); a feature hidden in a pose that could show it is covered (a
-leaf, a stone, a beetle) or left out of the frame. The masks check every photo: a visible
-feature keeps (nearly) all its pixels in view, a hidden one (nearly) none, so clue labels are
-right by construction. Backgrounds, bodies and covers are unsaturated (HSV saturation < 0.45);
-only colour features and distractors (a blossom, berries) use the saturated ``COLOURS``.
+An organism is drawn on its own transparent layer, at the photo's scale, in unit coordinates
+([-1, 1] both ways), together with one mask per visual feature: the pixels that show it. A pose
+hides some features by itself (wings closed, a bird turned away, a flower seen from the side or
+in bud, an organism too far away to make anything out); a feature hidden in a pose that could
+show it is covered (a leaf, a stone, a beetle) or left out of the frame. The masks check every
+photo: a visible feature keeps (nearly) all its pixels in view, a hidden one (nearly) none, so
+clue labels are right by construction. Backgrounds, bodies and covers are unsaturated (HSV
+saturation < 0.45); only colour features and distractors (a blossom, berries, a beetle) use the
+saturated ``COLOURS``, a third of the distractors in the colour of the species' colour feature.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ Point = tuple[float, float]
 
 SIZE = 128  # the photos' side
 WORK = 2 * SIZE  # drawn at twice the size, then reduced (anti-aliasing)
-LAYER = 256  # the organism's own canvas
+LAYER = 256  # the reference size of an organism's layer: line widths are given for it
 COLOURS: dict[str, Color] = {
     "red": (220, 30, 35),
     "orange": (240, 130, 20),
@@ -407,7 +408,7 @@ def _cover(rng: random.Random, sk: Sketch, feature: str, half: bool = False) -> 
             grey = hsv(rng.uniform(0.05, 0.12), rng.uniform(0.05, 0.15), rng.uniform(0.45, 0.65))
             sk.paint("polygon", oval(cx, cy, rx * grow, ry * grow, angle), grey)
         else:
-            sk.paint("polygon", oval(cx, cy, rx * 1.05, ry, angle), (70, 50, 38))
+            sk.paint("polygon", oval(cx, cy, rx * 1.05, ry, angle), (70, 56, 44))
             sk.paint("line", [(cx, cy - ry), (cx, cy + ry)], DARK, (), 2)
 
 
@@ -481,16 +482,15 @@ def _shows(feature: str, total: int, seen: int, visible: bool) -> bool:
     return share >= least and seen >= pixels if visible else share <= most
 
 
-_GRADIENT = Image.linear_gradient("L")  # 256x256, black at the top
+_GRADIENT = Image.linear_gradient("L").resize((WORK, WORK))  # black at the top
 
 
 def _background(rng: random.Random, taxon: str) -> tuple[Image.Image, Color]:
     hue = {"butterfly": 0.22, "bird": 0.57, "flower": 0.16}[taxon] + rng.uniform(-0.05, 0.05)
     top = hsv(hue, rng.uniform(0.1, 0.28), rng.uniform(0.6, 0.85))
     bottom = hsv(hue + rng.uniform(-0.06, 0.06), rng.uniform(0.15, 0.35), rng.uniform(0.35, 0.6))
-    gradient = _GRADIENT.resize((WORK, WORK)) if WORK != 256 else _GRADIENT
     frame = Image.composite(Image.new("RGB", (WORK, WORK), bottom),
-                            Image.new("RGB", (WORK, WORK), top), gradient)  # fmt: skip
+                            Image.new("RGB", (WORK, WORK), top), _GRADIENT)  # fmt: skip
     pen = ImageDraw.Draw(frame)
     for _ in range(rng.randint(3, 9)):
         x, length = rng.uniform(0, WORK), rng.uniform(30, 110)
@@ -504,22 +504,32 @@ def _background(rng: random.Random, taxon: str) -> tuple[Image.Image, Color]:
     return frame, top
 
 
-def _distractor(rng: random.Random, frame: Image.Image, colour: Color) -> None:
-    """A saturated blossom or berries: colour that is no feature of the species."""
+def _distractor(rng: random.Random, frame: Image.Image, taxon: str, colour: Color) -> None:
+    """Saturated colour that is no feature of the species: a blossom or berries, or beside a
+    flower (where those would pass for its petals or buds) a beetle."""
     pen = ImageDraw.Draw(frame)
     r = 7 + 17 * rng.random() ** 2  # mostly small, now and then a big one
     cx, cy = rng.uniform(2 * r, WORK - 2 * r), rng.uniform(2 * r, WORK - 2 * r)
-    if rng.random() < 0.5:
+    kind = "beetle" if taxon == "flower" else rng.choice(("blossom", "berries"))
+    if kind == "blossom":
         for index in range(5):
             angle = 2 * math.pi * index / 5
             px, py = cx + r * math.cos(angle), cy + r * math.sin(angle)
             pen.ellipse((px - r, py - r, px + r, py + r), colour)
         pen.ellipse((cx - r / 2, cy - r / 2, cx + r / 2, cy + r / 2), PALE)
-    else:
+    elif kind == "berries":
         for _ in range(rng.randint(3, 6)):
             px, py = cx + rng.uniform(-1.5 * r, 1.5 * r), cy + rng.uniform(-1.5 * r, 1.5 * r)
             pen.line([(cx, cy - 2.5 * r), (px, py)], (80, 70, 55), 2)
             pen.ellipse((px - 0.8 * r, py - 0.8 * r, px + 0.8 * r, py + 0.8 * r), colour)
+    else:
+        big = 1.9 * r
+        pen.ellipse((cx - 0.7 * r, cy - big - 0.6 * r, cx + 0.7 * r, cy - big + 0.8 * r), DARK)
+        pen.ellipse((cx - big, cy - big, cx + big, cy + big), colour)
+        pen.line([(cx, cy - big), (cx, cy + big)], DARK, max(1, round(r / 4)))
+        for dx, dy in ((-0.9, -0.6), (0.9, -0.6), (-0.8, 0.6), (0.8, 0.6)):
+            x, y = cx + dx * r, cy + dy * r
+            pen.ellipse((x - r / 3, y - r / 3, x + r / 3, y + r / 3), DARK)
 
 
 def photo(
@@ -536,7 +546,7 @@ def photo(
     for _ in range(40):
         frame, sky = _background(rng, look.taxon)
         if distractor is not None:
-            _distractor(rng, frame, distractor)
+            _distractor(rng, frame, look.taxon, distractor)
         drawn = rng.choice(FAR_POSES[look.taxon]) if pose == "far" else pose
         size = rng.randint(36, 56) if pose == "far" else rng.randint(120, 250)
         sk = Sketch(shown, size)
