@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from agentkit.protocol import TASKS
 from evaluator import sample_images as draw
-from evaluator.records import Conversation, EvaluatorError, Turn
+from evaluator.records import Conversation, Turn
 from evaluator.split import write_split
+from evaluator.staging import staged_directory
 
 SPLITS = ("validation", "public-test", "private-test")
 CONVERSATIONS = {TASKS[0]: 30, TASKS[1]: 30, TASKS[2]: 12}
@@ -336,20 +335,8 @@ def conversation(
 
 def write_sample(out_dir: str | Path, seed: int = 0) -> None:
     """Write the whole sample (corpus and the 9 split directories) into an empty ``out_dir``."""
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise EvaluatorError(f"{out}: already exists and is not an empty directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private
-    try:
+    with staged_directory(out_dir) as staging:
         _write_all(staging, seed)
-        if out.exists():
-            out.rmdir()
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _write_all(out: Path, seed: int) -> None:

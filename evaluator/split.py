@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -20,6 +18,7 @@ from PIL import Image, UnidentifiedImageError
 
 from evaluator.jsonl import numbered_lines, parse_line
 from evaluator.records import STANDARD_LABELS, Conversation, EvaluatorError, Split, Turn
+from evaluator.staging import staged_directory
 
 SESSIONS_FILE = "sessions.jsonl"
 IMAGES_DIR = "images"
@@ -275,28 +274,16 @@ def write_split(
     image file. ``out_dir`` must not exist or be empty. The directory is built next to
     ``out_dir`` and renamed into place, so a failure leaves nothing half-written.
     """
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise EvaluatorError(f"{out}: already exists and is not an empty directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a split is read by other users (workers)
-    (staging / IMAGES_DIR).mkdir()
     written: dict[str, str] = {}
-    try:
+    with staged_directory(out_dir) as staging:
+        (staging / IMAGES_DIR).mkdir()
         with (staging / SESSIONS_FILE).open("w", encoding="utf-8") as sessions:
             for conversation, image_bytes in conversations:
                 _write_image(staging, conversation, image_bytes, written)
                 record = conversation_record(conversation)
                 sessions.write(json.dumps(record, ensure_ascii=False) + "\n")
         split = _read_split(staging)
-        if out.exists():
-            out.rmdir()
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return Split(root=out, conversations=split.conversations)
+    return Split(root=Path(out_dir), conversations=split.conversations)
 
 
 def _write_image(

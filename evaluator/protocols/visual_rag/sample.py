@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from evaluator.protocols.visual_rag.sample_images import (
     UNDERSIDE,
 )
 from evaluator.records import EvaluatorError
+from evaluator.staging import staged_directory
 
 SPLITS: tuple[str, ...] = ("validation", "public-test", "private-test")
 COLOURS: dict[str, tuple[int, int, int]] = draw.COLOURS  # colour answers are these names
@@ -249,32 +249,11 @@ def write_split(out: Path, split: str, seed: int) -> None:
     (out / "queries.jsonl").write_text("".join(lines), encoding="utf-8")
 
 
-def _staged(out_dir: str | Path) -> tuple[Path, Path]:
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise EvaluatorError(f"{out}: already exists and is not an empty directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private
-    return out, staging
-
-
-def _commit(out: Path, staging: Path) -> None:
-    if out.exists():
-        out.rmdir()
-    staging.rename(out)
-
-
 def write_sample(out_dir: str | Path, seed: int = 0) -> None:
     """Write OUT/<split>/ for each split in Podium's Visual-RAG split format."""
-    out, staging = _staged(out_dir)
-    try:
+    with staged_directory(out_dir) as staging:
         for split in SPLITS:
             write_split(staging / split, split, seed)
-        _commit(out, staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def write_released(split_dir: str | Path, out_dir: str | Path) -> None:
@@ -284,8 +263,7 @@ def write_released(split_dir: str | Path, out_dir: str | Path) -> None:
     file = source / "queries.jsonl"
     if not file.is_file():
         raise EvaluatorError(f"{source}: no queries.jsonl")
-    out, staging = _staged(out_dir)
-    try:
+    with staged_directory(out_dir) as staging:
         (staging / "images").mkdir()
         files = {entry.stem: entry for entry in (source / "images").iterdir() if entry.is_file()}
         lines = []
@@ -307,7 +285,3 @@ def write_released(split_dir: str | Path, out_dir: str | Path) -> None:
             }
             lines.append(json.dumps(released, ensure_ascii=False) + "\n")
         (staging / "v1_anno.jsonl").write_text("".join(lines), encoding="utf-8")
-        _commit(out, staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
