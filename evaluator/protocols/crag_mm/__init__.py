@@ -88,6 +88,7 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         truncator: Truncator | None = None,
         missing_variant: str = "kit-b",
         counting: str = "paper",
+        hf_split: str | None = None,
     ) -> None:
         missing_rule(missing_variant)
         if counting not in COUNTINGS:
@@ -95,7 +96,7 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         self.truncator = truncator
         self.missing_variant = missing_variant
         self.counting = counting
-        self.hf_split: str | None = None  # which split of Hugging Face data (load_split)
+        self.hf_split = hf_split  # which split of Hugging Face data (load_split)
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
@@ -120,13 +121,12 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> CragMM:
-        protocol = cls(
+        return cls(
             truncator=load_truncator(args.tokenizer),
             missing_variant=args.missing_variant,
             counting=args.counting,
+            hf_split=args.hf_split,
         )
-        protocol.hf_split = args.hf_split
-        return protocol
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> CragMM:

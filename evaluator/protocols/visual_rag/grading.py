@@ -26,6 +26,7 @@ from evaluator.protocols.visual_rag.rouge import rouge1_recall
 from evaluator.records import EvaluatorError, JudgeRequest
 
 RETRIEVAL = "retrieval"
+WARNINGS_PER_QUERY = 5  # a ranking's warnings kept (the rest counted): rankings are unbounded
 RETRIEVAL_METRICS: tuple[str, ...] = tuple(
     f"{name}@{k}" for name in ("recall", "ndcg", "hit", "hit_count") for k in KS
 )
@@ -89,7 +90,10 @@ def grade_queries(
                 scored = score_ranking(
                     ranking, query.clues, query.candidates, where=f"query {query.query_id}: "
                 )
-                warnings += scored.warnings
+                warnings += scored.warnings[:WARNINGS_PER_QUERY]
+                if len(scored.warnings) > WARNINGS_PER_QUERY:
+                    more = len(scored.warnings) - WARNINGS_PER_QUERY
+                    warnings.append(f"query {query.query_id}: {more} more ranking warnings")
                 retrieval = {
                     f"{name}@{k}": float(getattr(scored, name)[k])
                     for name in ("recall", "ndcg", "hit", "hit_count")

@@ -256,3 +256,16 @@ def test_cli_with_an_llm_judge_then_replay(tmp_path: Path, split_dir: Path) -> N
     assert main([*replay[:-1], str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "d")]) == (
         EXIT_BAD_INPUT
     )
+
+
+def test_ranking_warnings_are_bounded_per_query(tmp_path: Path, split_dir: Path) -> None:
+    ranking = ["a", *(f"unknown{i}" for i in range(500))]
+    rows = [{"query_id": "q1", "setting": "retrieval", "answer": "", "ranking": ranking}]
+    protocol = VisualRAG()
+    split = protocol.load_split(split_dir)
+    loaded, _ = protocol.load_predictions(predictions(tmp_path / "p.jsonl", rows), split)
+    graded = protocol.grade(split, loaded, make_judge("rules", protocol.rubric), None, False)
+    warnings = protocol.score(graded)["warnings"]
+    mine = [w for w in warnings if w.startswith("query q1:")]
+    assert len(mine) == 6 and mine[-1] == "query q1: 495 more ranking warnings"
+    assert graded[0].retrieval is not None and graded[0].retrieval["hit@1"] == 1.0
