@@ -8,6 +8,10 @@ so a participant changes nothing in their class:
 - kit B (post-challenge release): ``Agent(model_name=..., is_multi_turn=...)``;
   ``batch_generate_response(queries, images, message_histories, rag_context_list=...,
   domains=...)``. A method naming ``rag_context_list`` is kit B.
+
+Other benchmarks (protocol v3 ``items``, ``agentkit.items``): a class with ``batch_answer(items)``
+instead, constructed as ``Agent(search_pipeline=...)`` when its ``__init__`` names it, else
+``Agent()``; it returns one ``{"answer": str, "ranking": [image id]}`` per item.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkit.batch import BatchRequest
+from agentkit.items import check_item_responses
 from agentkit.protocol import ENV_TASK, clip_batch_size
 from agentkit.search import SearchPipeline
 
@@ -28,6 +33,7 @@ MULTI_TURN_TASK = "multi-turn-qa"
 
 KIT_A = "A"
 KIT_B = "B"
+KIT_ITEMS = "items"
 
 
 class AgentLoadError(Exception):
@@ -48,8 +54,16 @@ class LoadedAgent:
     batch_size: int
     accepts_domains: bool
 
-    def answer(self, batch: BatchRequest) -> list[str]:
-        """Call ``batch_generate_response`` for the batch and check its answer."""
+    def answer(self, batch: BatchRequest) -> list[Any]:
+        """Call ``batch_generate_response`` (or ``batch_answer``) for the batch and check it."""
+        if (self.kit == KIT_ITEMS) != bool(batch.items):
+            wanted = "items (batch_answer)" if self.kit == KIT_ITEMS else "turns"
+            raise AgentProtocolError(f"this agent answers {wanted}; the batch holds the other")
+        if self.kit == KIT_ITEMS:
+            try:
+                return check_item_responses(self.instance.batch_answer(batch.items), batch.items)
+            except ValueError as exc:
+                raise AgentProtocolError(str(exc)) from None
         queries = [turn.query for turn in batch.turns]
         images = [turn.image for turn in batch.turns]
         histories = [turn.message_history for turn in batch.turns]
@@ -97,14 +111,19 @@ def import_agent_class(spec: str) -> type[Any]:
             raise AgentLoadError(f"module {module_name!r} has no attribute {class_name!r}")
     if not inspect.isclass(cls):
         raise AgentLoadError(f"{spec} is a {type(cls).__name__}, not a class")
-    for method in ("get_batch_size", "batch_generate_response"):
-        if not callable(getattr(cls, method, None)):
-            raise AgentLoadError(f"{spec} has no method {method}()")
+    answers = ("batch_generate_response", "batch_answer")
+    if not callable(getattr(cls, "get_batch_size", None)):
+        raise AgentLoadError(f"{spec} has no method get_batch_size()")
+    if not any(callable(getattr(cls, method, None)) for method in answers):
+        raise AgentLoadError(f"{spec} has no method batch_generate_response()")
     return cls
 
 
 def detect_kit(cls: type[Any]) -> str:
-    """Kit B when ``batch_generate_response`` names ``rag_context_list``, else kit A."""
+    """Kit B when ``batch_generate_response`` names ``rag_context_list``, else kit A; the items
+    kit for a class answering ``batch_answer`` only."""
+    if not callable(getattr(cls, "batch_generate_response", None)):
+        return KIT_ITEMS
     params = _parameters(cls.batch_generate_response)
     if "rag_context_list" in params:
         return KIT_B
@@ -126,6 +145,9 @@ def load_agent(spec: str, task: str | None = None, search_socket: str | None = N
     pipeline = SearchPipeline(search_socket, task=task)
     if kit == KIT_A:
         instance = cls(search_pipeline=pipeline)
+    elif kit == KIT_ITEMS:
+        named = "search_pipeline" in _parameters(cls.__init__, named_only=True)
+        instance = cls(search_pipeline=pipeline) if named else cls()
     else:
         offered: dict[str, Any] = {"is_multi_turn": task == MULTI_TURN_TASK}
         if os.environ.get(ENV_MODEL_NAME):

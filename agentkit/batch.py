@@ -17,11 +17,12 @@ import json
 import math
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from agentkit.items import ItemError, VisualRAGItem, parse_items
 from agentkit.protocol import MAX_BATCH_SIZE
 from agentkit.search import SOURCE_BYTES_ATTR
 
@@ -48,7 +49,9 @@ class TurnRequest:
 class BatchRequest:
     batch_id: str | int
     deadline_s: float | None
-    turns: list[TurnRequest]
+    turns: list[TurnRequest]  # CRAG-MM (no "protocol" in the body)
+    protocol: str | None = None  # another benchmark's name: the batch holds ``items``
+    items: list[VisualRAGItem] = field(default_factory=list)
 
 
 def parse_batch(body: bytes) -> BatchRequest:
@@ -72,16 +75,25 @@ def parse_batch(body: bytes) -> BatchRequest:
         or deadline_s <= 0
     ):
         raise BadRequest(f"deadline_s must be a positive number or null, got {deadline_s!r}")
-    turns = data.get("turns")
-    if not isinstance(turns, list) or not turns:
-        raise BadRequest(f"turns must be a non-empty list, got {_kind(turns)}")
-    if len(turns) > MAX_BATCH_SIZE:
-        raise BadRequest(f"turns holds {len(turns)} turns, more than {MAX_BATCH_SIZE}")
-    return BatchRequest(
-        batch_id=batch_id,
-        deadline_s=None if deadline_s is None else float(deadline_s),
-        turns=[_parse_turn(turn, f"turns[{i}]") for i, turn in enumerate(turns)],
-    )
+    deadline = None if deadline_s is None else float(deadline_s)
+    key = "turns" if data.get("protocol") is None else "items"
+    entries = data.get(key)
+    if not isinstance(entries, list) or not entries:
+        raise BadRequest(f"{key} must be a non-empty list, got {_kind(entries)}")
+    if len(entries) > MAX_BATCH_SIZE:
+        raise BadRequest(f"{key} holds {len(entries)} {key}, more than {MAX_BATCH_SIZE}")
+    if key == "items":
+        try:
+            items = parse_items(data["protocol"], entries, _open_file)
+        except ItemError as exc:
+            raise BadRequest(str(exc)) from None
+        return BatchRequest(batch_id, deadline, [], data["protocol"], items)
+    turns = [_parse_turn(turn, f"turns[{i}]") for i, turn in enumerate(entries)]
+    return BatchRequest(batch_id, deadline, turns)
+
+
+def _open_file(path: str, where: str) -> Image.Image:
+    return _open(read_image_file(path, where), where)
 
 
 def open_image(data: bytes) -> Image.Image:
@@ -128,13 +140,13 @@ def _image(turn: dict, where: str) -> Image.Image | None:
     if path is not None and inline is not None:
         raise BadRequest(f"{where} has both image_path and image_b64: send one of them")
     if path is not None:
-        return _open(_read_file(path, f"{where}.image_path"), f"{where}.image_path")
+        return _open(read_image_file(path, f"{where}.image_path"), f"{where}.image_path")
     if inline is not None:
         return _open(_decode_b64(inline, f"{where}.image_b64"), f"{where}.image_b64")
     return None
 
 
-def _read_file(path: Any, where: str) -> bytes:
+def read_image_file(path: Any, where: str) -> bytes:
     if not isinstance(path, str) or not os.path.isabs(path):
         shown = repr(path) if isinstance(path, str) else _kind(path)
         raise BadRequest(f"{where} must be an absolute file path or null, got {shown}")

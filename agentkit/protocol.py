@@ -28,7 +28,7 @@ file's bytes in base64, instead (at most one of the two per turn).
 
 from __future__ import annotations
 
-PROTOCOL_VERSION = "2"  # 2: images as files in IMAGE_DIR
+PROTOCOL_VERSION = "3"  # 2: images as files in IMAGE_DIR; 3: "items" for other benchmarks
 
 SOCKET_DIR = "/podium/sock"
 AGENT_SOCKET = f"{SOCKET_DIR}/agent.sock"

@@ -187,3 +187,21 @@ def test_sigterm_stops_the_container_promptly(client, start_agent):
     assert time.monotonic() - started < 5
     assert container.wait()["StatusCode"] == 143
     assert not (socket_dir / "agent.sock").exists()
+
+
+def test_visual_rag_colour_agent_answers_items_in_the_sandbox(client, start_agent):
+    from PIL import Image
+
+    socket_dir, _ = start_agent(build_example(client, "visual-rag-colour"), "visual-rag")
+    images = socket_dir.parent / "images"
+    for name, colour in (("plain", (120, 110, 100)), ("clue", (240, 130, 20))):
+        picture = Image.new("RGB", (64, 64), (120, 110, 100))
+        picture.paste(colour, (8, 8, 40, 40))
+        picture.save(images / f"{name}.png")
+    files = [{"id": n, "path": f"{IMAGE_DIR}/{n}.png"} for n in ("plain", "clue")]
+    item = {"item_id": "retrieval/q1", "setting": "retrieval", "k": None, "images": [],
+            "question": "What colour are the hindwings?", "candidates": files}  # fmt: skip
+    body = {"batch_id": "b1", "deadline_s": 20, "protocol": "visual-rag", "items": [item]}
+    status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
+    assert status == 200, answer
+    assert answer["responses"] == [{"answer": "orange", "ranking": ["clue", "plain"]}]

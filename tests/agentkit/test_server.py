@@ -64,7 +64,7 @@ def test_ready_is_503_while_loading_then_200_with_clipped_batch_size(start_agent
     assert body["ready"] is True
     assert body["batch_size"] == 1  # get_batch_size() returned 0
     assert body["kit"] == "A"
-    assert body["agentkit_version"] and body["protocol_version"] == "2"
+    assert body["agentkit_version"] and body["protocol_version"] == "3"
 
 
 def test_kit_a_class_gets_queries_images_histories_and_search_pipeline(start_agent):

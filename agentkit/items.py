@@ -1,0 +1,137 @@
+"""Protocol v3 items: a ``POST /batch`` for a benchmark other than CRAG-MM carries ``items``.
+
+Visual-RAG (``"protocol": "visual-rag"``) sends, per item::
+
+    {"item_id": "gt_clue/q17", "setting": "gt_clue", "question": str,
+     "images": [{"id": str, "path": "/podium/images/..."}],      # what the setting gives
+     "candidates": [{"id": str, "path": ...}],                    # retrieval and top-k only
+     "k": int | null}                                             # top-k: how many to use
+
+and the agent answers one ``{"answer": str, "ranking": [image id, ...]}`` per item (the ranking
+is required in the ``retrieval`` setting, ignored elsewhere). The given images are opened
+lazily like a turn's; candidates (a few hundred per query) are only opened when the agent asks
+(``CandidateImage.open``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+ITEM_PROTOCOLS = ("visual-rag",)
+
+
+class ItemError(ValueError):
+    """An item breaks the protocol; the message names the field (``items[2].images[0].id``)."""
+
+
+@dataclass(frozen=True)
+class CandidateImage:
+    id: str
+    path: str
+
+    def open(self) -> Image.Image:
+        """The image, its pixels not decoded yet (the file is read whole first)."""
+        from agentkit.batch import open_image, read_image_file
+
+        return open_image(read_image_file(self.path, f"candidate {self.id}"))
+
+
+@dataclass(frozen=True)
+class GivenImage:
+    id: str
+    image: Image.Image
+
+
+@dataclass(frozen=True)
+class VisualRAGItem:
+    item_id: str
+    setting: str
+    question: str
+    images: list[GivenImage]
+    candidates: list[CandidateImage]
+    k: int | None
+
+
+def parse_items(protocol: Any, items: list[Any], opener: Any) -> list[VisualRAGItem]:
+    """The ``items`` of a batch for ``protocol``; ``opener(path, where)`` opens a given image."""
+    if protocol not in ITEM_PROTOCOLS:
+        raise ItemError(f"protocol must be one of {ITEM_PROTOCOLS} with items, got {protocol!r}")
+    return [_item(item, f"items[{i}]", opener) for i, item in enumerate(items)]
+
+
+def _item(item: Any, where: str, opener: Any) -> VisualRAGItem:
+    if not isinstance(item, dict):
+        raise ItemError(f"{where} must be an object")
+    k = item.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ItemError(f"{where}.k must be a positive integer or null, got {k!r}")
+    images = [
+        GivenImage(image_id, opener(path, f"{where}.images[{j}].path"))
+        for j, (image_id, path) in enumerate(_images(item, "images", where))
+    ]
+    candidates = [CandidateImage(*pair) for pair in _images(item, "candidates", where)]
+    return VisualRAGItem(
+        item_id=_text(item, "item_id", where),
+        setting=_text(item, "setting", where),
+        question=_text(item, "question", where),
+        images=images,
+        candidates=candidates,
+        k=k,
+    )
+
+
+def _text(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str):
+        raise ItemError(f"{where}.{key} must be a string")
+    return value
+
+
+def _images(item: dict[str, Any], key: str, where: str) -> list[tuple[str, str]]:
+    value = item.get(key, [])
+    if not isinstance(value, list):
+        raise ItemError(f"{where}.{key} must be a list")
+    pairs = []
+    for j, entry in enumerate(value):
+        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str)):
+            raise ItemError(f"{where}.{key}[{j}] must be an object with a string id")
+        path = entry.get("path")
+        if not isinstance(path, str) or not os.path.isabs(path):
+            raise ItemError(f"{where}.{key}[{j}].path must be an absolute file path")
+        pairs.append((entry["id"], path))
+    return pairs
+
+
+def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[dict[str, Any]]:
+    """One ``{"answer": str, "ranking": [str]}`` per item, or ``ValueError`` saying what was
+    wrong (agentkit reports it as a protocol error; Podium checks the reply again)."""
+    if not isinstance(responses, list | tuple) or len(responses) != len(items):
+        got = (
+            f"{len(responses)} responses"
+            if isinstance(responses, list | tuple)
+            else (type(responses).__name__)
+        )
+        raise ValueError(f"batch_answer returned {got}, expected a list of {len(items)} dicts")
+    checked = []
+    for i, (response, item) in enumerate(zip(responses, items, strict=True)):
+        if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):
+            raise ValueError(f"batch_answer: response {i} must be a dict with a str 'answer'")
+        ranking = response.get("ranking")
+        if ranking is None and item.setting == "retrieval":
+            raise ValueError(f"batch_answer: response {i} needs a 'ranking' (retrieval setting)")
+        if ranking is not None and not (
+            isinstance(ranking, list | tuple) and all(isinstance(x, str) for x in ranking)
+        ):
+            raise ValueError(f"batch_answer: response {i}: 'ranking' must be a list of str")
+        unknown = sorted(set(response) - {"answer", "ranking"})
+        if unknown:
+            raise ValueError(f"batch_answer: response {i}: unknown key {unknown[0]!r}")
+        entry: dict[str, Any] = {"answer": response.get("answer", "")}
+        if ranking is not None:
+            entry["ranking"] = list(ranking)
+        checked.append(entry)
+    return checked
