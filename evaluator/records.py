@@ -7,6 +7,7 @@ each turn has a ground truth (``ans_full``) and labels that become slices.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,11 @@ class Split:
 
     def turns(self) -> list[tuple[Conversation, int, Turn]]:
         return [(c, i, t) for c in self.conversations for i, t in enumerate(c.turns)]
+
+    @functools.cached_property
+    def session_of(self) -> dict[str, str]:
+        """Each turn's session: interaction_id -> session_id."""
+        return {t.interaction_id: c.session_id for c, _, t in self.turns()}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,9 @@ A protocol declares, in typed code:
 - its metrics (``metrics``: name, label, direction, scale, interval, where in scores.json;
   ``primary``) and their aggregation (``score``: ``{"complete", "unjudged", ...,
   "slices"}``);
+- what the server stores (``split_keys``, ``stored_prediction``; per graded item its answer's
+  ``item_key``, its ``item_grade`` and ``to_row`` as the verdict's detail, read back by
+  ``from_row``);
 - its per-item table (``columns``, ``to_row`` / ``from_row``, written as ``<table>.jsonl``
   and ``<table>.csv``), its summary for people (``summary``), its paired comparison on the
   primary metric (``compare`` / ``format_comparison``), and its generated sample
@@ -112,6 +115,22 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     ) -> list[ItemT]:
         """Grade every item of ``split``; items the judge could not decide stay undecided.
         Every judge call goes to ``transcript`` (with the key the protocol gives it)."""
+
+    @abstractmethod
+    def split_keys(self, split: SplitT) -> list[str]:
+        """The key of every answer a run on ``split`` must store, in the split's order."""
+
+    @abstractmethod
+    def stored_prediction(self, split: SplitT, key: str, response: str) -> PredictionT:
+        """The prediction a stored answer makes (``response``: the text the server kept)."""
+
+    @abstractmethod
+    def item_key(self, item: ItemT) -> str:
+        """The key of the answer a graded item grades (one of ``split_keys``)."""
+
+    @abstractmethod
+    def item_grade(self, item: ItemT) -> str:
+        """A graded item's grade (``evaluator.judges.rubric.UNJUDGED`` when undecided)."""
 
     @abstractmethod
     def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:

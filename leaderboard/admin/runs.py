@@ -102,8 +102,8 @@ class TurnAnswerAdmin(admin.ModelAdmin):
 
 @admin.register(TurnVerdict)
 class TurnVerdictAdmin(admin.ModelAdmin):
-    list_display = ("answer", "verdict", "is_exact_match", "is_miss", "judge_id", "prompt_version")
-    list_filter = ("verdict", "is_exact_match", "is_miss", "judge_id")
+    list_display = ("answer", "verdict", "judge_id", "prompt_version")
+    list_filter = ("verdict", "judge_id")
     search_fields = ("answer__interaction_id", "judge_id")
     raw_id_fields = ("answer",)
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from evaluator.records import Verdict
 from leaderboard.models.challenge import Split
 from leaderboard.models.submission import EvaluationRun
 
-VERDICT_CHOICES = [(v.value, v.value) for v in Verdict]
 # The slice rows holding the headline block and the egocentric-only block of a run.
 ALL = ("all", "all")
 EGO = ("ego", "ego")
@@ -44,10 +42,14 @@ class TurnAnswer(models.Model):
 
 
 class TurnVerdict(models.Model):
+    """An answer's grade, in its protocol's words (CRAG-MM: correct / missing / hallucinated;
+    Visual-RAG: a score or no_answer), and ``detail``: the protocol's per-item row
+    (``Protocol.to_row``), from which aggregation rebuilds the graded item
+    (``Protocol.from_row``)."""
+
     answer = models.OneToOneField(TurnAnswer, on_delete=models.CASCADE, related_name="verdict")
-    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES)
-    is_exact_match = models.BooleanField(default=False)
-    is_miss = models.BooleanField(default=False)
+    verdict = models.CharField(max_length=32)
+    detail = models.JSONField(default=dict)
     judge_id = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=64, blank=True)
     prompt_hash = models.CharField(max_length=64, blank=True)
@@ -139,7 +141,7 @@ class JudgmentRecord(models.Model):
     """One cached judge decision (never an unjudged one): the audit trail of verdicts."""
 
     key = models.CharField(max_length=128, unique=True)
-    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES)
+    verdict = models.CharField(max_length=32)
     judge_id = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=64)
     prompt_hash = models.CharField(max_length=64)

@@ -113,3 +113,15 @@ def test_the_summary_names_the_protocol_and_the_rules_judge(scored: Any) -> None
     _, protocol, _, _, graded, document, _ = scored
     summary = protocol.summary(document, graded)
     assert protocol.name in summary and "NOT an LLM" in summary
+
+
+def test_what_the_server_stores_reads_back(scored: Any) -> None:
+    _, protocol, split_dir, _, graded, _, _ = scored
+    split = protocol.load_split(split_dir)
+    keys = protocol.split_keys(split)
+    assert keys == [protocol.item_key(item) for item in graded]  # every answer, split order
+    assert all(protocol.item_grade(item) != UNJUDGED for item in graded)
+    # a verdict's detail is the table row: aggregation rebuilds the item from it alone
+    rows = [json.loads(json.dumps(protocol.to_row(item))) for item in graded]
+    assert [protocol.from_row(row, "verdict") for row in rows] == graded
+    assert protocol.stored_prediction(split, keys[0], "") is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from typing import IO
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -18,9 +18,10 @@ from django.db import transaction
 
 from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
+from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import get_protocol, protocol_class
-from evaluator.records import Prediction, Verdict
+from evaluator.protocols.base import Protocol
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
 from workers.faults import PodiumFault
@@ -29,8 +30,7 @@ from workers.pipeline.run import truncator
 
 VERDICT_FIELDS = (
     "verdict",
-    "is_exact_match",
-    "is_miss",
+    "detail",
     "judge_id",
     "prompt_version",
     "prompt_hash",
@@ -82,23 +82,24 @@ def task_protocol(task: Task):
 def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
+    protocol = task_protocol(task)
     data = split_data(run.split)
     answers = {answer.interaction_id: answer for answer in run.answers.all()}
-    unanswered = [t.interaction_id for _, _, t in data.turns() if t.interaction_id not in answers]
+    unanswered = [key for key in protocol.split_keys(data) if key not in answers]
     if unanswered:
         raise PodiumFault(
-            f"run #{run.pk} reached judging with {len(unanswered)} turn(s) without an answer "
+            f"run #{run.pk} reached judging with {len(unanswered)} item(s) without an answer "
             f"row, e.g. {unanswered[0]}"
         )
     predictions = {
-        iid: Prediction(answer.session_id, iid, answer.response)
-        for iid, answer in answers.items()
+        key: protocol.stored_prediction(data, key, answer.response)
+        for key, answer in answers.items()
         if answer.outcome == TurnAnswer.Outcome.ANSWERED
     }
     judge = task_judge(task)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
         try:
-            graded = task_protocol(task).grade(
+            graded = protocol.grade(
                 data,
                 predictions,
                 judge,
@@ -109,21 +110,10 @@ def judge_stage(run: EvaluationRun) -> int:
         finally:
             asyncio.run(judge.aclose())
         _store_transcript(run, transcript)
-    decided = [turn for turn in graded if turn.verdict is not Verdict.UNJUDGED]
+    decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     with transaction.atomic():
         TurnVerdict.objects.bulk_create(
-            [
-                TurnVerdict(
-                    answer=answers[turn.interaction_id],
-                    verdict=turn.verdict.value,
-                    is_exact_match=turn.is_exact_match,
-                    is_miss=turn.is_miss,
-                    judge_id=turn.judge_id,
-                    prompt_version=turn.prompt_version,
-                    prompt_hash=turn.prompt_hash,
-                )
-                for turn in decided
-            ],
+            [verdict_row(protocol, answers[protocol.item_key(item)], item) for item in decided],
             update_conflicts=True,
             unique_fields=["answer"],
             update_fields=list(VERDICT_FIELDS),
@@ -134,3 +124,17 @@ def judge_stage(run: EvaluationRun) -> int:
             judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_turns=unjudged
         )
     return unjudged
+
+
+def verdict_row(protocol: Protocol[Any, Any, Any], answer: TurnAnswer, item: Any) -> TurnVerdict:
+    """The stored verdict of a graded item: its grade and the protocol's row as detail (the
+    audit fields come from the row, which every protocol's table carries)."""
+    row = protocol.to_row(item)
+    return TurnVerdict(
+        answer=answer,
+        verdict=protocol.item_grade(item),
+        detail=row,
+        judge_id=row["judge_id"],
+        prompt_version=row["prompt_version"],
+        prompt_hash=row["prompt_hash"],
+    )

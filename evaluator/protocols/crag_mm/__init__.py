@@ -150,6 +150,18 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     ) -> tuple[dict[str, Prediction], list[str]]:
         return load_predictions(path, split)
 
+    def split_keys(self, split: Split) -> list[str]:
+        return [turn.interaction_id for _, _, turn in split.turns()]
+
+    def stored_prediction(self, split: Split, key: str, response: str) -> Prediction:
+        return Prediction(split.session_of[key], key, response)
+
+    def item_key(self, item: GradedTurn) -> str:
+        return item.interaction_id
+
+    def item_grade(self, item: GradedTurn) -> str:
+        return item.verdict.value
+
     def summary(self, document: Mapping[str, Any], graded: Sequence[GradedTurn]) -> str:
         return format_summary(document, graded)
 

@@ -7,6 +7,7 @@ the per-item table: ``grading.py``; metrics, gCUE, comparison: ``metrics.py``; t
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,14 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol
 from evaluator.protocols.visual_rag import grading, items
+from evaluator.protocols.visual_rag.agent import agent_item, read_response
 from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
-from evaluator.protocols.visual_rag.items import VisualPrediction, VisualSplit, check_setting
+from evaluator.protocols.visual_rag.items import (
+    VisualPrediction,
+    VisualSplit,
+    check_setting,
+    prediction_key,
+)
 from evaluator.protocols.visual_rag.judging import VisualRAGRubric
 from evaluator.protocols.visual_rag.metrics import compare_queries, score_queries
 from evaluator.records import EvaluatorError
@@ -126,6 +133,28 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
             split, predictions, self.evaluated, judge, cache, progress, transcript
         )
         return graded
+
+    def split_keys(self, split: VisualSplit) -> list[str]:
+        if not self.evaluated:
+            raise EvaluatorError("visual-rag: name the settings to evaluate")
+        return [prediction_key(s, q.query_id) for s in self.evaluated for q in split.queries]
+
+    def stored_prediction(self, split: VisualSplit, key: str, response: str) -> VisualPrediction:
+        """``response``: the agent's reply as stored (JSON text); one that is not a valid reply
+        is an empty answer (no answer)."""
+        setting, query_id = key.split("/", 1)
+        item = agent_item(split.query(query_id), setting)
+        try:
+            reply = json.loads(response)
+        except ValueError:
+            reply = None
+        return read_response(item, reply)[0]
+
+    def item_key(self, item: GradedQuery) -> str:
+        return prediction_key(item.setting, item.query_id)
+
+    def item_grade(self, item: GradedQuery) -> str:
+        return item.grade
 
     def score(self, graded: Sequence[GradedQuery], seed: int = 0) -> dict[str, Any]:
         scores = score_queries(graded, self.gcue_lambda, seed)

@@ -20,6 +20,7 @@ Setting names: ``retrieval``, ``zero_shot``, ``gt_clue``, ``non_clue``, ``topk_<
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -63,6 +64,14 @@ class VisualSplit:
 
     def image_path(self, image_id: str) -> Path:
         return self.root / self.images[image_id]
+
+    def query(self, query_id: str) -> VisualQuery:
+        """The query with this id (KeyError when there is none)."""
+        return self._by_id[query_id]
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, VisualQuery]:
+        return {query.query_id: query for query in self.queries}
 
 
 @dataclass(frozen=True)

@@ -269,3 +269,18 @@ def test_ranking_warnings_are_bounded_per_query(tmp_path: Path, split_dir: Path)
     mine = [w for w in warnings if w.startswith("query q1:")]
     assert len(mine) == 6 and mine[-1] == "query q1: 495 more ranking warnings"
     assert graded[0].retrieval is not None and graded[0].retrieval["hit@1"] == 1.0
+
+
+def test_stored_replies_become_predictions(split_dir: Path) -> None:
+    protocol = VisualRAG(("retrieval", "gt_clue"))
+    split = protocol.load_split(split_dir)
+    assert protocol.split_keys(split) == [
+        "retrieval/q1", "retrieval/q2", "gt_clue/q1", "gt_clue/q2"
+    ]  # fmt: skip
+    reply = json.dumps({"answer": "orange", "ranking": ["c", "a"]})
+    prediction = protocol.stored_prediction(split, "retrieval/q1", reply)
+    assert (prediction.answer, prediction.ranking) == ("orange", ("c", "a"))
+    broken = protocol.stored_prediction(split, "retrieval/q2", "not json")
+    assert (broken.answer, broken.ranking) == ("", ())
+    with pytest.raises(EvaluatorError, match="name the settings"):
+        VisualRAG().split_keys(split)
