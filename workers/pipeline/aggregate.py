@@ -19,7 +19,7 @@ from leaderboard.models import EvaluationRun, TurnVerdict
 from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import split_data
+from workers.pipeline.bundles import split_dir
 from workers.pipeline.judge import task_protocol
 
 logger = logging.getLogger("podium.pipeline")
@@ -52,7 +52,7 @@ def graded_items(run: EvaluationRun, protocol: Protocol[Any, Any, Any], keys: li
 def aggregate_stage(run: EvaluationRun) -> None:
     """Stage ``scoring``: store slice scores and comparisons, then the run is done."""
     protocol = task_protocol(run.task)
-    keys = protocol.split_keys(split_data(run.split))
+    keys = protocol.split_keys(protocol.load_split(split_dir(run.split)))
     graded = graded_items(run, protocol, keys)
     scores = protocol.score(graded)
     other_ids = [entry.run_id for entry in entries(run.split) if entry.run_id != run.pk]

@@ -25,7 +25,7 @@ from evaluator.protocols.base import Protocol
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import split_data
+from workers.pipeline.bundles import split_dir
 from workers.pipeline.run import truncator
 
 VERDICT_FIELDS = (
@@ -83,7 +83,7 @@ def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
     protocol = task_protocol(task)
-    data = split_data(run.split)
+    data = protocol.load_split(split_dir(run.split))
     answers = {answer.interaction_id: answer for answer in run.answers.all()}
     unanswered = [key for key in protocol.split_keys(data) if key not in answers]
     if unanswered:
