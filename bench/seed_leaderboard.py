@@ -6,7 +6,7 @@ Usage: python bench/seed_leaderboard.py [--database podium_bench] [--teams 1000]
 Drops and re-creates ``--database``, migrates it, then writes one published challenge with the
 three CRAG-MM tasks, a public-test split each, ``--teams`` teams, ``--submissions`` submissions
 (a few organiser baselines among them) and a done run of every submission on every split with a
-SliceScore row for the headline block, the egocentric block and 40 slice values (COPY).
+SliceScore row for the headline block and 40 slice values (COPY), ranked by truthfulness.
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ SLICE_VALUES: dict[str, tuple[str, ...]] = {
     "turn": tuple(str(i) for i in range(9)),
 }  # fmt: skip
 SLICE_COLUMNS = (
-    "run_id", "dimension", "value", "turns", "conversations", "truthfulness",
-    "truthfulness_ci_low", "truthfulness_ci_high", "accuracy", "missing", "hallucination_rate",
-    "early_stop_rate", "avg_successful_turns", "exact_match", "metrics",
+    "run_id", "dimension", "value", "count", "primary", "primary_ci_low", "primary_ci_high",
+    "metrics",
 )  # fmt: skip
 
 
@@ -72,10 +71,8 @@ def block(rng: random.Random, skill: float, turns: int) -> dict[str, object]:
 def slice_row(run_id: int, dimension: str, value: str, metrics: dict[str, object]) -> tuple:
     low, high = metrics["truthfulness_ci95"]  # type: ignore[misc]
     return (
-        run_id, dimension, value, metrics["turns"], metrics["conversations"],
-        metrics["truthfulness"], low, high, metrics["accuracy"], metrics["missing"],
-        metrics["hallucination_rate"], metrics["early_stop_rate"],
-        metrics["avg_successful_turns"], metrics["exact_match"], json.dumps(metrics),
+        run_id, dimension, value, metrics["turns"], metrics["truthfulness"], low, high,
+        json.dumps(metrics),
     )  # fmt: skip
 
 
@@ -153,7 +150,6 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
             for run in runs:
                 level = skill.get(run.submission.team_id, 0.5) + rng.gauss(0, 0.1)
                 copy.write_row(slice_row(run.pk, "all", "all", block(rng, level, 1200)))
-                copy.write_row(slice_row(run.pk, "ego", "ego", block(rng, level, 400)))
                 for dimension, values in SLICE_VALUES.items():
                     for value in values:
                         turns = rng.randrange(20, 200)

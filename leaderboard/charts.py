@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluator.protocols.base import Metric
 from leaderboard.ranking import SliceTable
 
 MAX_SERIES = 8
@@ -16,9 +17,6 @@ PLOT_WIDTH = 460
 BAR_HEIGHT = 9
 GROUP_GAP = 14
 TOP = 24
-# Axis per metric: rates lie in [0, 1], truthfulness in [-1, 1].
-AXES: dict[str, tuple[float, float]] = {"truthfulness": (-1.0, 1.0)}
-RATE_AXIS = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -54,16 +52,21 @@ class Chart:
     series: list[str]
 
 
-def _axis(metric: str, table: SliceTable) -> tuple[float, float]:
-    if metric in AXES:
-        return AXES[metric]
-    if metric == "avg_successful_turns":
-        values = [cell[metric] for _, cells in table.rows for cell in cells.values()]
-        return 0.0, max([v for v in values if v is not None] + [1.0])
-    return RATE_AXIS
+def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
+    """The metric's fixed axis (``Metric.axis``), or 0 to the largest value for the rest."""
+    fixed = metric.axis()
+    if fixed is not None:
+        return fixed
+    values = [_value(cell, metric) for _, cells in table.rows for cell in cells.values()]
+    return 0.0, max([v for v in values if v is not None] + [1.0])
 
 
-def slice_chart(table: SliceTable, metric: str) -> Chart:
+def _value(cell: dict, metric: Metric) -> float | None:
+    value = cell["metrics"].get(metric.name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def slice_chart(table: SliceTable, metric: Metric) -> Chart:
     rows = table.rows[:MAX_SERIES]
     low, high = _axis(metric, table)
 
@@ -78,15 +81,16 @@ def slice_chart(table: SliceTable, metric: str) -> Chart:
         bars = []
         for series, (entry, cells) in enumerate(rows):
             cell = cells.get(value)
-            number = cell[metric] if cell is not None else None
-            if number is not None:
+            number = _value(cell, metric) if cell is not None else None
+            if cell is not None and number is not None:
                 left, right = sorted((zero_x, x(number)))
-                title = f"{entry.method_name}: {number:.3f} (n={cell['turns']})"
+                title = f"{entry.method_name}: {metric.shown(number)} (n={cell['count']})"
                 bars.append(Bar(series, left, y + series * BAR_HEIGHT, max(right - left, 1), title))
         groups.append(Group(label=value, y=y, bars=bars))
         y += len(rows) * BAR_HEIGHT + GROUP_GAP
     ticks = [
-        Tick(x(low + (high - low) * i / 4), f"{low + (high - low) * i / 4:g}") for i in range(5)
+        Tick(x(low + (high - low) * i / 4), metric.shown(low + (high - low) * i / 4))
+        for i in range(5)
     ]
     return Chart(
         width=LABEL_WIDTH + PLOT_WIDTH + 20,

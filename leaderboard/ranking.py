@@ -16,28 +16,18 @@ from django.db.models import Case, F, QuerySet, Value, When
 from django.db.models.expressions import Window
 from django.db.models.functions import RowNumber
 
+from evaluator.protocols.base import Metric
 from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split, Task
-from leaderboard.models.results import ALL, EGO
+from leaderboard.models.results import ALL
 
-# Metric columns shown for every entry, in page order: (field, label).
-METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("truthfulness", "Truthfulness"),
-    ("accuracy", "Accuracy"),
-    ("missing", "Missing"),
-    ("hallucination_rate", "Hallucination"),
-    ("early_stop_rate", "Early-stop rate"),
-    ("avg_successful_turns", "Avg successful turns"),
-    ("exact_match", "Exact match"),
-)
-METRIC_NAMES = tuple(name for name, _ in METRIC_COLUMNS)
 # What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
 # of ``Entry``'s fields after ``rank``.
 ENTRY_FIELDS = (
     "run_id", "run__submission_id", "run__submission__team__name",
     "run__submission__method_name", "run__submission__is_baseline",
     "run__submission__paper_url", "run__submission__code_url", "run__submission__created_at",
-    "run__judge_id", "run__counting", "run__scores_complete", "run__unjudged_turns",
-    "turns", "conversations", "truthfulness_ci_low", "truthfulness_ci_high", *METRIC_NAMES,
+    "run__judge_id", "run__scores_complete", "run__unjudged_turns",
+    "count", "primary", "primary_ci_low", "primary_ci_high", "metrics",
 )  # fmt: skip
 
 
@@ -58,20 +48,13 @@ class Entry(NamedTuple):
     code_url: str
     submitted_at: datetime
     judge_id: str
-    counting: str
     complete: bool
-    unjudged_turns: int
-    turns: int
-    conversations: int
-    truthfulness_ci_low: float | None
-    truthfulness_ci_high: float | None
-    truthfulness: float | None
-    accuracy: float | None
-    missing: float | None
-    hallucination_rate: float | None
-    early_stop_rate: float | None
-    avg_successful_turns: float | None
-    exact_match: float | None
+    unjudged: int
+    count: int  # items behind the scores (turns, queries)
+    primary: float | None
+    primary_ci_low: float | None
+    primary_ci_high: float | None
+    metrics: dict[str, Any]  # every metric of the run's headline block, by name
 
     def record(self) -> dict[str, Any]:
         """The entry as plain data: the one shape for exports and the API."""
@@ -79,25 +62,38 @@ class Entry(NamedTuple):
             name: getattr(self, name)
             for name in (
                 "rank", "team", "method_name", "is_baseline", "paper_url", "code_url",
-                "submission_id", "run_id",
+                "submission_id", "run_id", "judge_id", "complete", "count", "primary",
             )
         }  # fmt: skip
-        record.update(
-            submitted_at=self.submitted_at.isoformat(),
-            judge_id=self.judge_id,
-            counting=self.counting,
-            complete=self.complete,
-            turns=self.turns,
-            conversations=self.conversations,
-        )
-        for name in METRIC_NAMES:
-            record[name] = getattr(self, name)
-        record["truthfulness_ci95"] = [self.truthfulness_ci_low, self.truthfulness_ci_high]
+        record["submitted_at"] = self.submitted_at.isoformat()
+        record["primary_ci95"] = [self.primary_ci_low, self.primary_ci_high]
+        record["metrics"] = self.metrics
         return record
 
 
+def columns(task: Task) -> list[Metric]:
+    """The leaderboard's metric columns: the primary metric first, then the protocol's other
+    headline metrics, in its order."""
+    metrics = task.declared().metrics
+    primary = [m for m in metrics if m.name == task.primary_metric]
+    return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
+
+
+def _descending(task: Task) -> bool:
+    """Whether a larger primary value ranks first."""
+    return all(m.higher_is_better for m in task.declared().metrics if m.name == task.primary_metric)
+
+
+def _by_primary(task: Task) -> Any:
+    return (
+        F("primary").desc(nulls_last=True)
+        if _descending(task)
+        else F("primary").asc(nulls_last=True)
+    )
+
+
 def _team_order(task: Task) -> list:
-    metric = F(task.primary_metric).desc(nulls_last=True)
+    metric = _by_primary(task)
     oldest_first = F("run__submission__created_at").asc()
     if task.entry_rule == Task.EntryRule.LATEST:
         return [F("run__submission__created_at").desc()]
@@ -130,10 +126,10 @@ def entries(split: Split) -> list[Entry]:
             )
         )
         .filter(pick=1)
-        .order_by(F(task.primary_metric).desc(nulls_last=True), "run__submission__created_at")
+        .order_by(_by_primary(task), "run__submission__created_at")
         .values_list(*ENTRY_FIELDS)
     )
-    primary, baseline = ENTRY_FIELDS.index(task.primary_metric), ENTRY_FIELDS.index(BASELINE)
+    primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
     result: list[Entry] = []
     ranked = 0
     previous: tuple[float | None, int] | None = None
@@ -171,7 +167,7 @@ def slice_dimensions(leaderboard: Sequence[Entry]) -> list[str]:
     """Every dimension in the entries' stored slice rows (labels, is_ego, turn_idx, ...)."""
     dimensions = (
         SliceScore.objects.filter(run_id__in=[e.run_id for e in leaderboard])
-        .exclude(dimension__in=[ALL[0], EGO[0]])
+        .exclude(dimension=ALL[0])
         .order_by()
         .values_list("dimension", flat=True)
         .distinct()
@@ -183,7 +179,7 @@ def _value_order(value: str) -> tuple[int, int, str]:
     return (0, int(value), "") if value.isdigit() else (1, 0, value)
 
 
-# A slice cell: the stored numbers of one entry for one slice value (turns + METRIC_NAMES).
+# A slice cell: the stored numbers of one entry for one slice value: {"count", "metrics"}.
 SliceCell = dict[str, Any]
 
 
@@ -198,7 +194,7 @@ def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
     """The stored scores of each leaderboard entry for every value of ``dimension``."""
     by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
     cells = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).values(
-        "run_id", "value", "turns", *METRIC_NAMES
+        "run_id", "value", "count", "metrics"
     )
     for cell in cells:
         by_run[cell["run_id"]][cell["value"]] = cell

@@ -5,17 +5,18 @@ Pages only read what these functions store; nothing is recomputed on a page view
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator.protocols import get_protocol
+from evaluator.protocols.base import Metric, ScoreBlock
 from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split
-from leaderboard.models.results import ALL, EGO, SCORE_COLUMNS
-
-BLOCK_COUNTS = ("turns", "conversations")
+from leaderboard.models.results import ALL
 
 
 class ScoresError(ValueError):
@@ -31,66 +32,52 @@ def _number(block: Mapping[str, Any], name: str, where: str) -> float | None:
     return float(value)
 
 
-def _slice_row(run: EvaluationRun, dimension: str, value: str, block: Any, where: str):
-    if not isinstance(block, Mapping):
-        raise ScoresError(
-            f"{where}: expected a metric block (an object), got {type(block).__name__}"
-        )
-    fields: dict[str, Any] = {}
-    for name in SCORE_COLUMNS:
-        number = _number(block, name, where)
-        if name in BLOCK_COUNTS:
-            if number is None or number < 0 or number != int(number):
-                raise ScoresError(f"{where}.{name}: expected a count, got {block.get(name)!r}")
-            number = int(number)
-        fields[name] = number
-    ci = block.get("truthfulness_ci95")
-    if ci is None:
-        low = high = None
-    elif isinstance(ci, list | tuple) and len(ci) == 2:
-        low = _number({"low": ci[0]}, "low", f"{where}.truthfulness_ci95")
-        high = _number({"high": ci[1]}, "high", f"{where}.truthfulness_ci95")
-    else:
-        raise ScoresError(f"{where}.truthfulness_ci95: expected [low, high] or null, got {ci!r}")
-    return SliceScore(
+def _row(run: EvaluationRun, block: ScoreBlock, metrics: list[Metric], primary: str) -> SliceScore:
+    where = f"scores[{block.dimension}={block.value}]"
+    try:
+        json.dumps(block.metrics, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ScoresError(f"{where}: metrics are not finite JSON values: {exc}") from None
+    for metric in metrics:
+        _number(block.metrics, metric.name, where)
+    ci = block.metrics.get(f"{primary}_ci95")
+    if ci is not None and not (
+        isinstance(ci, list | tuple)
+        and len(ci) == 2
+        and all(_number({"end": end}, "end", where) is not None for end in ci)
+    ):
+        raise ScoresError(f"{where}.{primary}_ci95: expected [low, high] or null, got {ci!r}")
+    if block.count < 0:
+        raise ScoresError(f"{where}: count {block.count} is negative")
+    row = SliceScore(
         run=run,
-        dimension=dimension,
-        value=value,
-        truthfulness_ci_low=low,
-        truthfulness_ci_high=high,
-        metrics=dict(block),
-        **fields,
+        dimension=block.dimension,
+        value=block.value,
+        count=block.count,
+        metrics=dict(block.metrics),
     )
-
-
-def _blocks(scores: Mapping[str, Any]) -> Iterator[tuple[str, str, Any, str]]:
-    for dimension, value in (ALL, EGO):
-        if dimension not in scores:
-            raise ScoresError(f"scores: missing the {dimension!r} block")
-        yield dimension, value, scores[dimension], f"scores.{dimension}"
-    slices = scores.get("slices", {})
-    if not isinstance(slices, Mapping):
-        raise ScoresError("scores.slices: expected {dimension: {value: block}}")
-    for dimension, values in slices.items():
-        if dimension in (ALL[0], EGO[0]):
-            raise ScoresError(f"scores.slices.{dimension}: this dimension name is reserved")
-        if not isinstance(values, Mapping):
-            raise ScoresError(f"scores.slices.{dimension}: expected {{value: block}}")
-        for value, block in values.items():
-            yield str(dimension), str(value), block, f"scores.slices.{dimension}.{value}"
+    row.set_primary(primary)
+    return row
 
 
 @transaction.atomic
 def store_scores(run: EvaluationRun, scores: Mapping[str, Any]) -> int:
-    """Replace the run's SliceScore rows with the blocks of ``scores``; returns the row count.
-
-    ``scores`` is the evaluator's dict: ``{"counting", "complete", "unjudged", "all": block,
-    "ego": block, "slices": {dimension: {value: block}}}``. The whole dict is checked before
-    anything is written, so bad input leaves the earlier rows in place.
-    """
+    """Replace the run's SliceScore rows with its protocol's blocks of ``scores`` (the
+    protocol's ``score`` result; ``Protocol.score_blocks``); returns the row count. Everything
+    is checked before anything is written, so bad input leaves the earlier rows in place."""
     if not isinstance(scores, Mapping):
         raise ScoresError(f"scores: expected an object, got {type(scores).__name__}")
-    rows = [_slice_row(run, *item) for item in _blocks(scores)]
+    protocol = get_protocol(run.task.protocol)
+    try:
+        blocks = protocol.score_blocks(scores)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ScoresError(f"scores: not a {run.task.protocol} scores dict: {exc!r}") from None
+    if not blocks or (blocks[0].dimension, blocks[0].value) != ALL:
+        raise ScoresError("scores: the first block must be all/all")
+    if any(block.dimension == ALL[0] for block in blocks[1:]):
+        raise ScoresError(f"scores.slices: the dimension name {ALL[0]!r} is reserved")
+    numbers = [m for m in protocol.metrics if m.scale != "count"]
+    rows = [_row(run, block, numbers, run.task.primary_metric) for block in blocks]
     unjudged = scores.get("unjudged", 0)
     if isinstance(unjudged, bool) or not isinstance(unjudged, int) or unjudged < 0:
         raise ScoresError(f"scores.unjudged: expected a count, got {unjudged!r}")

@@ -133,10 +133,6 @@ def leaderboard(client: Client, args: argparse.Namespace) -> dict:
     return client.call("GET", f"splits/{split_id}/leaderboard/")
 
 
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
-
-
 def format_submission(body: dict) -> str:
     lines = [
         f"submission #{body['id']} {body['method_name']} (team {body['team']}, "
@@ -154,23 +150,36 @@ def format_submission(body: dict) -> str:
     return "\n".join(lines)
 
 
+def _shown(value: float | None, metric: dict) -> str:
+    """A value as the API's metric declaration says (fractions x100)."""
+    if value is None:
+        return "-"
+    if metric["scale"] == "count":
+        return str(int(value))
+    if metric["scale"] == "ratio":
+        return f"{value:.2f}"
+    return f"{value * 100 if metric['scale'].endswith('fraction') else value:.1f}"
+
+
 def format_leaderboard(body: dict) -> str:
     split = body["split"]
-    metric = body["primary_metric"]
+    declared = {metric["name"]: metric for metric in body["metrics"]}
+    primary = declared[body["primary_metric"]]
+    others = [m for m in body["metrics"] if m["headline"] and m is not primary][:3]
     lines = [
-        f"{split['challenge']}/{split['task_id']}/{split['kind']}: ranked by {metric} "
+        f"{split['challenge']}/{split['task_id']}/{split['kind']}: ranked by {primary['label']} "
         f"(one entry per team: {body['entry_rule']})",
-        f"{'rank':>4}  {'team':<20} {'method':<24} {metric:>12} {'95% CI':>13} "
-        f"{'accuracy':>8} {'missing':>7} {'halluc.':>7}",
+        f"{'rank':>4}  {'team':<20} {'method':<24} {primary['label'][:12]:>12} {'95% CI':>13} "
+        + " ".join(f"{m['label'][:10]:>10}" for m in others),
     ]
     for entry in body["entries"]:
         rank = "base" if entry["is_baseline"] else str(entry["rank"] or "-")
-        low, high = entry["truthfulness_ci95"] or (None, None)
-        interval = f"{_percent(low)}..{_percent(high)}"
+        low, high = entry["primary_ci95"] or (None, None)
+        interval = f"{_shown(low, primary)}..{_shown(high, primary)}"
+        cells = " ".join(f"{_shown(entry['metrics'].get(m['name']), m):>10}" for m in others)
         lines.append(
             f"{rank:>4}  {entry['team'][:20]:<20} {entry['method_name'][:24]:<24} "
-            f"{_percent(entry[metric]):>12} {interval:>13} {_percent(entry['accuracy']):>8} "
-            f"{_percent(entry['missing']):>7} {_percent(entry['hallucination_rate']):>7}"
+            f"{_shown(entry['primary'], primary):>12} {interval:>13} {cells}"
         )
     if not body["entries"]:
         lines.append("  (no entries yet)")

@@ -61,6 +61,38 @@ class Metric:
     scale: Scale = "fraction"
     where: str = "all"
     interval: bool = False
+    headline: bool = False  # a column of the leaderboard (every metric is in exports and slices)
+
+    def shown(self, value: float | None) -> str:
+        """The value as a page shows it: fractions x100, one decimal; ratios two decimals."""
+        if value is None:
+            return "–"
+        if self.scale == "count":
+            return str(int(value))
+        if self.scale == "ratio":
+            return f"{value:.2f}"
+        text = f"{value * 100 if self.scale.endswith('fraction') else value:.1f}"
+        return "0.0" if text == "-0.0" else text
+
+    def axis(self) -> tuple[float, float] | None:
+        """The fixed axis of a chart of this metric (None: fit to the values)."""
+        return {
+            "fraction": (0.0, 1.0),
+            "signed_fraction": (-1.0, 1.0),
+            "percent": (0.0, 100.0),
+        }.get(self.scale)
+
+
+@dataclass(frozen=True)
+class ScoreBlock:
+    """One stored row of a run's scores: a slice value (``all``/``all`` for the whole run),
+    the number of items behind it, and its metrics by name (``<name>_ci95`` beside those with
+    an interval)."""
+
+    dimension: str
+    value: str
+    count: int
+    metrics: dict[str, Any]
 
 
 class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
@@ -70,6 +102,7 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     title: ClassVar[str]
     rubric: ClassVar[Rubric]  # what its judges are asked
     table: ClassVar[str]  # the per-item table's file stem ("turns", "queries")
+    unit: ClassVar[str]  # what a score block counts, plural ("turns", "queries")
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
@@ -135,6 +168,11 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     @abstractmethod
     def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:
         """Aggregate: ``{"complete", "unjudged", <the metric blocks>, "slices"}``."""
+
+    @abstractmethod
+    def score_blocks(self, scores: Mapping[str, Any]) -> list[ScoreBlock]:
+        """A ``score`` result as the rows the server stores: ``all``/``all`` first, then one
+        per slice value (the leaderboard, its slice view and exports read only these)."""
 
     @abstractmethod
     def to_row(self, item: ItemT) -> dict[str, Any]:

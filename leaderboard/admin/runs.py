@@ -110,15 +110,7 @@ class TurnVerdictAdmin(admin.ModelAdmin):
 
 @admin.register(SliceScore)
 class SliceScoreAdmin(admin.ModelAdmin):
-    list_display = (
-        "run",
-        "dimension",
-        "value",
-        "turns",
-        "truthfulness",
-        "accuracy",
-        "hallucination_rate",
-    )
+    list_display = ("run", "dimension", "value", "count", "primary")
     list_filter = ("dimension",)
     search_fields = ("dimension", "value")
     raw_id_fields = ("run",)

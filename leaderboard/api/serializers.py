@@ -78,7 +78,8 @@ class SplitSerializer(serializers.ModelSerializer):
 
 
 class LeaderboardEntrySerializer(serializers.Serializer):
-    """One entry, from ``ranking.Entry.record()``."""
+    """One entry, from ``ranking.Entry.record()``; ``metrics`` holds every metric of the run's
+    headline block by name, as the split's ``metrics`` declare them."""
 
     rank = serializers.IntegerField(allow_null=True)
     team = serializers.CharField()
@@ -90,24 +91,31 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     run_id = serializers.IntegerField()
     submitted_at = serializers.CharField()
     judge_id = serializers.CharField()
-    counting = serializers.CharField()
     complete = serializers.BooleanField()
-    turns = serializers.IntegerField()
-    conversations = serializers.IntegerField()
-    truthfulness = serializers.FloatField(allow_null=True)
-    truthfulness_ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True))
-    accuracy = serializers.FloatField(allow_null=True)
-    missing = serializers.FloatField(allow_null=True)
-    hallucination_rate = serializers.FloatField(allow_null=True)
-    early_stop_rate = serializers.FloatField(allow_null=True)
-    avg_successful_turns = serializers.FloatField(allow_null=True)
-    exact_match = serializers.FloatField(allow_null=True)
+    count = serializers.IntegerField()
+    primary = serializers.FloatField(allow_null=True)
+    primary_ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    metrics = serializers.DictField()
+
+
+class MetricSerializer(serializers.Serializer):
+    """A metric as the task's protocol declares it (``evaluator.protocols.base.Metric``)."""
+
+    name = serializers.CharField()
+    label = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    scale = serializers.CharField()
+    where = serializers.CharField()
+    interval = serializers.BooleanField()
+    headline = serializers.BooleanField()
 
 
 class LeaderboardSerializer(serializers.Serializer):
     split = SplitSerializer()
+    protocol = serializers.CharField()
     primary_metric = serializers.CharField()
     entry_rule = serializers.CharField()
+    metrics = MetricSerializer(many=True)
     entries = LeaderboardEntrySerializer(many=True)
 
 

@@ -65,8 +65,10 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
             raise PermissionDenied(f"the results of {split} are not public yet")
         body = {
             "split": split,
+            "protocol": split.task.protocol,
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
+            "metrics": split.task.declared().metrics,
             "entries": [e.record() for e in board_cache.board(split).entries],
         }
         return Response(serializers.LeaderboardSerializer(body).data)

@@ -14,7 +14,7 @@ from django.db.models import Sum
 from tqdm import tqdm
 
 from leaderboard.models import Challenge, EvaluationRun, Split
-from leaderboard.ranking import entries
+from leaderboard.ranking import columns, entries
 from leaderboard.tasks import dispatch_stage
 from podium.celery import app
 
@@ -105,22 +105,18 @@ def wait_for_runs(
 
 
 def rankings(challenge: Challenge) -> list[str]:
-    """The leaderboard of every task and split, as text lines."""
+    """The leaderboard of every task and split, as text lines (its first three columns)."""
     lines = []
     splits = Split.objects.filter(task__challenge=challenge).select_related("task")
     for split in splits.order_by("task__order", "kind"):
+        shown = columns(split.task)[:3]
         lines.append(f"\n{split.task.task_id} / {split.kind}")
-        lines.append(f"  {'rank':>4}  {'method':<12} {'team':<16} {'truthfulness':>12} "
-                     f"{'accuracy':>8} {'missing':>8}")  # fmt: skip
+        lines.append(
+            f"  {'rank':>4}  {'method':<12} {'team':<16} "
+            + " ".join(f"{m.label[:13]:>13}" for m in shown)
+        )
         for entry in entries(split):
             rank = "-" if entry.rank is None else str(entry.rank)
-            lines.append(
-                f"  {rank:>4}  {entry.method_name:<12} {entry.team:<16} "
-                f"{_number(entry.truthfulness):>12} {_number(entry.accuracy):>8} "
-                f"{_number(entry.missing):>8}"
-            )
+            cells = " ".join(f"{m.shown(entry.metrics.get(m.name)):>13}" for m in shown)
+            lines.append(f"  {rank:>4}  {entry.method_name:<12} {entry.team:<16} {cells}")
     return lines
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -12,6 +13,8 @@ from django.db import models
 from django.utils import timezone
 
 from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
+from evaluator.protocols import get_protocol
+from evaluator.protocols.base import Protocol as BenchmarkProtocol
 
 
 class Challenge(models.Model):
@@ -86,10 +89,6 @@ class Task(models.Model):
         LATEST = "latest", "latest entry of each team"
         CHOSEN = "chosen", "entry chosen for final (else best)"
 
-    class PrimaryMetric(models.TextChoices):
-        TRUTHFULNESS = "truthfulness", "truthfulness"
-        ACCURACY = "accuracy", "accuracy"
-
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
     name = models.CharField(max_length=200)
@@ -120,9 +119,8 @@ class Task(models.Model):
     timeout_policy = models.CharField(
         max_length=16, choices=TimeoutPolicy, default=TimeoutPolicy.MISSING
     )
-    primary_metric = models.CharField(
-        max_length=32, choices=PrimaryMetric, default=PrimaryMetric.TRUTHFULNESS
-    )
+    # One of the protocol's metrics (``Protocol.metrics``): it ranks the entries.
+    primary_metric = models.CharField(max_length=64, default="truthfulness")
     entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)
     # quotas per team (blank: unlimited)
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
@@ -154,6 +152,12 @@ class Task(models.Model):
                 f"unknown GPU class {self.gpu_class!r}; configured: "
                 f"{', '.join(settings.PODIUM_GPU_CLASSES)}"
             )
+        declared = {m.name for m in self.declared().metrics if m.scale != "count"}
+        if self.primary_metric not in declared:
+            errors["primary_metric"] = (
+                f"{self.primary_metric!r} is not a metric of {self.protocol}: one of "
+                f"{', '.join(sorted(declared))}"
+            )
         if self.max_batch_size > MAX_BATCH_SIZE:
             errors["max_batch_size"] = f"at most {MAX_BATCH_SIZE}"
         if self.judge_kind == self.JudgeKind.OPENAI:
@@ -166,6 +170,30 @@ class Task(models.Model):
                 )
         if errors:
             raise ValidationError(errors)
+
+    def declared(self) -> BenchmarkProtocol[Any, Any, Any]:
+        """The task's protocol: its metrics, primary metric, how its scores are stored."""
+        return get_protocol(self.protocol)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saved; a new primary metric re-ranks the stored scores (no run is scored again)."""
+        before = (
+            Task.objects.filter(pk=self.pk).values_list("primary_metric", flat=True).first()
+            if self.pk
+            else None
+        )
+        super().save(*args, **kwargs)
+        if before is not None and before != self.primary_metric:
+            from leaderboard.models.results import SliceScore
+
+            rows = list(SliceScore.objects.filter(run__task=self))
+            for row in rows:
+                row.set_primary(self.primary_metric)
+            SliceScore.objects.bulk_update(
+                rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
+            )
+            for split in self.splits.all():
+                Split.results_changed(split.pk)
 
     @property
     def judge_label(self) -> str:

@@ -9,9 +9,8 @@ from django.utils import timezone
 from leaderboard.models.challenge import Split
 from leaderboard.models.submission import EvaluationRun
 
-# The slice rows holding the headline block and the egocentric-only block of a run.
+# The slice row holding a run's headline block.
 ALL = ("all", "all")
-EGO = ("ego", "ego")
 
 
 class TurnAnswer(models.Model):
@@ -59,37 +58,18 @@ class TurnVerdict(models.Model):
         return f"{self.answer}: {self.verdict}"
 
 
-# Block fields the evaluator computes that get a real column; everything is also in ``metrics``.
-SCORE_COLUMNS = (
-    "turns",
-    "conversations",
-    "truthfulness",
-    "accuracy",
-    "missing",
-    "hallucination_rate",
-    "early_stop_rate",
-    "avg_successful_turns",
-    "exact_match",
-)
-
-
 class SliceScore(models.Model):
-    """A run's metric block for one slice value (``all``/``all`` and ``ego``/``ego`` included)."""
+    """A run's metric block for one slice value (``all``/``all`` is the whole run), as its
+    protocol gives it (``Protocol.score_blocks``): ``count`` items behind it, every metric in
+    ``metrics``, and the task's primary metric (with its interval) in columns, for ranking."""
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="slice_scores")
     dimension = models.CharField(max_length=100)
     value = models.CharField(max_length=200)
-    turns = models.PositiveIntegerField()
-    conversations = models.PositiveIntegerField()
-    truthfulness = models.FloatField(null=True)
-    truthfulness_ci_low = models.FloatField(null=True)
-    truthfulness_ci_high = models.FloatField(null=True)
-    accuracy = models.FloatField(null=True)
-    missing = models.FloatField(null=True)
-    hallucination_rate = models.FloatField(null=True)
-    early_stop_rate = models.FloatField(null=True)
-    avg_successful_turns = models.FloatField(null=True)
-    exact_match = models.FloatField(null=True)
+    count = models.PositiveIntegerField()
+    primary = models.FloatField(null=True)
+    primary_ci_low = models.FloatField(null=True)
+    primary_ci_high = models.FloatField(null=True)
     metrics = models.JSONField(default=dict)
 
     class Meta:
@@ -98,13 +78,22 @@ class SliceScore(models.Model):
             models.UniqueConstraint(fields=["run", "dimension", "value"], name="slice_score_once"),
         )
         indexes = (
-            models.Index(
-                fields=["dimension", "value", "-truthfulness"], name="slice_score_ranking"
-            ),
+            models.Index(fields=["dimension", "value", "-primary"], name="slice_score_ranking"),
         )
 
     def __str__(self) -> str:
         return f"run #{self.run_id} {self.dimension}={self.value}"
+
+    def set_primary(self, name: str) -> None:
+        """Take the primary metric ``name`` (and its interval) from ``metrics``."""
+        self.primary = primary_value(self.metrics, name)
+        ci = self.metrics.get(f"{name}_ci95") or (None, None)
+        self.primary_ci_low, self.primary_ci_high = ci
+
+
+def primary_value(metrics: dict, name: str) -> float | None:
+    value = metrics.get(name)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class EntryComparison(models.Model):

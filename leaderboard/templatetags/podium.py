@@ -1,4 +1,4 @@
-"""Template filters for showing stored metrics."""
+"""Template filters for showing stored metrics, each as its protocol declares it."""
 
 from __future__ import annotations
 
@@ -6,20 +6,15 @@ from collections.abc import Mapping
 
 from django import template
 
-register = template.Library()
+from evaluator.protocols.base import Metric
 
-# Metrics that are counts or averages rather than shares of turns.
-PLAIN_NUMBERS = frozenset({"avg_successful_turns", "turns", "conversations"})
+register = template.Library()
 
 
 @register.filter
-def metric(value: float | None, name: str = "") -> str:
-    """A stored metric for a page: shares as percentages, averages with two decimals."""
-    if value is None:
-        return "–"
-    if name in PLAIN_NUMBERS:
-        return f"{value:.2f}" if isinstance(value, float) else str(value)
-    return f"{100 * value:.1f}"
+def shown(value: float | None, metric: Metric) -> str:
+    """A stored value as ``metric`` is shown (``Metric.shown``: fractions x100, ...)."""
+    return metric.shown(value)
 
 
 @register.filter
@@ -31,5 +26,5 @@ def attr(obj: object, name: str) -> object:
 
 
 @register.filter
-def cell(cells: dict, key: str) -> object:
-    return cells.get(key)
+def cell(cells: Mapping, key: str) -> object:
+    return cells.get(key) if cells is not None else None

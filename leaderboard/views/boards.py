@@ -8,6 +8,7 @@ from ``leaderboard.permissions`` and is checked on every request, before any cac
 from __future__ import annotations
 
 import csv
+import dataclasses
 from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied
@@ -22,26 +23,9 @@ from leaderboard.models import Challenge, Split
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
-EXPORT_COLUMNS = (
-    "rank",
-    "team",
-    "method_name",
-    "is_baseline",
-    "truthfulness",
-    "truthfulness_ci_low",
-    "truthfulness_ci_high",
-    *ranking.METRIC_NAMES[1:],
-    "turns",
-    "conversations",
-    "complete",
-    "judge_id",
-    "counting",
-    "paper_url",
-    "code_url",
-    "submission_id",
-    "run_id",
-    "submitted_at",
-)
+# The CSV export: these, then the primary metric's interval, then every metric of the protocol.
+EXPORT_HEAD = ("rank", "team", "method_name", "is_baseline", "count", "complete", "judge_id")
+EXPORT_TAIL = ("paper_url", "code_url", "submission_id", "run_id", "submitted_at")
 
 
 def _challenge(request: HttpRequest, slug: str) -> Challenge:
@@ -108,7 +92,8 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
             "board": board,
             "page": _page(board.entries, number),
             "query": "",
-            "columns": ranking.METRIC_COLUMNS,
+            "columns": ranking.columns(split.task),
+            "count_label": split.task.declared().unit.capitalize(),
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
 
@@ -120,9 +105,10 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
 def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
     asked = request.GET.get("dimension", "")
-    metric = request.GET.get("metric", "truthfulness")
-    if metric not in ranking.METRIC_NAMES:
-        raise Http404(f"unknown metric {metric!r}")
+    columns = ranking.columns(split.task)
+    metric = next((c for c in columns if c.name == request.GET.get("metric")), columns[0])
+    if request.GET.get("metric", metric.name) != metric.name:
+        raise Http404(f"unknown metric {request.GET['metric']!r}")
     number = _page_number(request)
 
     def render_body() -> str:
@@ -139,14 +125,14 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             "dimension": dimension,
             "metric": metric,
             "page": page,
-            "query": urlencode({"dimension": dimension, "metric": metric}) + "&",
-            "columns": ranking.METRIC_COLUMNS,
+            "query": urlencode({"dimension": dimension, "metric": metric.name}) + "&",
+            "columns": columns,
             "table": table,
             "chart": slice_chart(table, metric) if table and table.values else None,
         }
         return render_to_string("leaderboard/_slices_body.html", context)
 
-    body = board_cache.fragment(split, "slices", [asked, metric, number], render_body)
+    body = board_cache.fragment(split, "slices", [asked, metric.name, number], render_body)
     context = {"split": split, "task": split.task, "body": body}
     return render(request, "leaderboard/slices.html", context)
 
@@ -174,14 +160,17 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
             "entries": entries,
             "chosen": chosen,
             "comparison": comparison,
-            "columns": ranking.METRIC_COLUMNS,
+            "columns": ranking.columns(split.task),
+            "primary": ranking.columns(split.task)[0],
         },
     )
 
 
-def _csv_row(record: dict) -> dict:
-    row = dict(record)
-    row["truthfulness_ci_low"], row["truthfulness_ci_high"] = row.pop("truthfulness_ci95")
+def _csv_row(record: dict, primary: str) -> dict:
+    """A record as a CSV line: the entry's fields and every scalar metric."""
+    row = {k: v for k, v in record["metrics"].items() if not isinstance(v, list | dict)}
+    row |= {name: record[name] for name in (*EXPORT_HEAD, *EXPORT_TAIL)}
+    row[f"{primary}_ci_low"], row[f"{primary}_ci_high"] = record["primary_ci95"]
     return row
 
 
@@ -194,6 +183,8 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
             "challenge": split.task.challenge.slug,
             "task": split.task.task_id,
             "split": split.kind,
+            "protocol": split.task.protocol,
+            "metrics": [dataclasses.asdict(m) for m in split.task.declared().metrics],
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
             "entries": records,
@@ -201,8 +192,13 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
         response = JsonResponse(body, json_dumps_params={"indent": 2})
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
+        primary = split.task.primary_metric
+        metrics = [m.name for m in ranking.columns(split.task)]
+        metrics += [m.name for m in split.task.declared().metrics if m.name not in metrics]
+        fields = [*EXPORT_HEAD, *metrics[:1], f"{primary}_ci_low", f"{primary}_ci_high"]
+        fields += [*metrics[1:], *EXPORT_TAIL]
+        writer = csv.DictWriter(response, fieldnames=fields, extrasaction="ignore", restval="")
         writer.writeheader()
-        writer.writerows(_csv_row(r) for r in records)
+        writer.writerows(_csv_row(r, primary) for r in records)
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response

@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
-from leaderboard import permissions
+from leaderboard import permissions, ranking
 from leaderboard.models import EvaluationRun, SliceScore, TurnAnswer
 from leaderboard.models.results import ALL
 
@@ -80,6 +80,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "show_log": show_turns,  # the same rule as per-turn details
             "turns_limit": TURNS_PER_PAGE,
             "headline": headline,
+            "columns": ranking.columns(run.task),
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
             "progress": progress_record(run),
         },

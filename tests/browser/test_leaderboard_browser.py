@@ -79,12 +79,12 @@ def test_sign_in_submit_and_read_the_leaderboard_and_slice_chart(page, board, ar
     page.click("form.tabs button:has-text('Show')")
     page.wait_for_url(re.compile(r".*dimension=domain&metric=accuracy"))
     chart = page.locator("svg.chart")
-    assert chart.get_attribute("aria-label") == "accuracy by domain"
+    assert chart.get_attribute("aria-label") == "Accuracy by domain"
     assert page.locator(".legend span").all_inner_texts()[0].strip() == "browser-agent"
     titles = chart.locator("rect title").all_text_contents()
     assert len(titles) == 8  # 2 slice values x 4 entries
     food_accuracy = (1 + 0.8) / 2 * 0.8  # the factory's accuracy for truthfulness 0.8
-    assert f"browser-agent: {food_accuracy:.3f} (n=12)" in titles
+    assert f"browser-agent: {100 * food_accuracy:.1f} (n=12)" in titles
     cells = page.locator("#slices tbody tr").first.locator("td")
     assert float(cells.nth(2).get_attribute("data-value")) == pytest.approx(food_accuracy)
     assert cells.nth(2).inner_text().startswith(f"{100 * food_accuracy:.1f}")

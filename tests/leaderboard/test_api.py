@@ -48,7 +48,7 @@ def test_anonymous_reads_challenges_tasks_and_public_leaderboards(api, board, sp
     public = splits["public-test"]
     body = api.get(reverse("api:split-leaderboard", args=[public.pk])).json()
     assert [e["method_name"] for e in body["entries"]] == ["alpha-m", "beta-m"]
-    assert body["entries"][0]["truthfulness_ci95"] == pytest.approx([0.3, 0.5])
+    assert body["entries"][0]["primary_ci95"] == pytest.approx([0.3, 0.5])
     assert body["split"]["kind"] == "public-test" and body["split"]["revealed"] is True
 
 

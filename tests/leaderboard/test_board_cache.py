@@ -133,8 +133,8 @@ def test_bad_pages_and_dimensions_are_not_found_cached_or_not(client, two, name,
 
 def test_entries_carry_the_stored_headline_numbers(two, public):
     first, second = ranking.entries(Split.objects.select_related("task").get(pk=public.pk))
-    assert first.record()["truthfulness"] == pytest.approx(0.4)
-    assert first.record()["truthfulness_ci95"] == pytest.approx([0.3, 0.5])
+    assert first.record()["metrics"]["truthfulness"] == pytest.approx(0.4)
+    assert first.record()["primary_ci95"] == pytest.approx([0.3, 0.5])
     assert (first.team, first.method_name, first.rank, first.run_id) == (
         "alpha",
         "alpha-rag",

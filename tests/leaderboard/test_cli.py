@@ -102,6 +102,6 @@ def test_the_leaderboard_command_as_a_separate_process(
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("crag-mm-2026/multi-turn-qa/public-test: ranked by truthfulness")
+    assert lines[0].startswith("crag-mm-2026/multi-turn-qa/public-test: ranked by Truthfulness")
     assert lines[2].split()[:3] == ["1", "alpha", "alpha-m"] and "40.0" in lines[2]
     assert lines[3].split()[:3] == ["base", "beta", "beta-m"]

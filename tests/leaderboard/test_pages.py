@@ -60,7 +60,7 @@ def test_slice_view_shows_every_entry_with_the_stored_numbers(client, entries):
     page = response.content.decode()
     stored = SliceScore.objects.filter(dimension="domain", run__split__kind="public-test")
     cells = [float(v) for v in re.findall(r'data-value="([-0-9.e]+)"', page)]
-    assert sorted(cells) == pytest.approx(sorted(s.accuracy for s in stored))
+    assert sorted(cells) == pytest.approx(sorted(s.metrics["accuracy"] for s in stored))
     assert len(cells) == 3 * 2  # three entries x two domains
     svg = page[page.index('<svg class="chart"') : page.index("</svg>", page.index("chart"))]
     assert svg.count('<rect class="s') == 6
@@ -94,8 +94,8 @@ def test_exports_hold_the_ranked_entries(client, entries):
     body = json.loads(client.get(url("export-json")).content)
     assert body["primary_metric"] == "truthfulness"
     assert [e["run_id"] for e in body["entries"]] == [int(r["run_id"]) for r in rows]
-    assert body["entries"][1]["accuracy"] == pytest.approx(float(rows[1]["accuracy"]))
-    assert body["entries"][0]["truthfulness_ci95"] == pytest.approx([0.32, 0.52])
+    assert body["entries"][1]["metrics"]["accuracy"] == pytest.approx(float(rows[1]["accuracy"]))
+    assert body["entries"][0]["primary_ci95"] == pytest.approx([0.32, 0.52])
     public = entries["alpha"].split
     api = client.get(reverse("api:split-leaderboard", args=[public.pk])).json()
     assert api["entries"] == body["entries"], "the export and the API give one shape"

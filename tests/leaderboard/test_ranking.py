@@ -87,7 +87,7 @@ def test_slice_table_matches_stored_rows_and_orders_turns_numerically(teams, pub
     assert table.values == ["0", "1", "2", "10"]
     ((entry, cells),) = table.rows
     assert entry.run_id == run.pk
-    assert cells["10"]["truthfulness"] == pytest.approx(0.5)
+    assert cells["10"]["metrics"]["truthfulness"] == pytest.approx(0.5)
     assert ranking.slice_dimensions(ranking.entries(public)) == ["turn_idx"]
 
 
@@ -105,4 +105,4 @@ def test_query_count_does_not_grow_with_entries(
         ranking.slice_table(leaderboard, "domain")
         records = [e.record() for e in leaderboard]
     assert len(records) == 30
-    assert records[0]["truthfulness"] == pytest.approx(0.29)
+    assert records[0]["metrics"]["truthfulness"] == pytest.approx(0.29)

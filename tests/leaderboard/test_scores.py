@@ -6,7 +6,6 @@ from evaluator.protocols.crag_mm.compare import compare_runs
 from evaluator.protocols.crag_mm.metrics import score_turns
 from evaluator.records import GradedTurn, Verdict
 from leaderboard.models import EntryComparison, SliceScore
-from leaderboard.models.results import SCORE_COLUMNS
 from leaderboard.ranking import stored_comparison
 from leaderboard.scores import ScoresError, store_comparison, store_scores
 
@@ -57,20 +56,21 @@ def test_evaluator_scores_round_trip_through_slice_rows(run):
     scores = score_turns(graded_run(1), counting="paper", seed=0, n_boot=200)
     count = store_scores(run, scores)
     rows = {(r.dimension, r.value): r for r in SliceScore.objects.filter(run=run)}
-    expected = {("all", "all"): scores["all"], ("ego", "ego"): scores["ego"]}
+    expected = {("all", "all"): scores["all"]}
     for dimension, values in scores["slices"].items():
         for value, block in values.items():
             expected[(dimension, str(value))] = block
     assert count == len(rows) == len(expected)
     assert ("entity_popularity", "tail") in rows, "extra labels become slices"
+    assert rows[("is_ego", "true")].metrics == scores["ego"], "the ego block is the is_ego slice"
     for key, block in expected.items():
         row = rows[key]
-        for name in SCORE_COLUMNS:
-            assert getattr(row, name) == pytest.approx(block[name]), (key, name)
-        assert [row.truthfulness_ci_low, row.truthfulness_ci_high] == pytest.approx(
+        assert row.metrics == pytest.approx(block), key
+        assert row.count == block["turns"]
+        assert row.primary == pytest.approx(block["truthfulness"]), key  # the task's primary
+        assert [row.primary_ci_low, row.primary_ci_high] == pytest.approx(
             block["truthfulness_ci95"]
         )
-        assert row.metrics["correct"] == block["correct"]
     run.refresh_from_db()
     assert (run.counting, run.scores_complete, run.unjudged_turns) == ("paper", True, 0)
 
@@ -81,8 +81,8 @@ def test_incomplete_scores_store_null_rates(run):
     scores = score_turns(turns, seed=0, n_boot=50)
     store_scores(run, scores)
     headline = SliceScore.objects.get(run=run, dimension="all")
-    assert headline.truthfulness is None and headline.truthfulness_ci_low is None
-    assert headline.turns == len(turns)
+    assert headline.primary is None and headline.primary_ci_low is None
+    assert headline.metrics["truthfulness"] is None and headline.count == len(turns)
     run.refresh_from_db()
     assert (run.scores_complete, run.unjudged_turns) == (False, 1)
 
@@ -91,23 +91,22 @@ def test_storing_again_replaces_earlier_rows(run):
     store_scores(run, scores_dict(0.5, slices={"domain": {"food": scores_dict(0.5)["all"]}}))
     assert set(SliceScore.objects.filter(run=run).values_list("dimension", flat=True)) == {
         "all",
-        "ego",
         "domain",
     }
-    assert SliceScore.objects.get(run=run, dimension="all").truthfulness == 0.5
+    assert SliceScore.objects.get(run=run, dimension="all").primary == 0.5
 
 
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda s: s.pop("ego"), "missing the 'ego' block"),
-        (lambda s: s["all"].update(accuracy="high"), "scores.all.accuracy: expected a finite"),
-        (lambda s: s["all"].update(turns=-1), "scores.all.turns: expected a count"),
+        (lambda s: s.pop("all"), "not a crag-mm scores dict"),
+        (lambda s: s["all"].update(accuracy="high"), r"scores\[all=all\].accuracy: expected a fin"),
+        (lambda s: s["all"].update(turns=-1), "count -1 is negative"),
         (lambda s: s["all"].update(truthfulness_ci95=[0.1]), "truthfulness_ci95: expected"),
-        (lambda s: s["slices"]["domain"].update(food=3), "scores.slices.domain.food: expected"),
-        (lambda s: s["slices"].update(all={}), "reserved"),
+        (lambda s: s["slices"]["domain"].update(food=3), "not a crag-mm scores dict"),
+        (lambda s: s["slices"].update(all={"x": s["all"]}), "reserved"),
         (lambda s: s.update(unjudged="2"), "scores.unjudged: expected a count"),
-        (lambda s: s["all"].update(truthfulness=float("nan")), "finite number"),
+        (lambda s: s["all"].update(truthfulness=float("nan")), "not finite JSON"),
     ],
 )
 def test_bad_scores_are_refused_and_earlier_rows_kept(run, mutate, message):

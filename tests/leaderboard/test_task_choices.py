@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import get_args
 
+import pytest
+from django.core.exceptions import ValidationError
+
 from evaluator.judges import JUDGE_NAMES
 from evaluator.protocols import PROTOCOLS
 from evaluator.protocols.crag_mm.grading import MISSING_RULES
 from evaluator.protocols.crag_mm.metrics import COUNTINGS
 from leaderboard.models import Task
-from leaderboard.models.results import SCORE_COLUMNS
 from workers.limits import TimeoutPolicy
 from workers.pipeline.run import TIMEOUT_POLICIES
 
@@ -22,4 +24,11 @@ def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
     assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only
     assert set(TIMEOUT_POLICIES) == set(Task.TimeoutPolicy.values)
     assert set(TIMEOUT_POLICIES.values()) == set(get_args(TimeoutPolicy))
-    assert set(Task.PrimaryMetric.values) <= set(SCORE_COLUMNS)
+
+
+def test_the_primary_metric_is_one_the_protocol_declares():
+    task = Task(protocol="crag-mm", primary_metric="accuracy")
+    assert task.declared().metric("accuracy").headline
+    task.primary_metric = "turns"  # a count ranks nothing
+    with pytest.raises(ValidationError, match="'turns' is not a metric of crag-mm"):
+        task.clean()

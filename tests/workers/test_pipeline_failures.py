@@ -127,7 +127,7 @@ def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_return
     verdicts = TurnVerdict.objects.filter(answer__run=run)
     assert verdicts.count() == split.turns
     assert set(verdicts.values_list("verdict", flat=True)) == {"correct"}
-    assert run.slice_scores.get(dimension="all").truthfulness == 1.0
+    assert run.slice_scores.get(dimension="all").metrics["truthfulness"] == 1.0
 
 
 def test_an_agent_cannot_leak_the_private_split_through_its_failure_reason(

@@ -15,7 +15,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.predictions import load_predictions, write_predictions
-from evaluator.protocols.base import Metric, Protocol
+from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.grading import MISSING_RULES, grade, missing_rule
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
@@ -69,18 +69,21 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     title = "CRAG-MM"
     rubric = CragMMRubric()
     table = "turns"
+    unit = "turns"
     columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS
     metrics = (
-        Metric("truthfulness", "Truthfulness", scale="signed_fraction", interval=True),
-        Metric("accuracy", "Accuracy"),
-        Metric("missing", "Missing", higher_is_better=False),
-        Metric("hallucination_rate", "Hallucination", higher_is_better=False),
-        Metric("exact_match", "Exact match"),
+        Metric("truthfulness", "Truthfulness", scale="signed_fraction", interval=True,
+               headline=True),
+        Metric("accuracy", "Accuracy", headline=True),
+        Metric("missing", "Missing", higher_is_better=False, headline=True),
+        Metric("hallucination_rate", "Hallucination", higher_is_better=False, headline=True),
+        Metric("early_stop_rate", "Early-stop rate", higher_is_better=False, headline=True),
+        Metric("avg_successful_turns", "Avg successful turns", scale="ratio", headline=True),
+        Metric("exact_match", "Exact match", headline=True),
         Metric("conversation_score", "Conversation score", scale="signed_fraction"),
-        Metric("early_stop_rate", "Early stop", higher_is_better=False),
-        Metric("avg_successful_turns", "Successful turns", scale="ratio"),
         Metric("turns", "Turns", scale="count"),
-    )
+        Metric("conversations", "Conversations", scale="count"),
+    )  # fmt: skip
     primary = "truthfulness"
 
     def __init__(
@@ -213,6 +216,15 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
 
     def score(self, graded: Sequence[GradedTurn], seed: int = 0) -> dict[str, Any]:
         return score_turns(graded, counting=self.counting, seed=seed)
+
+    def score_blocks(self, scores: Mapping[str, Any]) -> list[ScoreBlock]:
+        named = [("all", "all", scores["all"])]  # "ego" is the is_ego slice's "true" value
+        named += [
+            (dimension, value, block)
+            for dimension, values in scores["slices"].items()
+            for value, block in values.items()
+        ]
+        return [ScoreBlock(d, str(v), int(block["turns"]), dict(block)) for d, v, block in named]
 
     def to_row(self, item: GradedTurn) -> dict[str, Any]:
         clash = sorted(set(item.labels) & set(self.columns) - set(STANDARD_LABELS))

@@ -15,7 +15,7 @@ from typing import Any
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Metric, Protocol
+from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.visual_rag import grading, items
 from evaluator.protocols.visual_rag.agent import agent_item, read_response
 from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
@@ -31,6 +31,7 @@ from evaluator.records import EvaluatorError
 from evaluator.report import judge_notices
 
 DEFAULT_LAMBDA = 0.5
+HEADLINE_RETRIEVAL = ("recall@5", "recall@30", "ndcg@5", "hit@5")
 SAMPLE_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3", "one_in_5")
 
 
@@ -54,24 +55,29 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
     title = "Visual-RAG"
     rubric = VisualRAGRubric()
     table = "queries"
+    unit = "queries"
     columns = grading.COLUMNS
     metrics = (
+        Metric("accuracy", "Accuracy", scale="percent", where="settings", interval=True,
+               headline=True),
+        Metric("idk_rate", "I don't know", False, scale="percent", where="settings",
+               headline=True),
+        Metric("rouge1_recall", "ROUGE-1 recall", scale="percent", where="settings",
+               headline=True),
         *(
             Metric(
                 name,
-                name.replace("_", " ").title(),
+                name.replace("_", " ").replace("ndcg", "NDCG").capitalize(),
                 scale="ratio" if name.startswith("hit_count") else "percent",
                 where="retrieval",
                 interval=name.startswith("recall@"),
+                headline=name in HEADLINE_RETRIEVAL,
             )
             for name in RETRIEVAL_METRICS
         ),
-        Metric("accuracy", "Accuracy", scale="percent", where="settings", interval=True),
-        Metric("idk_rate", "I don't know", False, scale="percent", where="settings"),
-        Metric("rouge1_recall", "ROUGE-1 recall", scale="percent", where="settings"),
         Metric("count", "Queries", scale="count", where="settings"),
         Metric("gcue", "gCUE", scale="ratio", where="gcue"),
-    )
+    )  # fmt: skip
     primary = "accuracy"
 
     def __init__(
@@ -159,6 +165,27 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
     def score(self, graded: Sequence[GradedQuery], seed: int = 0) -> dict[str, Any]:
         scores = score_queries(graded, self.gcue_lambda, seed)
         return scores | {"warnings": list(self.warnings)}
+
+    def score_blocks(self, scores: Mapping[str, Any]) -> list[ScoreBlock]:
+        """One row per slice value: the retrieval metrics and the settings' metrics in one flat
+        dict (a single setting's unprefixed, as in a server run; else ``<setting>.<metric>``),
+        and the gCUE values."""
+        named = [("all", "all", scores)] + [
+            (label, value, block)
+            for label, values in scores["slices"].items()
+            for value, block in values.items()
+        ]
+        rows = []
+        for dimension, value, block in named:
+            settings = block["settings"]
+            flat = {k: v for k, v in (block["retrieval"] or {}).items() if k != "count"}
+            for setting, metrics in settings.items():
+                prefix = "" if len(settings) == 1 else f"{setting}."
+                flat |= {f"{prefix}{name}": number for name, number in metrics.items()}
+            flat |= block["gcue"]
+            count = max((metrics["count"] for metrics in settings.values()), default=0)
+            rows.append(ScoreBlock(dimension, str(value), count, flat))
+        return rows
 
     def to_row(self, item: GradedQuery) -> dict[str, Any]:
         return grading.to_row(item)
