@@ -32,10 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+import jsonschema
+
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.rubric import Rubric
 from evaluator.judges.transcript import TranscriptWriter
+from evaluator.records import EvaluatorError
 
 SplitT = TypeVar("SplitT")
 PredictionT = TypeVar("PredictionT")
@@ -106,6 +109,9 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
+    # A task's settings for this protocol (JSON Schema; every property has a default): an
+    # organiser's task holds them as JSON, checked here (``check_settings``).
+    settings_schema: ClassVar[dict[str, Any]]
 
     @classmethod
     @abstractmethod
@@ -116,6 +122,25 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     @abstractmethod
     def from_arguments(cls, args: argparse.Namespace) -> Protocol[SplitT, PredictionT, ItemT]:
         """The protocol built from the options ``add_arguments`` declared."""
+
+    @classmethod
+    def check_settings(cls, settings: Any) -> dict[str, Any]:
+        """A task's settings, checked against ``settings_schema`` and completed with its
+        defaults; ``EvaluatorError`` naming the setting and what is wrong."""
+        validator = jsonschema.Draft202012Validator(cls.settings_schema)
+        errors = sorted(validator.iter_errors(settings), key=lambda e: list(e.absolute_path))
+        if errors:
+            where = ".".join(str(part) for part in errors[0].absolute_path) or "settings"
+            raise EvaluatorError(f"{cls.name} settings: {where}: {errors[0].message}")
+        defaults = {
+            name: spec["default"] for name, spec in cls.settings_schema["properties"].items()
+        }
+        return defaults | dict(settings)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Protocol[SplitT, PredictionT, ItemT]:
+        """The protocol a task's settings make (``check_settings`` first)."""
+        return cls(**cls.check_settings(settings))
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Protocol[SplitT, PredictionT, ItemT]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
+from evaluator.protocols import PROTOCOLS
+from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.models import Challenge, Phase, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
 
@@ -40,11 +43,11 @@ class TaskAdmin(admin.ModelAdmin):
         "protocol",
         "judge_kind",
         "judge_model",
-        "counting",
+        "primary_metric",
         "entry_rule",
         "gpu_class",
     )
-    list_filter = ("protocol", "judge_kind", "counting", "entry_rule", "challenge")
+    list_filter = ("protocol", "judge_kind", "entry_rule", "challenge")
     search_fields = ("task_id", "name", "challenge__slug")
     fieldsets = (
         (None, {"fields": ("challenge", "task_id", "name", "description", "protocol", "order")}),
@@ -71,8 +74,6 @@ class TaskAdmin(admin.ModelAdmin):
                     "judge_model",
                     "judge_revision",
                     "judge_endpoint",
-                    "counting",
-                    "missing_variant",
                     "primary_metric",
                     "entry_rule",
                 )
@@ -90,6 +91,20 @@ class TaskAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    def _protocol(self, request: HttpRequest, obj: Task | None) -> str:
+        chosen = request.POST.get("protocol") or request.GET.get("protocol")
+        if chosen in PROTOCOLS:
+            return chosen
+        return obj.protocol if obj is not None else Task.Protocol.CRAG_MM
+
+    def get_form(self, request: HttpRequest, obj: Task | None = None, **kwargs: Any) -> Any:
+        kwargs["form"] = task_form(self._protocol(request, obj))
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        generated = tuple(settings_fields(self._protocol(request, obj)))
+        return (*self.fieldsets, ("Protocol settings", {"fields": generated}))
 
 
 class SplitForm(forms.ModelForm):

@@ -24,6 +24,7 @@ class ChallengeSerializer(serializers.ModelSerializer):
 class TaskSerializer(serializers.ModelSerializer):
     challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     judge = serializers.CharField(source="judge_label", read_only=True)
+    settings = serializers.DictField(source="effective_settings", read_only=True)
 
     class Meta:
         model = Task
@@ -42,8 +43,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "image_search_enabled",
             "web_search_enabled",
             "judge",
-            "counting",
-            "missing_variant",
+            "settings",
             "primary_metric",
             "entry_rule",
             "quota_per_day",

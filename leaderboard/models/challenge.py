@@ -13,8 +13,9 @@ from django.db import models
 from django.utils import timezone
 
 from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
-from evaluator.protocols import get_protocol
+from evaluator.protocols import get_protocol, protocol_class
 from evaluator.protocols.base import Protocol as BenchmarkProtocol
+from evaluator.records import EvaluatorError
 
 
 class Challenge(models.Model):
@@ -71,15 +72,6 @@ class Task(models.Model):
         RULES = "rules", "rules (deterministic, no model)"
         OPENAI = "openai", "OpenAI-compatible LLM endpoint"
 
-    class Counting(models.TextChoices):
-        PAPER = "paper", "paper (headline)"
-        KIT_A = "kit-a", "challenge kit (early stop before counting)"
-        KIT_B = "kit-b", "post-challenge release (raw counts)"
-
-    class MissingVariant(models.TextChoices):
-        KIT_A = "kit-a", 'contains "i don\'t know"'
-        KIT_B = "kit-b", 'normalised "i dont know" / "i do not know"'
-
     class TimeoutPolicy(models.TextChoices):
         MISSING = "missing", "a timed-out turn is scored missing"
         FAIL_RUN = "fail-run", "a time-out fails the run"
@@ -112,10 +104,9 @@ class Task(models.Model):
     judge_endpoint = models.CharField(
         max_length=64, default="default", help_text="a name in PODIUM_JUDGE_ENDPOINTS"
     )
-    counting = models.CharField(max_length=16, choices=Counting, default=Counting.PAPER)
-    missing_variant = models.CharField(
-        max_length=16, choices=MissingVariant, default=MissingVariant.KIT_B
-    )
+    # The protocol's own settings (``Protocol.settings_schema``: CRAG-MM's counting and missing
+    # rule, Visual-RAG's evaluated settings...), checked by ``clean``; {} means its defaults.
+    settings = models.JSONField(default=dict, blank=True)
     timeout_policy = models.CharField(
         max_length=16, choices=TimeoutPolicy, default=TimeoutPolicy.MISSING
     )
@@ -152,6 +143,10 @@ class Task(models.Model):
                 f"unknown GPU class {self.gpu_class!r}; configured: "
                 f"{', '.join(settings.PODIUM_GPU_CLASSES)}"
             )
+        try:
+            self.declared().check_settings(self.settings)
+        except EvaluatorError as exc:
+            errors["settings"] = str(exc)
         declared = {m.name for m in self.declared().metrics if m.scale != "count"}
         if self.primary_metric not in declared:
             errors["primary_metric"] = (
@@ -174,6 +169,18 @@ class Task(models.Model):
     def declared(self) -> BenchmarkProtocol[Any, Any, Any]:
         """The task's protocol: its metrics, primary metric, how its scores are stored."""
         return get_protocol(self.protocol)
+
+    @property
+    def effective_settings(self) -> dict[str, Any]:
+        """The task's protocol settings with the protocol's defaults filled in."""
+        try:
+            return self.declared().check_settings(self.settings)
+        except EvaluatorError:
+            return dict(self.settings)
+
+    def scoring(self) -> BenchmarkProtocol[Any, Any, Any]:
+        """The task's protocol with the task's settings (what grades and scores its runs)."""
+        return protocol_class(self.protocol).from_settings(self.settings)
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Saved; a new primary metric re-ranks the stored scores (no run is scored again)."""

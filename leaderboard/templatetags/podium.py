@@ -28,3 +28,9 @@ def attr(obj: object, name: str) -> object:
 @register.filter
 def cell(cells: Mapping, key: str) -> object:
     return cells.get(key) if cells is not None else None
+
+
+@register.filter
+def join_list(value: object) -> str:
+    """A setting's value for a page: a list as comma-separated words."""
+    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)

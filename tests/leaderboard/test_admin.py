@@ -50,3 +50,30 @@ def test_marking_baselines_and_refunds_from_the_submission_list(
     submission = Submission.objects.get(pk=run.submission_id)
     assert submission.is_baseline and not submission.consumes_quota
     assert EvaluationRun.objects.get(pk=run.pk).submission.is_baseline
+
+
+def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, superuser, task):
+    from django.forms import model_to_dict
+
+    from leaderboard.admin.settings_form import task_form
+    from leaderboard.models import Task
+
+    client.force_login(superuser)
+    page = client.get(reverse("admin:leaderboard_task_change", args=[task.pk])).content.decode()
+    assert 'name="setting_counting"' in page and 'name="setting_missing_variant"' in page
+    assert "Protocol settings" in page
+    visual = client.get(reverse("admin:leaderboard_task_add"), {"protocol": "visual-rag"})
+    assert 'name="setting_evaluated"' in visual.content.decode()
+    assert 'name="setting_gcue_lambda"' in visual.content.decode()
+
+    data = {k: v for k, v in model_to_dict(task).items() if v is not None}
+    chosen = {"setting_counting": "kit-a", "setting_missing_variant": "kit-b"}
+    form = task_form("crag-mm")(data={**data, **chosen}, instance=task)
+    assert form.is_valid(), form.errors
+    form.save()
+    assert Task.objects.get(pk=task.pk).settings == {
+        "counting": "kit-a",
+        "missing_variant": "kit-b",
+    }
+    bad = task_form("crag-mm")(data={**data, "setting_counting": "kit-z"}, instance=task)
+    assert not bad.is_valid() and "setting_counting" in bad.errors

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 
 from evaluator.judges import JUDGE_NAMES
 from evaluator.protocols import PROTOCOLS
+from evaluator.protocols.crag_mm import CragMM
 from evaluator.protocols.crag_mm.grading import MISSING_RULES
 from evaluator.protocols.crag_mm.metrics import COUNTINGS
 from leaderboard.models import Task
@@ -19,8 +20,6 @@ from workers.pipeline.run import TIMEOUT_POLICIES
 def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
     # visual-rag is scored by the evaluator (CLI) and not hosted by the server yet (issue #10)
     assert set(Task.Protocol.values) == set(PROTOCOLS) - {"visual-rag"}
-    assert set(Task.Counting.values) == set(COUNTINGS)
-    assert set(Task.MissingVariant.values) == set(MISSING_RULES)
     assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only
     assert set(TIMEOUT_POLICIES) == set(Task.TimeoutPolicy.values)
     assert set(TIMEOUT_POLICIES.values()) == set(get_args(TimeoutPolicy))
@@ -32,3 +31,28 @@ def test_the_primary_metric_is_one_the_protocol_declares():
     task.primary_metric = "turns"  # a count ranks nothing
     with pytest.raises(ValidationError, match="'turns' is not a metric of crag-mm"):
         task.clean()
+
+
+def test_task_settings_are_the_protocols_own(settings):
+    task = Task(protocol="crag-mm", primary_metric="truthfulness")
+    assert task.effective_settings == {"counting": "paper", "missing_variant": "kit-b"}
+    choices = CragMM.settings_schema["properties"]
+    assert set(choices["counting"]["enum"]) == set(COUNTINGS)  # nothing copied drifts
+    assert set(choices["missing_variant"]["enum"]) == set(MISSING_RULES)
+    task.settings = {"counting": "kit-a"}
+    protocol = task.scoring()
+    assert (protocol.counting, protocol.missing_variant) == ("kit-a", "kit-b")
+    for bad, message in (
+        ({"counting": "kit-z"}, "counting: 'kit-z' is not one of"),
+        ({"countng": "paper"}, "Additional properties are not allowed"),
+        ([], "settings: .* is not of type 'object'"),
+    ):
+        task.settings = bad
+        with pytest.raises(ValidationError, match=message):
+            task.clean()
+    visual = Task(protocol="visual-rag", primary_metric="accuracy")
+    visual.settings = {"evaluated": ["gt_clue", "one_in_1"]}
+    with pytest.raises(ValidationError, match=r"evaluated\.1: 'one_in_1' does not match"):
+        visual.clean()
+    visual.settings = {"evaluated": ["gt_clue", "one_in_3"], "gcue_lambda": 0.25}
+    assert visual.scoring().evaluated == ("gt_clue", "one_in_3")

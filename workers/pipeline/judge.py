@@ -20,13 +20,13 @@ from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
-from evaluator.protocols import get_protocol, protocol_class
+from evaluator.protocols import protocol_class
 from evaluator.protocols.base import Protocol
+from evaluator.records import EvaluatorError
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir
-from workers.pipeline.run import truncator
 
 VERDICT_FIELDS = (
     "verdict",
@@ -70,13 +70,13 @@ def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
         run.transcript.storage.delete(old)
 
 
-def task_protocol(task: Task):
-    return get_protocol(
-        task.protocol,
-        truncator=truncator(),
-        missing_variant=task.missing_variant,
-        counting=task.counting,
-    )
+def task_protocol(task: Task) -> Protocol[Any, Any, Any]:
+    """The task's protocol with its settings; settings it refuses are Podium's fault (the
+    admin checks them when they are saved)."""
+    try:
+        return task.scoring()
+    except EvaluatorError as exc:
+        raise PodiumFault(f"task {task}: {exc}") from exc
 
 
 def judge_stage(run: EvaluationRun) -> int:

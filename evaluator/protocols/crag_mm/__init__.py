@@ -9,7 +9,7 @@ import argparse
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
@@ -85,6 +85,24 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         Metric("conversations", "Conversations", scale="count"),
     )  # fmt: skip
     primary = "truthfulness"
+    settings_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "counting": {
+                "enum": list(COUNTINGS),
+                "default": "paper",
+                "title": "Counting",
+                "description": "the paper's definitions, or an official kit's counting order",
+            },
+            "missing_variant": {
+                "enum": list(MISSING_RULES),
+                "default": "kit-b",
+                "title": "Missing-answer rule",
+                "description": 'which official "I don\'t know" rule marks an answer missing',
+            },
+        },
+        "additionalProperties": False,
+    }
 
     def __init__(
         self,

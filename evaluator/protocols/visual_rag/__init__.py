@@ -10,7 +10,7 @@ import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
@@ -20,6 +20,7 @@ from evaluator.protocols.visual_rag import grading, items
 from evaluator.protocols.visual_rag.agent import agent_item, read_response
 from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
 from evaluator.protocols.visual_rag.items import (
+    SETTING_PATTERN,
     VisualPrediction,
     VisualSplit,
     check_setting,
@@ -79,6 +80,30 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         Metric("gcue", "gCUE", scale="ratio", where="gcue"),
     )  # fmt: skip
     primary = "accuracy"
+    settings_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "evaluated": {
+                "type": "array",
+                "items": {"type": "string", "pattern": SETTING_PATTERN},
+                "minItems": 1,
+                "uniqueItems": True,
+                "default": ["retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_5"],
+                "title": "Settings",
+                "description": "one run per setting: retrieval, zero_shot, gt_clue, non_clue, "
+                "topk_<k>, one_in_<k>",
+            },
+            "gcue_lambda": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": DEFAULT_LAMBDA,
+                "title": "gCUE lambda",
+                "description": "B = lambda x zero-shot + (1 - lambda) x non-clue accuracy",
+            },
+        },
+        "additionalProperties": False,
+    }
 
     def __init__(
         self, evaluated: Sequence[str] | None = None, gcue_lambda: float = DEFAULT_LAMBDA

@@ -38,9 +38,11 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 SPECIES = "species"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_SETTING = re.compile(
-    r"retrieval|zero_shot|gt_clue|non_clue|topk_([1-9][0-9]*)|one_in_([1-9][0-9]*)"
+# A setting's name (the JSON Schema's ``pattern``; ``one_in_<k>`` needs k >= 2).
+SETTING_PATTERN = (
+    r"^(retrieval|zero_shot|gt_clue|non_clue|topk_[1-9][0-9]*|one_in_([2-9]|[1-9][0-9]+))$"
 )
+_SETTING = re.compile(SETTING_PATTERN)
 _PODIUM_FIELDS = ("query_id", "question", "answers", "candidates", SPECIES)
 _RELEASED_FIELDS = ("question", "answer", "images", "sn")
 
@@ -84,8 +86,7 @@ class VisualPrediction:
 
 def check_setting(name: str, where: str = "setting") -> str:
     """A setting name, checked (``topk_<k>`` with k >= 1, ``one_in_<k>`` with k >= 2)."""
-    match = _SETTING.fullmatch(name) if isinstance(name, str) else None
-    if match is None or (match.group(2) is not None and int(match.group(2)) < 2):
+    if not isinstance(name, str) or _SETTING.fullmatch(name) is None:
         raise EvaluatorError(
             f"{where}: {name!r} is not a setting (retrieval, zero_shot, gt_clue, non_clue, "
             "topk_<k>, one_in_<k> with k >= 2)"

@@ -1,0 +1,81 @@
+"""A task's protocol settings as form fields, generated from the protocol's JSON Schema.
+
+Each property of ``Protocol.settings_schema`` becomes one field (``setting_<name>``): an enum a
+choice, a number or integer a number field with its bounds, a boolean a checkbox, an array of
+strings a comma-separated text; title, description and default become label, help and initial.
+The form writes them into ``Task.settings``; ``Task.clean`` checks the result against the same
+schema, so what the admin accepts is what the pipeline runs with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from evaluator.protocols import protocol_class
+from leaderboard.models import Task
+
+PREFIX = "setting_"
+
+
+def _field(spec: dict[str, Any]) -> forms.Field:
+    common: dict[str, Any] = {
+        "label": spec.get("title"),
+        "help_text": spec.get("description", ""),
+        "initial": spec.get("default"),
+    }
+    kind = spec.get("type")
+    if "enum" in spec:
+        return forms.ChoiceField(choices=[(v, v) for v in spec["enum"]], **common)
+    if kind in ("number", "integer"):
+        field = forms.FloatField if kind == "number" else forms.IntegerField
+        bounds = {"min_value": spec.get("minimum"), "max_value": spec.get("maximum")}
+        return field(**bounds, **common)
+    if kind == "boolean":
+        return forms.BooleanField(required=False, **common)
+    if kind == "array":
+        common["initial"] = ", ".join(map(str, spec.get("default", [])))
+        return forms.CharField(**common)
+    return forms.CharField(**common)
+
+
+def settings_fields(protocol: str) -> dict[str, forms.Field]:
+    schema = protocol_class(protocol).settings_schema
+    return {PREFIX + name: _field(spec) for name, spec in schema["properties"].items()}
+
+
+class TaskForm(forms.ModelForm):
+    """The task's fields, plus its protocol's settings (subclassed per protocol by the admin)."""
+
+    class Meta:
+        model = Task
+        exclude = ("settings",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        schema = protocol_class(self.instance.protocol).settings_schema["properties"]
+        for name, value in (self.instance.settings or {}).items():
+            if PREFIX + name in self.fields:
+                shown = ", ".join(value) if schema[name].get("type") == "array" else value
+                self.fields[PREFIX + name].initial = shown
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        protocol = cleaned.get("protocol") or self.instance.protocol
+        schema = protocol_class(protocol).settings_schema["properties"]
+        settings: dict[str, Any] = {}
+        for name, spec in schema.items():
+            value = cleaned.get(PREFIX + name)
+            if value is None:
+                continue
+            if spec.get("type") == "array":
+                value = [part.strip() for part in str(value).split(",") if part.strip()]
+            settings[name] = value
+        self.instance.settings = settings
+        return cleaned
+
+
+def task_form(protocol: str) -> type[TaskForm]:
+    """A TaskForm class carrying ``protocol``'s setting fields."""
+    return type(f"TaskForm_{protocol.replace('-', '_')}", (TaskForm,), settings_fields(protocol))
