@@ -134,3 +134,14 @@ def judge_and_transcribe(
     if transcript is not None:
         transcript.write(judge, requests, judgments)
     return judgments
+
+
+def audit_fields(judgment: Judgment) -> dict[str, str | None]:
+    """What every graded item records of the judgment behind it: the judge, its prompt, and
+    why it stayed unjudged (None when decided)."""
+    return {
+        "judge_id": judgment.judge_id,
+        "prompt_version": judgment.prompt_version,
+        "prompt_hash": judgment.prompt_hash,
+        "judge_error": judgment.error if judgment.verdict == UNJUDGED else None,
+    }

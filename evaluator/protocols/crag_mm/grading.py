@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
-from evaluator.judges.loop import judge_and_transcribe
+from evaluator.judges.loop import audit_fields, judge_and_transcribe
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import (
     EvaluatorError,
@@ -122,11 +122,5 @@ def grade(
             raise EvaluatorError(
                 f"judge {judgment.judge_id} answered {judgment.verdict!r}, not a judge verdict"
             )
-        rows[index].update(
-            verdict=Verdict(judgment.verdict),
-            judge_id=judgment.judge_id,
-            prompt_version=judgment.prompt_version,
-            prompt_hash=judgment.prompt_hash,
-            judge_error=judgment.error if judgment.verdict == Verdict.UNJUDGED else None,
-        )
+        rows[index].update(verdict=Verdict(judgment.verdict), **audit_fields(judgment))
     return [GradedTurn(**row) for row in rows]

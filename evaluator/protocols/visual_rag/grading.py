@@ -16,7 +16,7 @@ from typing import Any
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
-from evaluator.judges.loop import judge_and_transcribe
+from evaluator.judges.loop import audit_fields, judge_and_transcribe
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.visual_rag.items import VisualPrediction, VisualSplit, prediction_key
@@ -131,13 +131,8 @@ def grade_queries(
             )
     judgments = judge_and_transcribe(judge, requests, cache, transcript, progress)
     for index, judgment in zip(to_judge, judgments, strict=True):
-        rows[index].update(
-            grade=check_grade(judgment.verdict, f"judge {judgment.judge_id}"),
-            judge_id=judgment.judge_id,
-            prompt_version=judgment.prompt_version,
-            prompt_hash=judgment.prompt_hash,
-            judge_error=judgment.error if judgment.verdict == UNJUDGED else None,
-        )
+        grade = check_grade(judgment.verdict, f"judge {judgment.judge_id}")
+        rows[index].update(grade=grade, **audit_fields(judgment))
     return [GradedQuery(**row) for row in rows], warnings
 
 
