@@ -114,6 +114,17 @@ def test_memory_hog_is_oom_killed_with_a_readable_reason(
     well_behaved_run(agent_image, tmp_path / "after")
 
 
+def log_bytes(folder: Path) -> int:
+    """The size of a container's JSON logs, rotated files included; the engine may rotate a
+    file between listing and measuring it, so a vanished file means measuring again."""
+    for _ in range(20):
+        try:
+            return sum(path.stat().st_size for path in folder.glob("*-json.log*"))
+        except FileNotFoundError:
+            continue
+    raise AssertionError(f"{folder}: the logs kept rotating while being measured")
+
+
 def test_output_flood_is_capped_by_the_log_limit(
     agent_image, docker_client, tmp_path, no_leftovers
 ):
@@ -122,8 +133,7 @@ def test_output_flood_is_capped_by_the_log_limit(
 
     def sink(results):
         (container,) = docker_client.containers.list(filters={"ancestor": image.image_id})
-        logs = Path(container.attrs["LogPath"]).parent.glob("*-json.log*")  # rotation included
-        log_sizes.append(sum(path.stat().st_size for path in logs))
+        log_sizes.append(log_bytes(Path(container.attrs["LogPath"]).parent))
 
     report = run(image, make_split(tmp_path / "s", [1, 1]), sink)
     assert report.status == "completed", report.failure_reason
