@@ -24,9 +24,13 @@ from pathlib import Path
 from evaluator.judges import MemoryCache, RulesJudge
 from evaluator.protocols import get_protocol
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.records import Conversation, Prediction, Split, Turn
+from evaluator.protocols.crag_mm.records import Conversation, Prediction, Split, Turn
+from evaluator.protocols.crag_mm.truncation import (
+    FallbackTruncator,
+    TokenizerTruncator,
+    load_truncator,
+)
 from evaluator.report import read_items, scores_document, write_report
-from evaluator.truncation import FallbackTruncator, TokenizerTruncator, load_truncator
 
 RUBRIC = CragMMRubric()
 

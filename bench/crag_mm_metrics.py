@@ -23,7 +23,7 @@ import numpy as np
 
 from evaluator.protocols.crag_mm.compare import compare_runs
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, count_turns, score_turns
-from evaluator.records import GradedTurn, Verdict
+from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
 from evaluator.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
 
 LABELS = {

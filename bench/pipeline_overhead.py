@@ -40,7 +40,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from evaluator.split import load_split  # noqa: E402
+from evaluator.protocols.crag_mm.split import load_split  # noqa: E402
 from leaderboard.demo.setup import context_tar  # noqa: E402
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402
 from leaderboard.splits import import_split_dir  # noqa: E402

@@ -41,7 +41,7 @@ from PIL import Image, ImageDraw
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evaluator.records import Conversation, Split, Turn  # noqa: E402
+from evaluator.protocols.crag_mm.records import Conversation, Split, Turn  # noqa: E402
 from workers.agent_client import encode_batch  # noqa: E402
 from workers.agent_container import AgentContainer  # noqa: E402
 from workers.batches import turn_batches, turn_request  # noqa: E402

@@ -213,7 +213,7 @@ def sample(args: argparse.Namespace) -> int:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from evaluator.hf import convert_hf
+    from evaluator.protocols.crag_mm.hf import convert_hf
 
     split = convert_hf(args.src, args.out, hf_split=args.hf_split)
     print(f"wrote {len(split.conversations)} conversations to {args.out}", file=sys.stderr)

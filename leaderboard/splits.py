@@ -19,9 +19,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
+from evaluator.protocols.crag_mm.records import Split as SplitData
+from evaluator.protocols.crag_mm.split import SESSIONS_FILE, load_split
 from evaluator.records import EvaluatorError
-from evaluator.records import Split as SplitData
-from evaluator.split import SESSIONS_FILE, load_split
 from leaderboard.models import Split, Task
 
 _CHUNK = 1024 * 1024

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentkit.protocol import clip_batch_size
-from evaluator.records import Conversation, Turn
+from evaluator.protocols.crag_mm.records import Conversation, Turn
 
 
 @dataclass(frozen=True)

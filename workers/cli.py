@@ -21,9 +21,10 @@ from typing import IO, TYPE_CHECKING
 from tqdm import tqdm
 
 from agentkit.protocol import MAX_BATCH_SIZE, TASKS
-from evaluator.predictions import load_predictions
-from evaluator.records import EvaluatorError, Split
-from evaluator.split import load_split
+from evaluator.protocols.crag_mm.predictions import load_predictions
+from evaluator.protocols.crag_mm.records import Split
+from evaluator.protocols.crag_mm.split import load_split
+from evaluator.records import EvaluatorError
 from workers.images import ImageError
 from workers.limits import Limits
 from workers.outcomes import SearchUnavailable, TurnResult

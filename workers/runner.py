@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import docker
 
 from agentkit.protocol import TASKS
-from evaluator.records import Split
+from evaluator.protocols.crag_mm.records import Split
 from workers.agent_client import (
     AgentTimeout,
     AgentUnavailable,
@@ -370,7 +370,7 @@ def run_agent(
     if isinstance(image, str):
         image = local_image(image, client)
     if truncator is None:
-        from evaluator.truncation import load_truncator
+        from evaluator.protocols.crag_mm.truncation import load_truncator
 
         truncator = load_truncator()
     run = _Run(

@@ -1,7 +1,8 @@
 """Setting up the demo challenge the way an organiser and teams would, reusing what exists.
 
-The data is ``evaluator.sample.write_sample``'s: the three CRAG-MM tasks, each with validation,
-public-test and private-test splits (imported with ``import_split_dir``), and the search corpus.
+The data is ``evaluator.protocols.crag_mm.sample.write_sample``'s: the three CRAG-MM tasks,
+each with validation, public-test and private-test splits (imported with
+``import_split_dir``), and the search corpus.
 Each example agent is submitted by its own team as a build context through ``submit``, the web
 form's code path. Nothing is created twice: a second demo finds the challenge, splits, teams
 and submissions of the first.
@@ -20,7 +21,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from agentkit.protocol import TASKS
-from evaluator.sample import write_sample
+from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, Membership, Split, Submission, Task, Team
 from leaderboard.splits import import_split_dir
 from leaderboard.submitting import Artifact, MethodInfo, submit

@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from evaluator.sample import write_sample
+from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import (
     Challenge,
     EntryComparison,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, main
+from evaluator.protocols.crag_mm.sample import SPLITS
 from evaluator.report import SCORES_JSON, read_items
-from evaluator.sample import SPLITS
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,8 @@ import pytest
 
 from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.metrics import score_turns
-from evaluator.records import EvaluatorError, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import EvaluatorError
 from tests.evaluator.crag_mm_runs import graded_turn, load_parity_fixture, run
 
 

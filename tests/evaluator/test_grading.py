@@ -17,15 +17,9 @@ from evaluator.protocols.crag_mm.grading import (
     is_missing_kit_b,
 )
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.records import (
-    Conversation,
-    EvaluatorError,
-    Prediction,
-    Split,
-    Turn,
-    Verdict,
-)
-from evaluator.truncation import TokenizerTruncator, load_truncator
+from evaluator.protocols.crag_mm.records import Conversation, Prediction, Split, Turn, Verdict
+from evaluator.protocols.crag_mm.truncation import TokenizerTruncator, load_truncator
+from evaluator.records import EvaluatorError
 from tests.fake_openai import FakeOpenAI
 
 RUBRIC = CragMMRubric()

@@ -10,9 +10,9 @@ import pytest
 from datasets import ClassLabel, Features, Value
 from PIL import Image
 
-from evaluator.hf import convert_hf, is_hf_layout
+from evaluator.protocols.crag_mm.hf import convert_hf, is_hf_layout
+from evaluator.protocols.crag_mm.split import load_split
 from evaluator.records import EvaluatorError
-from evaluator.split import load_split
 
 # Names deliberately not in alphabetical order: the loader must read them, not assume them.
 DOMAIN = ClassLabel(names=["vehicle", "other", "shopping", "animal"])

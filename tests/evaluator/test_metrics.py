@@ -14,7 +14,8 @@ from evaluator.protocols.crag_mm.metrics import (
     official_scores,
     score_turns,
 )
-from evaluator.records import EvaluatorError, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import EvaluatorError
 from tests.evaluator.crag_mm_runs import (
     PARITY_DIR,
     conversation,

@@ -19,8 +19,8 @@ from evaluator.judges import MemoryCache, make_judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.protocols import PROTOCOLS, get_protocol
 from evaluator.protocols.base import Protocol
+from evaluator.protocols.crag_mm.truncation import FallbackTruncator
 from evaluator.report import read_items, read_scores, scores_document, write_report
-from evaluator.truncation import FallbackTruncator
 
 SAMPLE_SPLIT = {"crag-mm": "single-source-augmentation/validation", "visual-rag": "validation"}
 

@@ -10,8 +10,10 @@ import pytest
 from evaluator.judges import RulesJudge
 from evaluator.protocols import get_protocol
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
+from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
 from evaluator.protocols.crag_mm.summary import format_summary
-from evaluator.records import EvaluatorError, GradedTurn, Verdict
+from evaluator.protocols.crag_mm.truncation import FallbackTruncator
+from evaluator.records import EvaluatorError
 from evaluator.report import (
     SCORES_JSON,
     judge_record,
@@ -20,7 +22,6 @@ from evaluator.report import (
     scores_document,
     write_report,
 )
-from evaluator.truncation import FallbackTruncator
 
 RUBRIC = CragMMRubric()
 

@@ -12,9 +12,10 @@ import pytest
 from PIL import Image, ImageStat
 
 from agentkit.protocol import TASKS
-from evaluator.records import EvaluatorError, Split
-from evaluator.sample import DOMAINS, PRIVATE_ONLY, SPLITS, write_sample
-from evaluator.split import load_split
+from evaluator.protocols.crag_mm.records import Split
+from evaluator.protocols.crag_mm.sample import DOMAINS, PRIVATE_ONLY, SPLITS, write_sample
+from evaluator.protocols.crag_mm.split import load_split
+from evaluator.records import EvaluatorError
 
 OFFICIAL = {
     "domain": {"animal", "other", "shopping", "book", "general object recognition", "local",

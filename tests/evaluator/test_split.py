@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from evaluator.records import Conversation, EvaluatorError, Turn
-from evaluator.split import RESERVED_LABELS, load_split, write_split
+from evaluator.protocols.crag_mm.records import Conversation, Turn
+from evaluator.protocols.crag_mm.split import RESERVED_LABELS, load_split, write_split
+from evaluator.records import EvaluatorError
 
 
 def jpeg_bytes(color: tuple[int, int, int] = (200, 30, 30)) -> bytes:

@@ -8,15 +8,15 @@ import shutil
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from evaluator import truncation
-from evaluator.records import EvaluatorError
-from evaluator.truncation import (
+from evaluator.protocols.crag_mm import truncation
+from evaluator.protocols.crag_mm.truncation import (
     ENV_TOKENIZER,
     FallbackTruncator,
     TokenizerTruncator,
     load_truncator,
     packaged_tokenizer_path,
 )
+from evaluator.records import EvaluatorError
 
 
 @pytest.fixture(scope="module")

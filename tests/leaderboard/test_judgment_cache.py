@@ -2,7 +2,8 @@ import pytest
 
 from evaluator.judges import cache_key, judge_all, make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.records import JudgeRequest, Judgment, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import JudgeRequest, Judgment
 from leaderboard.judgment_cache import LOOKUP_CHUNK, DjangoJudgmentCache
 from leaderboard.models import JudgmentRecord
 

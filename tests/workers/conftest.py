@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.records import Conversation, Split, Turn
+from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 from workers.builds import build_context
 from workers.images import AgentImage
 from workers.limits import Limits

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluator.records import Conversation, Turn
+from evaluator.protocols.crag_mm.records import Conversation, Turn
 from workers.batches import message_history, turn_batches
 
 

@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluator.sample import write_sample
+from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, TurnAnswer, TurnVerdict
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from evaluator.sample import write_sample
-from evaluator.split import load_split
+from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.protocols.crag_mm.split import load_split
 from tests.workers.conftest import REPO, TEST_LIMITS, TEST_POLICY, IdentityTruncator, Recorder
 from workers.outcomes import TurnResult
 from workers.runner import run_agent

@@ -21,8 +21,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from evaluator.archives import ArchiveError, extract_tar
-from evaluator.records import Split as SplitData
-from evaluator.split import load_split
+from evaluator.protocols.crag_mm.records import Split as SplitData
+from evaluator.protocols.crag_mm.split import load_split
 from leaderboard.models import Challenge, Split
 from leaderboard.splits import archive_limits
 from workers.faults import PodiumFault

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from agentkit.protocol import TASKS
-from evaluator.truncation import Truncator, load_truncator
+from evaluator.protocols.crag_mm.truncation import Truncator, load_truncator
 from leaderboard.models import EvaluationRun, Task, TurnAnswer
 from workers.faults import PodiumFault
 from workers.images import ImageError

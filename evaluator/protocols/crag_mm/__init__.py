@@ -14,23 +14,23 @@ from typing import Any, ClassVar
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.predictions import load_predictions, write_predictions
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.grading import MISSING_RULES, grade, missing_rule
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
+from evaluator.protocols.crag_mm.predictions import load_predictions, write_predictions
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.summary import format_summary
-from evaluator.records import (
+from evaluator.protocols.crag_mm.records import (
     STANDARD_LABELS,
-    EvaluatorError,
     GradedTurn,
     Prediction,
     Split,
     Verdict,
 )
-from evaluator.split import load_split
-from evaluator.truncation import Truncator, load_truncator
+from evaluator.protocols.crag_mm.split import load_split
+from evaluator.protocols.crag_mm.summary import format_summary
+from evaluator.protocols.crag_mm.truncation import Truncator, load_truncator
+from evaluator.records import EvaluatorError
 
 # The official per-turn columns, then Podium's.
 OFFICIAL_COLUMNS: tuple[str, ...] = (
@@ -195,7 +195,7 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         return format_comparison(dict(result), a_name, b_name)
 
     def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
-        from evaluator.sample import write_sample
+        from evaluator.protocols.crag_mm.sample import write_sample
 
         write_sample(out_dir, seed=seed)
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from evaluator.protocols.crag_mm.metrics import CountedTurns, check_resampling, count_turns
-from evaluator.records import EvaluatorError, GradedTurn
+from evaluator.protocols.crag_mm.records import GradedTurn
+from evaluator.records import EvaluatorError
 from evaluator.stats import DEFAULT_N_BOOT, paired_comparison
 
 _EXAMPLES = 5

@@ -14,15 +14,9 @@ from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.loop import audit_fields, judge_and_transcribe
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.records import (
-    EvaluatorError,
-    GradedTurn,
-    JudgeRequest,
-    Prediction,
-    Split,
-    Verdict,
-)
-from evaluator.truncation import Truncator
+from evaluator.protocols.crag_mm.records import GradedTurn, Prediction, Split, Verdict
+from evaluator.protocols.crag_mm.truncation import Truncator
+from evaluator.records import EvaluatorError, JudgeRequest
 
 # What a judge may decide (MISSING is decided before any judge call).
 JUDGE_GRADES = frozenset({Verdict.CORRECT, Verdict.HALLUCINATED, Verdict.UNJUDGED})

@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluator.records import EvaluatorError, GradedTurn, Verdict
+from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
+from evaluator.records import EvaluatorError
 from evaluator.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
 
 COUNTINGS: tuple[str, ...] = ("paper", "kit-a", "kit-b")

@@ -12,8 +12,9 @@ import re
 from importlib import resources
 
 from evaluator.judges.rubric import Rubric, hash_rule_set, quote, text_hash
+from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.protocols.crag_mm.rules import RULE_SET, RULES_VERSION, grade
-from evaluator.records import JudgeRequest, Verdict
+from evaluator.records import JudgeRequest
 
 PROMPT_VERSION = "crag-mm-judge-v1"
 

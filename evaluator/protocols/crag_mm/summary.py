@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluator.records import GradedTurn
+from evaluator.protocols.crag_mm.records import GradedTurn
 from evaluator.report import judge_notices
 
 _SUMMARY_METRICS = (

@@ -6,7 +6,8 @@ import pytest
 
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 RUBRIC = CragMMRubric()
 

@@ -6,7 +6,8 @@ import pytest
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, judge_all, make_judge
 from evaluator.judges.rules import RulesJudge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.records import EvaluatorError, JudgeRequest, Judgment, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 from tests.fake_openai import GARBAGE, FakeOpenAI
 
 RUBRIC = CragMMRubric()

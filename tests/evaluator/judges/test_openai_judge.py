@@ -12,7 +12,8 @@ import pytest
 from evaluator.judges import make_judge
 from evaluator.judges.openai_judge import OpenAIJudge
 from evaluator.protocols.crag_mm.prompt import PROMPT_HASH, PROMPT_VERSION, CragMMRubric
-from evaluator.records import JudgeRequest, Judgment, Verdict
+from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.records import JudgeRequest, Judgment
 from tests.fake_openai import GARBAGE, NO_CHOICES, FakeOpenAI
 
 RUBRIC = CragMMRubric()

@@ -4,8 +4,9 @@ import pytest
 
 from evaluator.judges import make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
+from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.protocols.crag_mm.rules import grade, lower_text, stem, tokens
-from evaluator.records import JudgeRequest, Verdict
+from evaluator.records import JudgeRequest
 
 RUBRIC = CragMMRubric()
 

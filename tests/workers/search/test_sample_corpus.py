@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.sample import write_sample
+from evaluator.protocols.crag_mm.sample import write_sample
 from workers.search.corpus import Corpus
 from workers.search.encoders import ColourImageEncoder
 from workers.search.engine import SearchEngine

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evaluator.records import EvaluatorError, Prediction, Split
+from evaluator.protocols.crag_mm.records import Prediction, Split
+from evaluator.records import EvaluatorError
 
 PODIUM_FIELD = "response"
 OFFICIAL_FIELD = "agent_response"

@@ -26,8 +26,15 @@ import datasets
 import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
-from evaluator.records import STANDARD_LABELS, Conversation, EvaluatorError, Split
-from evaluator.split import SESSIONS_FILE, UniqueIds, load_split, parse_conversation, write_split
+from evaluator.protocols.crag_mm.records import STANDARD_LABELS, Conversation, Split
+from evaluator.protocols.crag_mm.split import (
+    SESSIONS_FILE,
+    UniqueIds,
+    load_split,
+    parse_conversation,
+    write_split,
+)
+from evaluator.records import EvaluatorError
 
 BATCH_ROWS = 64
 SHARD_NAME = re.compile(r"(?P<split>.+?)(?:-\d+-of-\d+)?\.parquet")

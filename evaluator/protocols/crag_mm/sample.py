@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentkit.protocol import TASKS
-from evaluator import sample_images as draw
-from evaluator.records import Conversation, Turn
-from evaluator.split import write_split
+from evaluator.protocols.crag_mm import sample_images as draw
+from evaluator.protocols.crag_mm.records import Conversation, Turn
+from evaluator.protocols.crag_mm.split import write_split
 from evaluator.staging import staged_directory
 
 SPLITS = ("validation", "public-test", "private-test")

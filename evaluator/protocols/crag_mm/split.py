@@ -17,7 +17,8 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 
 from evaluator.jsonl import numbered_lines, parse_line
-from evaluator.records import STANDARD_LABELS, Conversation, EvaluatorError, Split, Turn
+from evaluator.protocols.crag_mm.records import STANDARD_LABELS, Conversation, Split, Turn
+from evaluator.records import EvaluatorError
 from evaluator.staging import staged_directory
 
 SESSIONS_FILE = "sessions.jsonl"
@@ -61,7 +62,7 @@ def load_split(
         if hf_split is not None:
             raise EvaluatorError(f"{root}: hf_split={hf_split!r} given for a Podium split")
         return _read_split(root)
-    from evaluator import hf
+    from evaluator.protocols.crag_mm import hf
 
     if hf.is_hf_layout(root):
         return hf.load_hf(root, hf_split=hf_split, cache_dir=cache_dir)
