@@ -15,7 +15,9 @@ lazily like a turn's; candidates (a few hundred per query) are only opened when 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +108,11 @@ def _images(item: dict[str, Any], key: str, where: str) -> list[tuple[str, str]]
     return pairs
 
 
-def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[dict[str, Any]]:
-    """One ``{"answer": str, "ranking": [str]}`` per item, or ``ValueError`` saying what was
-    wrong (agentkit reports it as a protocol error; Podium checks the reply again)."""
+def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[Any]:
+    """One response per item, or ``ValueError`` (the batch is refused: agentkit reports it as a
+    protocol error). A response that breaks ``{"answer": str, "ranking": [str]}`` costs its item
+    only: agentkit says why on stderr (the agent's log) and sends it on as it is (``None`` when it
+    is not JSON), and Podium scores that item as no answer, naming the problem on the run."""
     if not isinstance(responses, list | tuple) or len(responses) != len(items):
         got = (
             f"{len(responses)} responses"
@@ -118,20 +122,35 @@ def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[dic
         raise ValueError(f"batch_answer returned {got}, expected a list of {len(items)} dicts")
     checked = []
     for i, (response, item) in enumerate(zip(responses, items, strict=True)):
-        if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):
-            raise ValueError(f"batch_answer: response {i} must be a dict with a str 'answer'")
-        ranking = response.get("ranking")
-        if ranking is None and item.setting == "retrieval":
-            raise ValueError(f"batch_answer: response {i} needs a 'ranking' (retrieval setting)")
-        if ranking is not None and not (
-            isinstance(ranking, list | tuple) and all(isinstance(x, str) for x in ranking)
-        ):
-            raise ValueError(f"batch_answer: response {i}: 'ranking' must be a list of str")
-        unknown = sorted(set(response) - {"answer", "ranking"})
-        if unknown:
-            raise ValueError(f"batch_answer: response {i}: unknown key {unknown[0]!r}")
-        entry: dict[str, Any] = {"answer": response.get("answer", "")}
-        if ranking is not None:
-            entry["ranking"] = list(ranking)
-        checked.append(entry)
+        problem = _problem(response, item)
+        if problem is None:
+            checked.append(_plain(response))
+            continue
+        print(f"agentkit: batch_answer: response {i} ({item.item_id}): {problem}", file=sys.stderr)
+        try:
+            json.dumps(response)
+        except (TypeError, ValueError):
+            response = None
+        checked.append(response)
     return checked
+
+
+def _problem(response: Any, item: VisualRAGItem) -> str | None:
+    if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):
+        return "must be a dict with a str 'answer'"
+    ranking = response.get("ranking")
+    if ranking is None and item.setting == "retrieval":
+        return "needs a 'ranking' (retrieval setting)"
+    if ranking is not None and not (
+        isinstance(ranking, list | tuple) and all(isinstance(x, str) for x in ranking)
+    ):
+        return "'ranking' must be a list of str"
+    unknown = sorted(set(response) - {"answer", "ranking"})
+    return f"unknown key {unknown[0]!r}" if unknown else None
+
+
+def _plain(response: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"answer": response.get("answer", "")}
+    if response.get("ranking") is not None:
+        entry["ranking"] = list(response["ranking"])
+    return entry

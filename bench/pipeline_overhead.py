@@ -57,8 +57,9 @@ QUEUES = "build,gpu-l40s,judge,default"
 def runner_alone(image, split, task) -> dict[str, float]:
     arrived: list[float] = []
     started = time.monotonic()
+    plan = task.scoring().agent_plan(split, task.task_id, {})
     report = run_agent(
-        image, split, task.task_id, limits_for(task), lambda _: arrived.append(time.monotonic())
+        image, plan, task.task_id, limits_for(task), lambda _: arrived.append(time.monotonic())
     )
     assert report.status == "completed", report.failure_reason
     return {"total_s": time.monotonic() - started, "answering_s": arrived[-1] - arrived[0]}

@@ -39,14 +39,16 @@ import docker
 from PIL import Image, ImageDraw
 
 REPO = Path(__file__).resolve().parent.parent
+TASK = "single-source-augmentation"
 sys.path.insert(0, str(REPO))
 
+from evaluator.protocols.agent_plan import RequestContext  # noqa: E402
+from evaluator.protocols.crag_mm.agent import TurnPlan  # noqa: E402
 from evaluator.protocols.crag_mm.records import Conversation, Split, Turn  # noqa: E402
 from workers.agent_client import encode_batch  # noqa: E402
 from workers.agent_container import AgentContainer  # noqa: E402
-from workers.batches import turn_batches, turn_request  # noqa: E402
 from workers.builds import build_context  # noqa: E402
-from workers.image_volume import read_image, volume_bytes  # noqa: E402
+from workers.image_volume import read_image  # noqa: E402
 from workers.images import AgentImage  # noqa: E402
 from workers.limits import Limits  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
@@ -125,23 +127,22 @@ def batch_loop_s(
     started = time.monotonic()
     report = run_agent(
         image,
-        split,
-        "single-source-augmentation",
+        TurnPlan(split, TASK, Truncator().truncate),
+        TASK,
         Limits(),
         lambda results: arrivals.append(time.monotonic()),
-        truncator=Truncator(),
         policy=policy,
     )
     if report.status != "completed":
         raise SystemExit(f"run failed: {report.failure_reason}")
-    batches = -(-len(report.turns) // report.batch_size)
+    batches = -(-len(report.items) // report.batch_size)
     loop = arrivals[-1] - (started + report.start_to_ready_s)
     worked = [
         float(line.split()[1]) for line in report.agent_log.splitlines() if line[:5] == "work "
     ]
     if len(worked) != batches and image.ref != "podium-bench/zero-work:latest":
         raise SystemExit(f"the agent logged {len(worked)} batches of work, not {batches}")
-    return loop, sum(worked), len(report.turns), batches
+    return loop, sum(worked), len(report.items), batches
 
 
 def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, float]:
@@ -150,28 +151,25 @@ def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, 
     reply's elapsed_s; the rest of the call: transport, HTTP, parsing the reply)."""
     stage = show = call = server = 0.0
     count = 0
-    paths = [split.image_path(c) for c in split.conversations]
+    plan = TurnPlan(split, TASK, Truncator().truncate)
     with AgentContainer(
         docker.from_env(),
         image.image_id,
-        "single-source-augmentation",
+        TASK,
         SandboxPolicy(),
-        image_dir_bytes=volume_bytes(paths, 16),
+        image_dir_bytes=plan.volume_bytes(16),
     ) as box:
         box.wait_ready(time.monotonic() + 60)
         assert box.agent is not None and box.images is not None
-        for batch in turn_batches(split.conversations, 16):
+        for batch in plan.batches(16, ()):
             started = time.perf_counter()
             staged = box.images.stage(
-                [read_image(split.image_path(ref.conversation)) for ref in batch]
+                [[read_image(path) for path in plan.image_files(ref)] for ref in batch]
             )
             staging_done = time.perf_counter()
             image_paths = box.images.show(staged)
-            turns = [
-                turn_request(ref, {}, image_path=path)
-                for ref, path in zip(batch, image_paths, strict=True)
-            ]
-            body = encode_batch(str(count), 160.0, turns)
+            fields = plan.requests(batch, image_paths, RequestContext("A"))
+            body = encode_batch(str(count), 160.0, fields)
             sent = time.perf_counter()
             reply = box.agent.batch(body, 160.0)
             call += time.perf_counter() - sent
@@ -251,12 +249,7 @@ def main() -> None:
         starts = []
         for _ in range(args.starts):
             report = run_agent(
-                zero,
-                tiny,
-                "single-source-augmentation",
-                Limits(),
-                lambda results: None,
-                truncator=Truncator(),
+                zero, TurnPlan(tiny, TASK, Truncator().truncate), TASK, Limits(), lambda _: None
             )
             starts.append(report.start_to_ready_s)
         print(

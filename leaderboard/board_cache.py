@@ -7,6 +7,10 @@ team's name, a task's ranking rule, a deleted run (the receivers below). Fragmen
 that version, so a page never shows results older than the database and no process has to be
 told to forget anything: every web process (each with its own default cache, or all sharing
 one) stops asking for the old keys, which then expire.
+
+A task whose protocol evaluates several settings (Visual-RAG's ``zero_shot``, ``gt_clue``, ...)
+has one leaderboard per setting: boards and fragments are keyed by the setting too, so two
+settings never share one.
 """
 
 from __future__ import annotations
@@ -26,22 +30,42 @@ from leaderboard.models import EvaluationRun, Split, Submission, Task, Team
 FRAGMENT_TIMEOUT_S = 15 * 60
 
 
-def _key(split: Split, name: str, parts: Iterable[object] = ()) -> str:
-    detail = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+class UnknownSetting(ValueError):
+    """A setting the split's task does not evaluate; the message names the ones it does."""
+
+
+def chosen_setting(split: Split, asked: str | None) -> str:
+    """The setting of ``split``'s leaderboard a request asks for: ``asked`` when the task
+    evaluates it, its first setting when nothing (or "") is asked; else ``UnknownSetting``."""
+    known = split.task.run_settings()
+    if not asked:
+        return known[0]
+    if asked not in known:
+        valid = f"its settings are {', '.join(known)}" if any(known) else "it has no settings"
+        raise UnknownSetting(f"{split} has no setting {asked!r}: {valid}")
+    return asked
+
+
+def _key(split: Split, name: str, setting: str, parts: Iterable[object] = ()) -> str:
+    # The setting is hashed with the parts: whatever it holds, keys stay short and distinct.
+    detail = hashlib.sha256("\x1f".join(map(str, (setting, *parts))).encode()).hexdigest()[:32]
     return f"podium:board:{split.pk}:{split.results_version}:{name}:{detail}"
 
 
-def board(split: Split) -> ranking.Board:
-    """``ranking.board(split)``, computed once per version of the split's results."""
-    return cache.get_or_set(_key(split, "board"), lambda: ranking.board(split), FRAGMENT_TIMEOUT_S)
+def board(split: Split, setting: str = "") -> ranking.Board:
+    """``ranking.board(split, setting)``, computed once per version of the split's results."""
+    return cache.get_or_set(
+        _key(split, "board", setting), lambda: ranking.board(split, setting), FRAGMENT_TIMEOUT_S
+    )
 
 
 def fragment(
-    split: Split, name: str, parts: Iterable[object], render: Callable[[], str]
+    split: Split, setting: str, name: str, parts: Iterable[object], render: Callable[[], str]
 ) -> SafeString:
-    """The HTML fragment ``name`` of ``split`` for ``parts`` (page, dimension, ...): from the
-    cache while the split's results are unchanged, else ``render()``'s (then cached)."""
-    html = cache.get_or_set(_key(split, name, parts), render, FRAGMENT_TIMEOUT_S)
+    """The HTML fragment ``name`` of ``split``'s leaderboard in ``setting`` for ``parts`` (page,
+    dimension, ...): from the cache while the split's results are unchanged, else
+    ``render()``'s (then cached)."""
+    html = cache.get_or_set(_key(split, name, setting, parts), render, FRAGMENT_TIMEOUT_S)
     return mark_safe(html)  # rendered by our own autoescaping templates
 
 

@@ -7,6 +7,7 @@ dimensions. Nothing here computes a metric.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,10 +72,10 @@ class Entry(NamedTuple):
         return record
 
 
-def columns(task: Task) -> list[Metric]:
-    """The leaderboard's metric columns: the primary metric first, then the protocol's other
-    headline metrics, in its order."""
-    metrics = task.declared().metrics
+def columns(task: Task, setting: str = "") -> list[Metric]:
+    """The leaderboard's metric columns in ``setting``: the primary metric first, then the
+    protocol's other headline metrics that runs of that setting have, in its order."""
+    metrics = [m for m in task.declared().metrics if task.declared().in_setting(m, setting)]
     primary = [m for m in metrics if m.name == task.primary_metric]
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
 
@@ -102,22 +103,26 @@ def _team_order(task: Task) -> list:
     return [metric, oldest_first]
 
 
-def _headline_rows(split: Split) -> QuerySet[SliceScore]:
-    return SliceScore.objects.filter(
+def _headline_rows(split: Split, setting: str | None) -> QuerySet[SliceScore]:
+    """The finished runs' headline rows on ``split``: in ``setting``, or in every one (None)."""
+    rows = SliceScore.objects.filter(
         run__split=split, run__state=EvaluationRun.State.DONE, dimension=ALL[0], value=ALL[1]
     )
+    return rows if setting is None else rows.filter(run__setting=setting)
 
 
-def entries(split: Split) -> list[Entry]:
-    """The leaderboard of a split: one entry per team by the task's rule, plus every baseline,
-    ranked by the task's primary metric (incomplete results last, unranked ties share a rank)."""
+def entries(split: Split, setting: str = "") -> list[Entry]:
+    """The leaderboard of a split in one of its task's settings (``Task.run_settings``; ""
+    for a protocol without settings): one entry per team by the task's rule, plus every
+    baseline, ranked by the task's primary metric (incomplete results last, unranked ties share
+    a rank)."""
     task = split.task
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
         When(run__submission__is_baseline=True, then=F("run__submission_id")), default=Value(0)
     )
     rows = (
-        _headline_rows(split)
+        _headline_rows(split, setting)
         .annotate(
             pick=Window(
                 RowNumber(),
@@ -147,20 +152,53 @@ def entries(split: Split) -> list[Entry]:
 
 @dataclass(frozen=True)
 class Board:
-    """A split's leaderboard with what its pages list beside it."""
+    """A split's leaderboard in one setting with what its pages list beside it."""
 
     entries: list[Entry]
     dimensions: list[str]  # slice dimensions in the entries' stored rows
     judges: list[str]  # judges behind the entries' verdicts
+    setting: str = ""
+    # per entry's submission: the protocol's scores across its settings' runs (gCUE), by name,
+    # and why each undefined one (None) is undefined
+    derived: dict[int, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    undefined: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
-def board(split: Split) -> Board:
-    leaderboard = entries(split)
+def board(split: Split, setting: str = "") -> Board:
+    leaderboard = entries(split, setting)
+    derived, undefined = derived_scores(split, [e.submission_id for e in leaderboard])
     return Board(
         entries=leaderboard,
         dimensions=slice_dimensions(leaderboard),
         judges=sorted({e.judge_id for e in leaderboard if e.judge_id}),
+        setting=setting,
+        derived=derived,
+        undefined=undefined,
     )
+
+
+def derived_scores(
+    split: Split, submission_ids: Sequence[int]
+) -> tuple[dict[int, dict[str, float | None]], dict[int, dict[str, str]]]:
+    """Per submission, the protocol's scores across its settings (``Protocol.derived``, e.g.
+    Visual-RAG's gCUE), from the headline rows of its finished runs on ``split`` (only
+    submissions that have some), and why each undefined one is undefined."""
+    task = split.task
+    if len(task.run_settings()) < 2 or not submission_ids:
+        return {}, {}
+    rows = (
+        _headline_rows(split, None)
+        .filter(run__submission_id__in=list(submission_ids))
+        .values_list("run__submission_id", "run__setting", "metrics")
+    )
+    by_submission: dict[int, dict[str, dict[str, Any]]] = {}
+    for submission_id, setting, metrics in rows:
+        by_submission.setdefault(submission_id, {})[setting] = metrics
+    protocol = task.scoring()
+    derived = {sid: protocol.derived(settings) for sid, settings in by_submission.items()}
+    undefined = {sid: protocol.undefined(settings) for sid, settings in by_submission.items()}
+    kept = {sid: values for sid, values in derived.items() if values}
+    return kept, {sid: undefined[sid] for sid in kept if undefined[sid]}
 
 
 def slice_dimensions(leaderboard: Sequence[Entry]) -> list[str]:

@@ -1,7 +1,10 @@
-"""Importing a split: validate it with the evaluator, store it as a tar bundle with its sha256.
+"""Importing a split: validate it with the task's protocol, store it as a tar bundle with its
+sha256.
 
-The bundle always holds Podium's split format (``sessions.jsonl`` and the referenced images), also
-when the source was the Hugging Face layout. Bundles live in private storage: no URL serves them.
+The bundle holds the files the protocol names (``Protocol.bundle_files``: CRAG-MM's
+``sessions.jsonl`` and images, also when the source was the Hugging Face layout; Visual-RAG's
+query file and candidate images), enough for ``load_split`` to read it back. Bundles live in
+private storage: no URL serves them.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import tarfile
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files import File
@@ -19,8 +22,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
-from evaluator.protocols.crag_mm.records import Split as SplitData
-from evaluator.protocols.crag_mm.split import SESSIONS_FILE, load_split
+from evaluator.protocols import get_protocol
+from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
 from leaderboard.models import Split, Task
 
@@ -43,12 +46,12 @@ def archive_limits() -> ArchiveLimits:
     return ArchiveLimits(settings.PODIUM_ARCHIVE_MAX_MEMBERS, settings.PODIUM_ARCHIVE_MAX_BYTES)
 
 
-def write_bundle(data: SplitData, out: IO[bytes]) -> str:
-    """Write the split's files as a reproducible tar to ``out``; returns its sha256."""
+def write_bundle(root: Path, files: list[str], out: IO[bytes]) -> str:
+    """Write ``files`` (relative to ``root``) as a reproducible tar to ``out``; returns its
+    sha256."""
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        _add(tar, data.root / SESSIONS_FILE, SESSIONS_FILE)
-        for image in sorted({c.image for c in data.conversations if c.image}):
-            _add(tar, data.root / image, image)
+        for name in files:
+            _add(tar, root / name, name)
     out.seek(0)
     digest = hashlib.sha256()
     while chunk := out.read(_CHUNK):
@@ -78,8 +81,9 @@ def import_split_dir(
     visibility: str | None = None,
     reveal_at: datetime | None = None,
 ) -> Split:
-    """Validate ``directory`` (Podium format or Hugging Face layout) and store it as the
-    ``kind`` split of ``task``, replacing an earlier bundle of that split."""
+    """Validate ``directory`` (Podium's format or the benchmark's released layout) with the
+    task's protocol and store it as the ``kind`` split of ``task``, replacing an earlier bundle
+    of that split. ``hf_split``: CRAG-MM's Hugging Face split to read."""
     if kind not in Split.Kind.values:
         raise SplitImportError(
             f"split kind {kind!r}: expected one of {', '.join(Split.Kind.values)}"
@@ -91,14 +95,16 @@ def import_split_dir(
     root = Path(directory)
     if not root.exists():
         raise SplitImportError(f"{root}: does not exist")
+    protocol: Protocol[Any, Any, Any] = get_protocol(task.protocol)
     with tempfile.TemporaryDirectory(prefix="podium-split-") as scratch:
         try:
-            data = load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
+            data = protocol.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
         except EvaluatorError as e:
             raise SplitImportError(str(e)) from e
         with tempfile.TemporaryFile() as bundle:
-            sha256 = write_bundle(data, bundle)
-            return _save(task, kind, data, bundle, sha256, visibility, reveal_at)
+            sha256 = write_bundle(data.root, protocol.bundle_files(data), bundle)
+            counts = protocol.split_counts(data)
+            return _save(task, kind, counts, bundle, sha256, visibility, reveal_at)
 
 
 def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> Split:
@@ -110,19 +116,18 @@ def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> 
             raise SplitImportError(f"the uploaded bundle: {e}") from e
         root = Path(scratch)
         entries = list(root.iterdir())
-        if not (root / SESSIONS_FILE).exists() and len(entries) == 1 and entries[0].is_dir():
+        if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "images":
             root = entries[0]  # a tar of the directory itself
         return import_split_dir(task, kind, root, **options)
 
 
 @transaction.atomic
-def _save(task, kind, data, bundle, sha256, visibility, reveal_at) -> Split:
+def _save(task, kind, counts, bundle, sha256, visibility, reveal_at) -> Split:
     split, _ = Split.objects.select_for_update().get_or_create(task=task, kind=kind)
     old_name = split.bundle.name if split.bundle else ""
     split.sha256 = sha256
     split.bundle.save(f"{sha256}.tar", File(bundle), save=False)
-    split.conversations = len(data.conversations)
-    split.turns = sum(len(c.turns) for c in data.conversations)
+    split.conversations, split.turns = counts
     split.imported_at = timezone.now()
     if visibility is not None:
         split.visibility = visibility

@@ -3,6 +3,7 @@
     python -m podium.cli submit --challenge crag-mm-2026 --archive agent.tar --method "My RAG"
     python -m podium.cli status 42
     python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
+    python -m podium.cli leaderboard visual-rag-2026 visual-rag validation --setting gt_clue
 
 The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
 (a token from ``POST /api/token/`` or the admin). Uploads stream from disk with a progress bar.
@@ -130,7 +131,8 @@ def status(client: Client, args: argparse.Namespace) -> dict:
 
 def leaderboard(client: Client, args: argparse.Namespace) -> dict:
     split_id = client.split_id(args.challenge, args.task, args.split)
-    return client.call("GET", f"splits/{split_id}/leaderboard/")
+    params = {"setting": args.setting} if args.setting else {}
+    return client.call("GET", f"splits/{split_id}/leaderboard/", params=params)
 
 
 def format_submission(body: dict) -> str:
@@ -162,13 +164,21 @@ def _shown(value: float | None, metric: dict) -> str:
 
 
 def format_leaderboard(body: dict) -> str:
+    """The board as text: its first headline columns (those its entries have: a setting's runs
+    lack the others), then each entry's scores across settings, if any."""
     split = body["split"]
     declared = {metric["name"]: metric for metric in body["metrics"]}
     primary = declared[body["primary_metric"]]
-    others = [m for m in body["metrics"] if m["headline"] and m is not primary][:3]
+    present = {name for entry in body["entries"] for name in entry["metrics"]}
+    others = [
+        m
+        for m in body["metrics"]
+        if m["headline"] and m is not primary and (not present or m["name"] in present)
+    ][:3]
+    setting = f" [{body['setting']}]" if body.get("setting") else ""
     lines = [
-        f"{split['challenge']}/{split['task_id']}/{split['kind']}: ranked by {primary['label']} "
-        f"(one entry per team: {body['entry_rule']})",
+        f"{split['challenge']}/{split['task_id']}/{split['kind']}{setting}: ranked by "
+        f"{primary['label']} (one entry per team: {body['entry_rule']})",
         f"{'rank':>4}  {'team':<20} {'method':<24} {primary['label'][:12]:>12} {'95% CI':>13} "
         + " ".join(f"{m['label'][:10]:>10}" for m in others),
     ]
@@ -183,6 +193,15 @@ def format_leaderboard(body: dict) -> str:
         )
     if not body["entries"]:
         lines.append("  (no entries yet)")
+    across = [entry for entry in body["entries"] if entry.get("derived")]
+    if across:
+        lines.append("across settings:")
+    for entry in across:
+        values = " ".join(
+            f"{name}={'-' if value is None else f'{value:.3f}'}"
+            for name, value in entry["derived"].items()  # the server's order: gcue@5, ...
+        )
+        lines.append(f"      {entry['team'][:20]:<20} {entry['method_name'][:24]:<24} {values}")
     return "\n".join(lines)
 
 
@@ -215,6 +234,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("challenge")
     sub.add_argument("task", help="task id, e.g. multi-turn-qa")
     sub.add_argument("split", help="validation, public-test or private-test")
+    sub.add_argument(
+        "--setting", help="the task's setting to rank (e.g. gt_clue; default: its first)"
+    )
     sub.set_defaults(run=leaderboard, show=format_leaderboard, needs_token=False)
     return root
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentkit.adapters import KIT_A, KIT_B, KIT_ITEMS
 from agentkit.protocol import BATCH_PATH, READY_PATH, clip_batch_size
 from workers.outcomes import AGENT_TEXT_CHARS
 
@@ -46,6 +47,9 @@ class ProtocolError(Exception):
         self.agent_text = agent_text
 
 
+KITS = (KIT_A, KIT_B, KIT_ITEMS, "native")  # what ``/ready`` may name; anything else: native
+
+
 @dataclass(frozen=True)
 class Readiness:
     ready: bool
@@ -61,16 +65,18 @@ class AgentReply:
     body: Any  # parsed JSON
 
 
-def encode_batch(batch_id: str, deadline_s: float, turns: list[dict]) -> bytes:
-    """The JSON body of ``POST /batch`` (images travel as files: turns hold ``image_path``)."""
-    body = {"batch_id": batch_id, "deadline_s": deadline_s, "turns": turns}
+def encode_batch(batch_id: str, deadline_s: float, fields: dict[str, Any]) -> bytes:
+    """The JSON body of ``POST /batch``: the id, the deadline and the protocol's ``fields``
+    (``turns``, or ``protocol`` and ``items``; images travel as files, by path)."""
+    body = {"batch_id": batch_id, "deadline_s": deadline_s, **fields}
     return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
-def batch_responses(body: Any, expected: int, batch_id: str) -> list[str]:
+def batch_responses(body: Any, expected: int, batch_id: str) -> list[Any]:
     """The ``responses`` of a 200 ``/batch`` reply to batch ``batch_id``: exactly ``expected``
-    strings, in a reply that names that batch. A refusal's reason is Podium's words (the batch
-    sent, the count expected: never a value from the reply); the reply is its ``agent_text``."""
+    of them (the protocol's plan reads each), in a reply that names that batch. A refusal's
+    reason is Podium's words (the batch sent, the count expected: never a value from the
+    reply); the reply is its ``agent_text``."""
     named = body.get("batch_id") if isinstance(body, dict) else None
     if named is None:
         raise ProtocolError(
@@ -87,11 +93,9 @@ def batch_responses(body: Any, expected: int, batch_id: str) -> list[str]:
     responses = body.get("responses")
     if not isinstance(responses, list) or len(responses) != expected:
         raise ProtocolError(
-            f"/batch must answer {{'responses': [...]}} with {expected} strings, one per turn",
+            f"/batch must answer {{'responses': [...]}} with {expected} responses, one per item",
             agent_text=reply_text(body),
         )
-    if not all(isinstance(r, str) for r in responses):
-        raise ProtocolError("/batch: every response must be a string", reply_text(body))
     return responses
 
 
@@ -185,7 +189,7 @@ class AgentClient:
         if body.get("ready") is not True or isinstance(size, bool) or not isinstance(size, int):
             raise ProtocolError("/ready must answer {'ready': true, 'batch_size': <int>, ...}")
         named = body.get("kit")
-        kit = named if isinstance(named, str) and named in ("A", "B", "native") else "native"
+        kit = named if isinstance(named, str) and named in KITS else "native"
         return Readiness(ready=True, batch_size=clip_batch_size(size), kit=kit)
 
     def batch(

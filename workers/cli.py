@@ -21,13 +21,15 @@ from typing import IO, TYPE_CHECKING
 from tqdm import tqdm
 
 from agentkit.protocol import MAX_BATCH_SIZE, TASKS
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from evaluator.protocols.crag_mm.predictions import load_predictions
 from evaluator.protocols.crag_mm.records import Split
 from evaluator.protocols.crag_mm.split import load_split
+from evaluator.protocols.crag_mm.truncation import load_truncator
 from evaluator.records import EvaluatorError
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import SearchUnavailable, TurnResult
+from workers.outcomes import ItemResult, SearchUnavailable
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy
 
@@ -146,16 +148,16 @@ class PredictionWriter:
         self.outcomes: IO[str] = _outcomes_path(out).open("a", encoding="utf-8")
         self.progress = progress
 
-    def __call__(self, results: list[TurnResult]) -> None:
+    def __call__(self, results: list[ItemResult]) -> None:
         answers = [
-            {"session_id": r.session_id, "interaction_id": r.interaction_id, "response": r.response}
+            {"session_id": r.group, "interaction_id": r.key, "response": r.response}
             for r in results
             if r.outcome == "answered"
         ]
         outcomes = [
             {
-                "session_id": r.session_id,
-                "interaction_id": r.interaction_id,
+                "session_id": r.group,
+                "interaction_id": r.key,
                 "outcome": r.outcome,
                 "latency_s": round(r.latency_s, 6),
             }
@@ -213,9 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     writer = PredictionWriter(args.out, progress)
     try:
+        plan = TurnPlan(split, args.task, load_truncator().truncate, answered)
         report = run_agent(
             args.image,
-            split,
+            plan,
             args.task,
             limits,
             writer,

@@ -1,6 +1,7 @@
 """The image directory of one agent container start: the runner writes it, the agent reads it.
 
-Turns carry their image as a file path (``image_path``) instead of base64 in the JSON body.
+Items carry their images as file paths (a CRAG-MM turn's ``image_path``, a Visual-RAG item's
+given images and candidates) instead of base64 in the JSON body.
 The directory is a tmpfs docker volume (``SandboxPolicy.create_image_volume``) mounted
 read-only at ``IMAGE_DIR`` in the container; the runner writes through the volume's host
 ``Mountpoint``, in two steps so that writing stays off the path of a batch call:
@@ -8,16 +9,18 @@ read-only at ``IMAGE_DIR`` in the container; the runner writes through the volum
 1. :meth:`ImageVolume.stage` (while the agent still answers the batch before) writes a batch's
    images into a fresh subdirectory of mode 0700: owned by the runner, so the agent (another
    uid, no capabilities) can neither list nor open what is in it. Files are named
-   ``<sha256 of the file><suffix>``; an image the shown batch already has (the next turn of the
-   same conversation) is hard-linked, not written again. Staging first removes the directories
+   ``<sha256 of the file><suffix>``, once per batch whatever the number of items that show it;
+   an image the shown batch already has (the next turn of the same conversation, the same
+   candidate pool) is hard-linked, not written again. Staging first removes the directories
    of earlier batches.
 2. :meth:`ImageVolume.show`, just before the batch is sent, opens that directory to the agent
    (0755) and closes the one shown before (0700): two ``chmod`` calls.
 
-So the agent can only ever read the images of the batch being asked: no image of a later turn,
-never any ground truth. The volume is sized by :func:`volume_bytes` for two batches of the
-largest images, so it cannot overflow while only the runner writes; it could only fill up if
-the agent kept removed files open (their space is freed when the last descriptor closes):
+So the agent can only ever read the images of the batch being asked: no image of a later item,
+never any ground truth. The volume is sized by the protocol's plan
+(``evaluator.protocols.agent_plan.AgentPlan.volume_bytes``) for two batches of the largest
+items, so it cannot overflow while only the runner writes; it could only fill up if the agent
+kept removed files open (their space is freed when the last descriptor closes):
 :class:`ImageDirFull`.
 """
 
@@ -26,21 +29,18 @@ from __future__ import annotations
 import concurrent.futures
 import errno
 import hashlib
-import heapq
 import itertools
 import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from agentkit.protocol import IMAGE_DIR
 
-PAGE_BYTES = 4096  # tmpfs allocates whole pages
-MARGIN_BYTES = 256 * 1024  # directory entries and inodes
 SUFFIX = re.compile(r"\.[a-z0-9]{1,8}")
 HIDDEN, SHOWN = 0o700, 0o755
 T = TypeVar("T")
@@ -63,7 +63,7 @@ class StagedBatch:
     """A batch's images written to a hidden subdirectory of the image directory."""
 
     directory: str  # the subdirectory's name
-    names: tuple[str | None, ...]  # per turn, the file name (None: the turn has no image)
+    names: tuple[tuple[str, ...], ...]  # per item, its files' names
 
 
 def read_image(path: Path) -> ImageFile:
@@ -72,15 +72,6 @@ def read_image(path: Path) -> ImageFile:
     suffix = path.suffix.lower()
     name = hashlib.sha256(data).hexdigest() + (suffix if SUFFIX.fullmatch(suffix) else "")
     return ImageFile(name, data)
-
-
-def volume_bytes(image_paths: Iterable[Path], batch_size: int) -> int:
-    """The size of an image directory that holds any two batches of ``batch_size`` of these
-    images at once (the one shown and the one staged): the largest ones, each rounded up to
-    whole pages, plus a margin."""
-    sizes = (path.stat().st_size for path in set(image_paths))
-    largest = heapq.nlargest(2 * batch_size, sizes)
-    return sum(-(-size // PAGE_BYTES) * PAGE_BYTES for size in largest) + MARGIN_BYTES
 
 
 class ImageVolume:
@@ -94,21 +85,23 @@ class ImageVolume:
         self.shown: StagedBatch | None = None
         self._numbers = itertools.count(1)
 
-    def stage(self, images: Sequence[ImageFile | None]) -> StagedBatch:
-        """Write ``images`` into a new hidden subdirectory, after removing those of batches
-        before the shown one."""
+    def stage(self, images: Sequence[Sequence[ImageFile]]) -> StagedBatch:
+        """Write each item's ``images`` into a new hidden subdirectory, after removing those of
+        batches before the shown one."""
         self._remove_all_but(self.shown)
         staged = StagedBatch(
             f"{next(self._numbers):06d}",
-            tuple(None if image is None else image.name for image in images),
+            tuple(tuple(image.name for image in files) for files in images),
         )
         directory = self.host_dir / staged.directory
         os.mkdir(directory, HIDDEN)
         os.chmod(directory, HIDDEN)  # whatever the umask
         shown = self.shown
+        shown_names = {name for names in shown.names for name in names} if shown else set()
+        unique = {image.name: image for files in images for image in files}
         try:
-            for image in {image.name: image for image in images if image is not None}.values():
-                if shown is not None and image.name in shown.names:
+            for image in unique.values():
+                if shown is not None and image.name in shown_names:
                     os.link(self.host_dir / shown.directory / image.name, directory / image.name)
                 else:
                     _write(directory / image.name, image.data)
@@ -116,22 +109,21 @@ class ImageVolume:
             shutil.rmtree(directory, ignore_errors=True)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ImageDirFull(
-                    f"the image directory is full ({len(images)} images to stage): "
+                    f"the image directory is full ({len(unique)} images to stage): "
                     "the agent keeps removed images open"
                 ) from None
             raise
         return staged
 
-    def show(self, staged: StagedBatch) -> list[str | None]:
-        """Make ``staged`` the one directory the agent can read; its images' paths inside the
-        container, in order (None for a turn without an image)."""
+    def show(self, staged: StagedBatch) -> list[list[str]]:
+        """Make ``staged`` the one directory the agent can read; per item, its images' paths
+        inside the container, in order."""
         os.chmod(self.host_dir / staged.directory, SHOWN)
         if self.shown is not None and self.shown != staged:
             os.chmod(self.host_dir / self.shown.directory, HIDDEN)
         self.shown = staged
         return [
-            None if name is None else f"{IMAGE_DIR}/{staged.directory}/{name}"
-            for name in staged.names
+            [f"{IMAGE_DIR}/{staged.directory}/{name}" for name in names] for names in staged.names
         ]
 
     def _remove_all_but(self, keep: StagedBatch | None) -> None:
@@ -149,14 +141,14 @@ class _Ahead(Generic[T]):
 
 
 class Stager(Generic[T]):
-    """Stages batches of turns (``T``) on a thread of its own: the upcoming batch while the agent
-    answers the one before. ``read`` gives a turn's image (None: it has none).
+    """Stages batches of items (``T``) on a thread of its own: the upcoming batch while the agent
+    answers the one before. ``read`` gives an item's images.
 
     Staging ahead waits ``hold_off_s`` first, so that it does not compete for the CPU with the
     agent reading its own batch's images; showing the batch ends the wait at once.
     """
 
-    def __init__(self, read: Callable[[T], ImageFile | None]) -> None:
+    def __init__(self, read: Callable[[T], Sequence[ImageFile]]) -> None:
         self.read = read
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "podium-images")
         self._ahead: _Ahead[T] | None = None
@@ -170,7 +162,7 @@ class Stager(Generic[T]):
         )
         self._ahead = _Ahead(batch, start_now, dropped, staged)
 
-    def show(self, volume: ImageVolume, batch: Sequence[T]) -> list[str | None]:
+    def show(self, volume: ImageVolume, batch: Sequence[T]) -> list[list[str]]:
         """Show ``batch``'s images (staged ahead, or now); their paths in the container."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.batch is batch:
@@ -204,7 +196,7 @@ class Stager(Generic[T]):
         return None if dropped.is_set() else self._stage(volume, batch)
 
     def _stage(self, volume: ImageVolume, batch: Sequence[T]) -> StagedBatch:
-        return volume.stage([self.read(turn) for turn in batch])
+        return volume.stage([self.read(item) for item in batch])
 
 
 def _drop(ahead: _Ahead) -> None:

@@ -1,4 +1,4 @@
-"""What a run produces: one ``TurnResult`` per turn (sent to the sink as it arrives) and a
+"""What a run produces: one ``ItemResult`` per item (sent to the sink as it arrives) and a
 ``RunReport`` at the end. Reasons are written by Podium for the participant and never carry a
 query, an answer or any byte the agent sent (an agent could echo the split's queries there):
 what the agent said behind a failure is kept apart, in ``agent_text``."""
@@ -10,23 +10,26 @@ from typing import Literal
 
 from workers.faults import TeamFault, TransientFault
 
-Outcome = Literal["answered", "timeout", "error"]
+# answered; timed out; the agent raised (HTTP 5xx); the reply broke the protocol's schema for
+# this item (``ItemResult.problem`` says how, in Podium's words)
+Outcome = Literal["answered", "timeout", "error", "invalid"]
 AGENT_TEXT_CHARS = 64 * 1024  # of the agent's own words kept behind a failure, for operators
 
 
 @dataclass(frozen=True)
-class TurnResult:
-    session_id: str
-    interaction_id: str
-    turn_idx: int
-    response: str  # capped and valid UTF-8; empty unless answered
+class ItemResult:
+    key: str  # the protocol's item key (CRAG-MM: the interaction id)
+    group: str  # where it sits (``AgentPlan.place``: a session, a setting)
+    position: int
+    response: str  # as the protocol stores it (``AgentPlan.read_replies``); empty unless answered
     outcome: Outcome
-    latency_s: float  # wall time of the batch call that carried this turn
+    latency_s: float  # wall time of the batch call that carried this item
+    problem: str | None = None  # an invalid reply: what was wrong, in Podium's words
 
 
 @dataclass(frozen=True)
-class TurnOutcome:
-    interaction_id: str
+class ItemOutcome:
+    key: str
     outcome: Outcome
     latency_s: float
 
@@ -43,27 +46,21 @@ class RunReport:
     restarts: int = 0
     start_to_ready_s: float | None = None  # first start of the container until ready
     total_s: float = 0.0
-    turns: list[TurnOutcome] = field(default_factory=list)  # this run's turns, in order asked
-    resumed_turns: int = 0  # answered by an earlier run, not asked again
+    items: list[ItemOutcome] = field(default_factory=list)  # this run's items, in order asked
+    resumed_items: int = 0  # answered by an earlier run, not asked again
     agent_log: str = ""  # tail of the agent's stdout+stderr, all its containers, 64 KiB at most
     agent_text: str = ""  # the agent's own words behind ``failure_reason`` (never part of it)
 
     def counts(self) -> dict[str, int]:
-        totals = {"answered": 0, "timeout": 0, "error": 0}
-        for turn in self.turns:
-            totals[turn.outcome] += 1
+        totals = {"answered": 0, "timeout": 0, "error": 0, "invalid": 0}
+        for item in self.items:
+            totals[item.outcome] += 1
         return totals
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["counts"] = self.counts()
         return data
-
-
-def clean_answer(text: str, cap_bytes: int) -> str:
-    """Valid UTF-8 without NUL, at most ``cap_bytes`` bytes, cut on a character boundary."""
-    data = text.replace("\x00", "\ufffd").encode("utf-8", errors="replace")
-    return data[:cap_bytes].decode("utf-8", errors="ignore")
 
 
 class RunFailed(TeamFault):

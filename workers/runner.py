@@ -1,16 +1,20 @@
-"""Run one agent image against one split: sandboxed, in the official turn order, under limits.
+"""Run one agent image on one run's items: sandboxed, in the protocol's order, under limits.
 
-``run_agent`` starts the container, waits for ``/ready``, then sends batches (one turn per
-conversation, turn N+1 only after turn N) with a deadline of ``per_turn_s`` x batch size. Every
-batch's turn results go to ``sink`` the moment they arrive (one call per batch, so a sink can
-store them in one write), so an interrupted run resumes from ``answered`` without asking
-anything twice. Defined outcomes:
+What the items are, their order, their requests and how a reply is stored comes from the
+protocol's plan (``evaluator.protocols.agent_plan.AgentPlan``: CRAG-MM's turns in the official
+order with their histories, Visual-RAG's queries of one setting). ``run_agent`` starts the
+container, waits for ``/ready``, then sends the plan's batches with a deadline of
+``per_turn_s`` x batch size. Every batch's results go to ``sink`` the moment they arrive (one
+call per batch, so a sink can store them in one write), so an interrupted run resumes from
+``answered`` without asking anything twice. Defined outcomes:
 
-- a batch past its deadline: its turns are recorded as ``timeout`` (empty response, scored
+- a batch past its deadline: its items are recorded as ``timeout`` (empty response, scored
   missing), or the run fails when ``timeout_policy`` is "fail";
 - ``max_consecutive_timeouts`` timed-out batches in a row, or a crash: a fresh container, and
-  the run resumes at the first unanswered turn; more than ``max_restarts`` restarts fail the run;
-- the agent raised (HTTP 5xx from ``/batch``): the turns are recorded as ``error``;
+  the run resumes at the first unanswered item; more than ``max_restarts`` restarts fail the run;
+- the agent raised (HTTP 5xx from ``/batch``): the items are recorded as ``error``;
+- a reply that breaks the protocol's schema for one item: that item is ``invalid`` (no answer),
+  the rest of the batch and the run go on;
 - the image directory full (only if the agent keeps removed images open): a fresh container;
 - out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
   fails with a reason the participant can read (never a query or answer from the split).
@@ -33,8 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import docker
 
-from agentkit.protocol import TASKS
-from evaluator.protocols.crag_mm.records import Split
+from evaluator.protocols.agent_plan import AgentPlan, BatchRefused, Reply, RequestContext
 from workers.agent_client import (
     AgentTimeout,
     AgentUnavailable,
@@ -50,27 +53,20 @@ from workers.agent_container import (
     ContainerState,
     keep_output_tail,
 )
-from workers.batches import TurnRef, turn_batches, turn_request
-from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image, volume_bytes
+from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image
 from workers.images import AgentImage, local_image
 from workers.limits import Limits
-from workers.outcomes import (
-    Outcome,
-    RunFailed,
-    RunReport,
-    TurnOutcome,
-    TurnResult,
-    clean_answer,
-)
+from workers.outcomes import ItemOutcome, ItemResult, Outcome, RunFailed, RunReport
 from workers.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:  # faiss and encoders: imported by whoever starts a search process
     from workers.search.process import SearchProcess
 
-Sink = Callable[[list[TurnResult]], None]  # one batch's results, in the batch's order
+Sink = Callable[[list[ItemResult]], None]  # one batch's results, in the batch's order
 BUSY_STATUSES = (409, 503)  # the agent is still on an earlier (timed-out) batch
 BUSY_RETRY_S = 0.02
 PROTOCOL_STATUSES = (400, 404, 405, 411, 413)  # the agent does not speak the protocol
+READ_CACHE_IMAGES = 512  # images kept read (a CRAG-MM batch has 16; a candidate pool, hundreds)
 
 
 class _Restart(Exception):
@@ -82,29 +78,26 @@ class _Run:
         self,
         client: docker.DockerClient,
         image: AgentImage,
-        split: Split,
+        plan: AgentPlan[Any],
         task: str,
         limits: Limits,
         sink: Sink,
         *,
         search: SearchProcess | None,
         answered: Mapping[str, str],
-        truncate: Callable[[str], str],
         policy: SandboxPolicy,
     ) -> None:
         self.client = client
         self.image = image
-        self.split = split
+        self.plan = plan
         self.task = task
         self.limits = limits
         self.sink = sink
         self.search = search
-        self.truncate = truncate
         self.policy = policy
         self.run_id = uuid.uuid4().hex[:12]
-        known = {t.interaction_id for _, _, t in split.turns()}
+        known = set(plan.keys())
         self.answered = {k: v for k, v in answered.items() if k in known}
-        self.history_answers = {k: truncate(v) for k, v in self.answered.items()}
         self.started = time.monotonic()
         self.report = RunReport(
             status="failed",
@@ -112,20 +105,18 @@ class _Run:
             image=image.ref,
             image_digest=image.digest,
             task=task,
-            resumed_turns=len(self.answered),
+            resumed_items=len(self.answered),
         )
         self.batches: Any = None
-        self.pending: list[TurnRef] | None = None  # a batch to send (again) after a restart
-        self.upcoming: list[TurnRef] | None = None  # the batch after the one being sent
-        self.stager = Stager(self._image_file)
+        self.pending: list[Any] | None = None  # a batch to send (again) after a restart
+        self.upcoming: list[Any] | None = None  # the batch after the one being sent
+        self.stager = Stager(self._image_files)
         self.batch_number = 0
         self.last_latency_s = 0.0  # of the last batch the agent answered
-        # Recently read images, for the later turns of their conversations (and a restart's
-        # fresh image volume): about three batches' worth.
-        self.read_image = functools.lru_cache(maxsize=48)(read_image)
-        self.image_dir_bytes = volume_bytes(
-            filter(None, map(split.image_path, split.conversations)), limits.max_batch_size
-        )
+        # Recently read images, for the later turns of their conversations, a candidate pool
+        # shared by the next queries (and a restart's fresh image volume).
+        self.read_image = functools.lru_cache(maxsize=READ_CACHE_IMAGES)(read_image)
+        self.image_dir_bytes = plan.volume_bytes(limits.max_batch_size)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -179,9 +170,7 @@ class _Run:
         if self.batches is None:
             self.report.batch_size = self.limits.batch_size(readiness.batch_size)
             self.report.kit = readiness.kit
-            self.batches = turn_batches(
-                self.split.conversations, self.report.batch_size, self.answered
-            )
+            self.batches = self.plan.batches(self.report.batch_size, self.answered)
         consecutive_timeouts = 0
         while True:
             batch = self.pending or self._next_batch()
@@ -215,8 +204,8 @@ class _Run:
             self.report.start_to_ready_s = time.monotonic() - started
         return readiness
 
-    def _send(self, box: AgentContainer, batch: list[TurnRef], kit: str) -> Outcome:
-        """One batch call; records its turns and says how it went."""
+    def _send(self, box: AgentContainer, batch: list[Any], kit: str | None) -> Outcome:
+        """One batch call; records its items and says how it went."""
         assert box.agent is not None
         deadline_s = self.limits.batch_deadline_s(len(batch))
         total = self._total_deadline()
@@ -232,10 +221,8 @@ class _Run:
         self.batch_number += 1
         if box.search_handle is not None:
             box.search_handle.allow(self.limits.searches_per_turn * len(batch))
-        turns = [
-            self._turn_request(r, kit, path) for r, path in zip(batch, image_paths, strict=True)
-        ]
-        body = encode_batch(str(self.batch_number), deadline_s, turns)
+        fields = self.plan.requests(batch, image_paths, self._context(kit))
+        body = encode_batch(str(self.batch_number), deadline_s, fields)
         # The next batch's images are staged while the agent works: not while this request is
         # built and written (the two would compete for the GIL), and not while the agent reads
         # this batch's images (for the CPU), so halfway through the time the last batch took.
@@ -257,10 +244,10 @@ class _Run:
                 raise RunFailed(self._wall_reason()) from None
             if self.limits.timeout_policy == "fail":
                 raise RunFailed(
-                    f"a batch of {len(batch)} turns took longer than its {deadline_s:.1f} s "
+                    f"a batch of {len(batch)} items took longer than its {deadline_s:.1f} s "
                     "deadline (this task fails a run on any time-out)"
                 ) from None
-            self._record(batch, [""] * len(batch), "timeout", time.monotonic() - started)
+            self._record(batch, [Reply("")] * len(batch), "timeout", time.monotonic() - started)
             return "timeout"
         except AgentUnavailable:
             self._crashed(box, box.settled_state())
@@ -272,14 +259,16 @@ class _Run:
             reason = f"protocol error: /batch answered HTTP {reply.status}"
             raise RunFailed(reason, reply_text(reply.body))
         if reply.status != 200:
-            self._record(batch, [""] * len(batch), "error", latency)
+            self._record(batch, [Reply("")] * len(batch), "error", latency)
             return "error"
         try:
             responses = batch_responses(reply.body, len(batch), str(self.batch_number))
+            replies = self.plan.read_replies(batch, responses, self.limits.answer_cap_bytes)
         except ProtocolError as exc:
             raise RunFailed(f"protocol error: {exc}", exc.agent_text) from None
-        cap = self.limits.answer_cap_bytes
-        self._record(batch, [clean_answer(r, cap) for r in responses], "answered", latency)
+        except BatchRefused as exc:
+            raise RunFailed(f"protocol error: {exc}", reply_text(reply.body)) from None
+        self._record(batch, replies, "answered", latency)
         return "answered"
 
     # -- pieces ----------------------------------------------------------------------------
@@ -292,7 +281,7 @@ class _Run:
         if box.search_handle is not None:
             box.search_handle.process.call({"op": "ping"})
 
-    def _next_batch(self) -> list[TurnRef] | None:
+    def _next_batch(self) -> list[Any] | None:
         """The next batch in order. The one after it is known already (the order never depends
         on answers, only the histories do): ``_send`` has its images staged while the agent
         works."""
@@ -300,35 +289,33 @@ class _Run:
         self.upcoming = next(self.batches, None) if batch is not None else None
         return batch
 
-    def _image_file(self, ref: TurnRef) -> ImageFile | None:
-        image_path = self.split.image_path(ref.conversation)
-        return self.read_image(image_path) if image_path else None
+    def _image_files(self, ref: Any) -> list[ImageFile]:
+        return [self.read_image(path) for path in self.plan.image_files(ref)]
 
-    def _turn_request(self, ref: TurnRef, kit: str, image_path: str | None) -> dict:
-        if kit != "B":
-            return turn_request(ref, self.history_answers, image_path=image_path)
-        rag_context = None
-        if self.search is not None:
-            path = self.split.image_path(ref.conversation)
-            rag_context = self.search.rag_context(
-                ref.turn.query, str(path) if path else None, self.task
-            )
-        domain = ref.turn.labels.get("domain")
-        return turn_request(
-            ref, self.history_answers, image_path=image_path, rag_context=rag_context, domain=domain
+    def _context(self, kit: str | None) -> RequestContext:
+        search, task = self.search, self.task
+        if search is None:
+            return RequestContext(kit)
+        return RequestContext(
+            kit, lambda query, image: search.rag_context(query, str(image) if image else None, task)
         )
 
     def _record(
-        self, batch: list[TurnRef], responses: list[str], outcome: Outcome, latency: float
+        self, batch: list[Any], replies: list[Reply], outcome: Outcome, latency: float
     ) -> None:
-        results = [
-            TurnResult(ref.session_id, ref.interaction_id, ref.turn_idx, text, outcome, latency)
-            for ref, text in zip(batch, responses, strict=True)
-        ]
+        results = []
+        for ref, reply in zip(batch, replies, strict=True):
+            group, position = self.plan.place(ref)
+            kept: Outcome = "invalid" if outcome == "answered" and reply.problem else outcome
+            results.append(
+                ItemResult(
+                    self.plan.key(ref), group, position, reply.text, kept, latency, reply.problem
+                )
+            )
         self.sink(results)
-        for result in results:
-            self.history_answers[result.interaction_id] = self.truncate(result.response)
-            self.report.turns.append(TurnOutcome(result.interaction_id, outcome, latency))
+        for ref, result in zip(batch, results, strict=True):
+            self.plan.remember(ref, result.response)
+            self.report.items.append(ItemOutcome(result.key, result.outcome, latency))
 
     def _crashed(self, box: AgentContainer, state: ContainerState) -> NoReturn:
         reason = box.crash_reason(state)
@@ -346,43 +333,35 @@ class _Run:
 
 def run_agent(
     image: AgentImage | str,
-    split: Split,
+    plan: AgentPlan[Any],
     task: str,
     limits: Limits,
     sink: Sink,
     *,
     search: SearchProcess | None = None,
     answered: Mapping[str, str] | None = None,
-    truncator: Any = None,
     policy: SandboxPolicy | None = None,
     client: docker.DockerClient | None = None,
 ) -> RunReport:
-    """Run ``image`` on ``split`` for ``task``; each batch's results go to ``sink`` at once.
+    """Run ``image`` on ``plan``'s items for ``task`` (the agent's ``PODIUM_TASK``); each
+    batch's results go to ``sink`` at once.
 
     ``search``: a ``workers.search.process.SearchProcess`` to serve search.sock (and to compute
-    kit B's rag_context), or None. ``answered``: interaction_id -> response of turns answered by an
-    earlier run. ``truncator``: the evaluator's 75-token truncator (loaded when None) used for
-    the answers the agent sees in its histories.
+    kit B's rag_context), or None. ``answered``: item key -> stored reply of items answered by
+    an earlier run (the plan was given them too, for its histories).
     """
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
     client = client or docker.from_env()
     if isinstance(image, str):
         image = local_image(image, client)
-    if truncator is None:
-        from evaluator.protocols.crag_mm.truncation import load_truncator
-
-        truncator = load_truncator()
     run = _Run(
         client,
         image,
-        split,
+        plan,
         task,
         limits,
         sink,
         search=search,
         answered=answered or {},
-        truncate=truncator.truncate,
         policy=policy or SandboxPolicy(),
     )
     return run.execute()

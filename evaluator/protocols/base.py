@@ -14,6 +14,9 @@ A protocol declares, in typed code:
 - what the server stores (``split_keys``, ``stored_prediction``; per graded item its answer's
   ``item_key``, its ``item_grade`` and ``to_row`` as the verdict's detail, read back by
   ``from_row``);
+- how a run puts its items to an agent (``agent_plan``, ``evaluator/protocols/agent_plan.py``),
+  one run per setting it evaluates (``run_settings``, ``for_setting``), and what a split
+  bundle holds (``bundle_files``, ``split_counts``);
 - its per-item table (``columns``, ``to_row`` / ``from_row``, written as ``<table>.jsonl``
   and ``<table>.csv``), its summary for people (``summary``), its paired comparison on the
   primary metric (``compare`` / ``format_comparison``), and its generated sample
@@ -38,6 +41,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.rubric import Rubric
 from evaluator.judges.transcript import TranscriptWriter
+from evaluator.protocols.agent_plan import AgentPlan
 from evaluator.records import EvaluatorError
 
 SplitT = TypeVar("SplitT")
@@ -106,6 +110,8 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     rubric: ClassVar[Rubric]  # what its judges are asked
     table: ClassVar[str]  # the per-item table's file stem ("turns", "queries")
     unit: ClassVar[str]  # what a score block counts, plural ("turns", "queries")
+    groups: ClassVar[str]  # what a split's items are grouped in ("conversations", "species")
+    searches: ClassVar[bool] = False  # whether its agents may use Podium's search service
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
@@ -153,7 +159,9 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
 
     @abstractmethod
     def load_split(self, path: str | Path, **options: Any) -> SplitT:
-        """A split directory (Podium's format or the benchmark's released layout)."""
+        """A split directory (Podium's format or the benchmark's released layout). Options a
+        protocol may take: ``hf_split`` (which split of a Hugging Face dataset), ``cache_dir``
+        (where a released layout may be converted once)."""
 
     @abstractmethod
     def load_predictions(
@@ -173,6 +181,45 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     ) -> list[ItemT]:
         """Grade every item of ``split``; items the judge could not decide stay undecided.
         Every judge call goes to ``transcript`` (with the key the protocol gives it)."""
+
+    @abstractmethod
+    def bundle_files(self, split: SplitT) -> list[str]:
+        """The files of ``split`` (relative to its root) a server bundle holds: ``load_split``
+        reads the split back from them alone."""
+
+    @abstractmethod
+    def split_counts(self, split: SplitT) -> tuple[int, int]:
+        """How big ``split`` is: its groups (CRAG-MM: conversations; Visual-RAG: species) and
+        the items one run answers (turns; queries)."""
+
+    def run_settings(self) -> tuple[str, ...]:
+        """The settings a task evaluates, one run each; ``("",)`` when the protocol has none."""
+        return ("",)
+
+    def for_setting(self, setting: str) -> Protocol[SplitT, PredictionT, ItemT]:
+        """The protocol that plans, grades and scores one run of ``setting``."""
+        if setting:
+            raise EvaluatorError(f"{self.name} has no settings to run, not {setting!r}")
+        return self
+
+    def derived(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+        """Scores across one submission's runs (``settings``: each setting's headline metrics,
+        as ``score_blocks`` stored them), e.g. Visual-RAG's gCUE; none by default. A score that
+        cannot be computed is None, and ``undefined`` says why."""
+        return {}
+
+    def undefined(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+        """Why each of ``derived(settings)``'s None values is undefined, by name."""
+        return {}
+
+    def in_setting(self, metric: Metric, setting: str) -> bool:
+        """Whether runs of ``setting`` have ``metric`` (the leaderboard's columns)."""
+        return True
+
+    @abstractmethod
+    def agent_plan(self, split: SplitT, task: str, answered: Mapping[str, str]) -> AgentPlan[Any]:
+        """One run's items as the runner asks them (``answered``: item key -> stored reply of
+        items an earlier attempt answered, for histories); ``task``: the agent's task id."""
 
     @abstractmethod
     def split_keys(self, split: SplitT) -> list[str]:

@@ -79,7 +79,9 @@ class SplitSerializer(serializers.ModelSerializer):
 
 class LeaderboardEntrySerializer(serializers.Serializer):
     """One entry, from ``ranking.Entry.record()``; ``metrics`` holds every metric of the run's
-    headline block by name, as the split's ``metrics`` declare them."""
+    headline block by name, as the split's ``metrics`` declare them; ``derived`` the scores
+    across the submission's runs in every setting (Visual-RAG's ``gcue@<k>``; null where
+    undefined; {} for a task without settings)."""
 
     rank = serializers.IntegerField(allow_null=True)
     team = serializers.CharField()
@@ -96,6 +98,7 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     primary = serializers.FloatField(allow_null=True)
     primary_ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True))
     metrics = serializers.DictField()
+    derived = serializers.DictField(child=serializers.FloatField(allow_null=True))
 
 
 class MetricSerializer(serializers.Serializer):
@@ -111,7 +114,12 @@ class MetricSerializer(serializers.Serializer):
 
 
 class LeaderboardSerializer(serializers.Serializer):
+    """A split's leaderboard in ``setting``, one of its task's ``settings`` ("" for a task
+    without any)."""
+
     split = SplitSerializer()
+    setting = serializers.CharField(allow_blank=True)
+    settings = serializers.ListField(child=serializers.CharField(allow_blank=True))
     protocol = serializers.CharField()
     primary_metric = serializers.CharField()
     entry_rule = serializers.CharField()

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from leaderboard import board_cache, permissions
 from leaderboard.api import serializers
 from leaderboard.models import Split, Task
+from leaderboard.views.boards import entry_records
 
 
 class ChallengeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -56,20 +57,37 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
             splits = splits.filter(task__task_id=task_id)
         return splits
 
-    @extend_schema(responses=serializers.LeaderboardSerializer)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "setting",
+                str,
+                description="one of the task's settings (the split's `settings`; the first by "
+                "default); a task without settings has none to give",
+            )
+        ],
+        responses=serializers.LeaderboardSerializer,
+    )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
-        """The split's ranked entries (one per team by the task's rule, plus baselines)."""
+        """The split's ranked entries in one setting (one per team by the task's rule, plus
+        baselines), each with its submission's scores across settings (``derived``)."""
         split = self.get_object()
         if not permissions.can_see_results(request.user, split):
             raise PermissionDenied(f"the results of {split} are not public yet")
+        try:
+            setting = board_cache.chosen_setting(split, request.query_params.get("setting"))
+        except board_cache.UnknownSetting as exc:
+            raise ValidationError({"setting": [str(exc)]}) from None
         body = {
             "split": split,
+            "setting": setting,
+            "settings": split.task.run_settings(),
             "protocol": split.task.protocol,
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
             "metrics": split.task.declared().metrics,
-            "entries": [e.record() for e in board_cache.board(split).entries],
+            "entries": entry_records(board_cache.board(split, setting)),
         }
         return Response(serializers.LeaderboardSerializer(body).data)
 

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -14,7 +14,7 @@ from django.db.models import Sum
 from tqdm import tqdm
 
 from leaderboard.models import Challenge, EvaluationRun, Split
-from leaderboard.ranking import columns, entries
+from leaderboard.ranking import board, columns, entries
 from leaderboard.tasks import dispatch_stage
 from podium.celery import app
 
@@ -83,13 +83,16 @@ def resume_unfinished(challenge: Challenge) -> int:
 
 
 def wait_for_runs(
-    challenge: Challenge, alive: Callable[[], bool], timeout_s: float, every_s: float = 1.0
+    challenges: Sequence[Challenge],
+    alive: Callable[[], bool],
+    timeout_s: float,
+    every_s: float = 1.0,
 ) -> list[EvaluationRun]:
-    """Wait, with a progress bar over all turns, until every run of the challenge finished."""
-    runs = EvaluationRun.objects.filter(submission__challenge=challenge)
+    """Wait, with a progress bar over all items, until every run of the challenges finished."""
+    runs = EvaluationRun.objects.filter(submission__challenge__in=list(challenges))
     total = runs.aggregate(n=Sum("turns_total"))["n"] or 0
     deadline = time.monotonic() + timeout_s
-    with tqdm(total=total, unit="turn", desc="evaluating", dynamic_ncols=True) as bar:
+    with tqdm(total=total, unit="item", desc="evaluating", dynamic_ncols=True) as bar:
         while True:
             done = runs.aggregate(n=Sum("turns_done"))["n"] or 0
             finished = runs.filter(state__in=EvaluationRun.TERMINAL_STATES).count()
@@ -105,18 +108,35 @@ def wait_for_runs(
 
 
 def rankings(challenge: Challenge) -> list[str]:
-    """The leaderboard of every task and split, as text lines (its first three columns)."""
+    """Every leaderboard of the challenge (task x split x setting) as text lines (its first
+    three columns), and each submission's scores across the settings (gCUE) after its split."""
     lines = []
     splits = Split.objects.filter(task__challenge=challenge).select_related("task")
     for split in splits.order_by("task__order", "kind"):
-        shown = columns(split.task)[:3]
-        lines.append(f"\n{split.task.task_id} / {split.kind}")
-        lines.append(
-            f"  {'rank':>4}  {'method':<12} {'team':<16} "
-            + " ".join(f"{m.label[:13]:>13}" for m in shown)
-        )
-        for entry in entries(split):
-            rank = "-" if entry.rank is None else str(entry.rank)
-            cells = " ".join(f"{m.shown(entry.metrics.get(m.name)):>13}" for m in shown)
-            lines.append(f"  {rank:>4}  {entry.method_name:<12} {entry.team:<16} {cells}")
+        for setting in split.task.run_settings():
+            lines += _board_lines(split, setting)
+        derived = board(split, split.task.run_settings()[0])
+        for entry in derived.entries:
+            values = derived.derived.get(entry.submission_id, {})
+            if values:
+                shown = "  ".join(
+                    f"{name} {'undefined' if v is None else f'{v:.3f}'}"
+                    for name, v in sorted(values.items())
+                )
+                lines.append(f"  across settings: {entry.method_name:<20} {shown}")
+    return lines
+
+
+def _board_lines(split: Split, setting: str) -> list[str]:
+    shown = columns(split.task, setting)[:3]
+    named = f" / {setting}" if setting else ""
+    lines = [
+        f"\n{split.task.task_id} / {split.kind}{named}",
+        f"  {'rank':>4}  {'method':<20} {'team':<16} "
+        + " ".join(f"{m.label[:13]:>13}" for m in shown),
+    ]
+    for entry in entries(split, setting):
+        rank = "-" if entry.rank is None else str(entry.rank)
+        cells = " ".join(f"{m.shown(entry.metrics.get(m.name)):>13}" for m in shown)
+        lines.append(f"  {rank:>4}  {entry.method_name:<20} {entry.team:<16} {cells}")
     return lines

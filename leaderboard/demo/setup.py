@@ -1,10 +1,13 @@
-"""Setting up the demo challenge the way an organiser and teams would, reusing what exists.
+"""Setting up the demo challenges the way an organiser and teams would, reusing what exists.
 
-The data is ``evaluator.protocols.crag_mm.sample.write_sample``'s: the three CRAG-MM tasks,
-each with validation, public-test and private-test splits (imported with
-``import_split_dir``), and the search corpus.
+Two challenges, each on its protocol's generated sample (``write_sample``):
+
+- CRAG-MM: the three tasks, each with validation, public-test and private-test splits
+  (imported with ``import_split_dir``), and the search corpus;
+- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE.
+
 Each example agent is submitted by its own team as a build context through ``submit``, the web
-form's code path. Nothing is created twice: a second demo finds the challenge, splits, teams
+form's code path. Nothing is created twice: a second demo finds the challenges, splits, teams
 and submissions of the first.
 """
 
@@ -22,12 +25,15 @@ from django.utils import timezone
 
 from agentkit.protocol import TASKS
 from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.protocols.visual_rag.sample import write_sample as write_visual_rag_sample
 from leaderboard.models import Challenge, Membership, Split, Submission, Task, Team
 from leaderboard.splits import import_split_dir
 from leaderboard.submitting import Artifact, MethodInfo, submit
 from workers.pipeline.bundles import store_corpus
 
 SLUG = "crag-mm-demo"
+VISUAL_RAG_SLUG = "visual-rag-demo"
+VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
 LOGIN = ("demo", "podium-demo")
 TASK_NAMES = {
     "single-source-augmentation": "Task 1: single-source augmentation (image search)",
@@ -60,14 +66,45 @@ AGENTS = (
     ),
     DemoAgent("Abstainers", "idk", "examples/agents/idk", 'always "I don\'t know"'),
 )
+VISUAL_RAG_AGENTS = (
+    DemoAgent(
+        "Colour matchers",
+        "visual-rag-colour",
+        "examples/agents/visual-rag-colour",
+        "ranks candidates by the asked colour, answers from the images",
+    ),
+    DemoAgent(
+        "Abstainers",
+        "visual-rag-idk",
+        "examples/agents/visual-rag-idk",
+        'always "I don\'t know", candidates as given',
+    ),
+)
 
 
 def sample_dir() -> Path:
-    """The sample data, written once under ``<PODIUM_VAR_DIR>/demo/sample``."""
+    """The CRAG-MM sample data, written once under ``<PODIUM_VAR_DIR>/demo/sample``."""
     out = Path(settings.VAR_DIR) / "demo" / "sample"
     if not (out / "corpus" / "web.jsonl").exists():
         write_sample(out)
     return out
+
+
+def visual_rag_sample_dir() -> Path:
+    """The Visual-RAG sample, written once under ``<PODIUM_VAR_DIR>/demo/visual-rag``."""
+    out = Path(settings.VAR_DIR) / "demo" / "visual-rag"
+    if not (out / "private-test" / "queries.jsonl").exists():
+        write_visual_rag_sample(out)
+    return out
+
+
+def _import_splits(task: Task, data: Path) -> None:
+    """Each kind's split from ``data/<kind>``, unless imported already."""
+    for kind in KINDS:
+        if not Split.objects.filter(task=task, kind=kind).exclude(bundle="").exists():
+            # Private results appear from now on, so the demo shows every board.
+            reveal = timezone.now() if kind == Split.Kind.PRIVATE_TEST else None
+            import_split_dir(task, kind, data / kind, reveal_at=reveal)
 
 
 def challenge(data: Path) -> Challenge:
@@ -92,22 +129,48 @@ def challenge(data: Path) -> Challenge:
                 "quota_concurrent": None,
             },
         )
-        for kind in KINDS:
-            if not Split.objects.filter(task=task, kind=kind).exclude(bundle="").exists():
-                # Private results appear from now on, so the demo shows every board.
-                reveal = timezone.now() if kind == Split.Kind.PRIVATE_TEST else None
-                import_split_dir(task, kind, data / task_id / kind, reveal_at=reveal)
+        _import_splits(task, data / task_id)
     store_corpus(found, data / "corpus")
     return found
 
 
-def demo_user(on: Challenge) -> User:
-    """The demo login: an organiser of the challenge (admin included), in every demo team."""
+def visual_rag_challenge(data: Path) -> Challenge:
+    """The Visual-RAG challenge: one task in ``VISUAL_RAG_SETTINGS``, its imported splits."""
+    found, _ = Challenge.objects.get_or_create(
+        slug=VISUAL_RAG_SLUG,
+        defaults={
+            "name": "Visual-RAG demo",
+            "description": "Podium's demo: generated Visual-RAG-format data (species photos "
+            "drawn with Pillow) and example agents, evaluated in five settings with gCUE.",
+        },
+    )
+    task, _ = Task.objects.get_or_create(
+        challenge=found,
+        task_id="visual-rag",
+        defaults={
+            "name": "Visual-RAG: retrieve the clue image, answer from it",
+            "protocol": Task.Protocol.VISUAL_RAG,
+            "primary_metric": "accuracy",
+            "settings": {"evaluated": list(VISUAL_RAG_SETTINGS)},
+            "image_search_enabled": False,
+            "web_search_enabled": False,
+            "readiness_s": 120,
+            "quota_per_day": None,
+            "quota_concurrent": None,
+        },
+    )
+    _import_splits(task, data)
+    return found
+
+
+def demo_user(*on: Challenge) -> User:
+    """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
     if user is None:
         user = User.objects.create_superuser(LOGIN[0], password=LOGIN[1])
-    on.organisers.add(user)
-    for agent in AGENTS:
+    for challenge in on:
+        challenge.organisers.add(user)
+    for agent in (*AGENTS, *VISUAL_RAG_AGENTS):
         team, _ = Team.objects.get_or_create(name=agent.team)
         Membership.objects.get_or_create(team=team, user=user)
     return user
@@ -123,10 +186,12 @@ def context_tar(directory: Path) -> bytes:
     return buffer.getvalue()
 
 
-def submit_agents(on: Challenge, user: User, repo: Path) -> list[Submission]:
+def submit_agents(
+    on: Challenge, user: User, repo: Path, agents: tuple[DemoAgent, ...] = AGENTS
+) -> list[Submission]:
     """Each example agent, submitted once by its team (a second demo reuses the first's)."""
     submissions = []
-    for agent in AGENTS:
+    for agent in agents:
         team = Team.objects.get(name=agent.team)
         existing = Submission.objects.filter(
             team=team, challenge=on, method_name=agent.method_name

@@ -67,6 +67,7 @@ class Task(models.Model):
 
     class Protocol(models.TextChoices):
         CRAG_MM = "crag-mm", "CRAG-MM"
+        VISUAL_RAG = "visual-rag", "Visual-RAG"
 
     class JudgeKind(models.TextChoices):
         RULES = "rules", "rules (deterministic, no model)"
@@ -147,6 +148,12 @@ class Task(models.Model):
             self.declared().check_settings(self.settings)
         except EvaluatorError as exc:
             errors["settings"] = str(exc)
+        if not self.declared().searches:
+            for name in ("image_search_enabled", "web_search_enabled"):
+                if getattr(self, name):
+                    errors[name] = (
+                        f"{self.declared().title} agents have no search service: turn it off"
+                    )
         declared = {m.name for m in self.declared().metrics if m.scale != "count"}
         if self.primary_metric not in declared:
             errors["primary_metric"] = (
@@ -181,6 +188,11 @@ class Task(models.Model):
     def scoring(self) -> BenchmarkProtocol[Any, Any, Any]:
         """The task's protocol with the task's settings (what grades and scores its runs)."""
         return protocol_class(self.protocol).from_settings(self.settings)
+
+    def run_settings(self) -> tuple[str, ...]:
+        """The settings each submission is run in on each split, one run each (``("",)`` for
+        a protocol without settings)."""
+        return self.scoring().run_settings()
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Saved; a new primary metric re-ranks the stored scores (no run is scored again)."""

@@ -14,12 +14,16 @@ ALL = ("all", "all")
 
 
 class TurnAnswer(models.Model):
-    """An agent's (truncated) answer to one turn, stored once, the moment it arrives."""
+    """An agent's answer to one item, stored once, the moment it arrives: ``interaction_id``
+    is the protocol's item key, ``session_id`` and ``turn_idx`` where the item sits
+    (``AgentPlan.place``: a CRAG-MM session and turn, a Visual-RAG setting and query index);
+    ``response`` as the protocol stores it (``Protocol.stored_prediction`` reads it back)."""
 
     class Outcome(models.TextChoices):
         ANSWERED = "answered", "answered"
         TIMEOUT = "timeout", "timed out"
         ERROR = "error", "error"
+        INVALID = "invalid", "broke the protocol"
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="answers")
     session_id = models.CharField(max_length=200)
@@ -27,6 +31,9 @@ class TurnAnswer(models.Model):
     turn_idx = models.PositiveSmallIntegerField()
     response = models.TextField(blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome, default=Outcome.ANSWERED)
+    problem = models.CharField(
+        max_length=500, blank=True, help_text="an invalid reply: what was wrong (Podium's words)"
+    )
     latency_s = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -62,7 +62,9 @@ class InvalidTransition(Exception):
 
 
 class EvaluationRun(models.Model):
-    """One submission evaluated on one (task, split); its state only moves through ``move_to``."""
+    """One submission evaluated on one (task, split, setting): ``setting`` is one of the task
+    protocol's ``run_settings`` ("" for a protocol without settings, as CRAG-MM). Its state
+    only moves through ``move_to``."""
 
     class State(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -95,6 +97,7 @@ class EvaluationRun(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
     split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="runs")
+    setting = models.CharField(max_length=32, blank=True, default="")
     state = models.CharField(max_length=16, choices=State, default=State.QUEUED)
     stage = models.CharField(
         max_length=16, choices=State, blank=True, help_text="the last active stage entered"
@@ -128,7 +131,8 @@ class EvaluationRun(models.Model):
         ordering = ("-created_at",)
         constraints = (
             models.UniqueConstraint(
-                fields=["submission", "task", "split"], name="run_unique_submission_split"
+                fields=["submission", "task", "split", "setting"],
+                name="run_unique_submission_split_setting",
             ),
         )
         indexes = (
@@ -137,7 +141,8 @@ class EvaluationRun(models.Model):
         )
 
     def __str__(self) -> str:
-        return f"run #{self.pk}: {self.submission} on {self.split} ({self.state})"
+        setting = f" [{self.setting}]" if self.setting else ""
+        return f"run #{self.pk}: {self.submission} on {self.split}{setting} ({self.state})"
 
     @property
     def progress(self) -> float | None:

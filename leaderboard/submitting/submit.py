@@ -22,6 +22,7 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
+from evaluator.records import EvaluatorError
 from leaderboard import permissions
 from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
 from leaderboard.quotas import check_quotas
@@ -159,6 +160,10 @@ def submit(
     if not splits:
         raise ValidationError(f"{challenge.name} has no split with data to evaluate yet")
     tasks = list({split.task_id: split.task for split in splits}.values())
+    try:
+        settings = {task.pk: task.run_settings() for task in tasks}
+    except EvaluatorError as exc:
+        raise ValidationError(f"{challenge.name}: a task's settings are broken: {exc}") from exc
     submission = Submission(
         team=team,
         challenge=challenge,
@@ -188,10 +193,12 @@ def submit(
                     submission=submission,
                     task=split.task,
                     split=split,
+                    setting=setting,
                     turns_total=split.turns,
                     created_at=now,
                 )
                 for split in splits
+                for setting in settings[split.task_id]
             )
             for run in runs:
                 dispatch_stage(run, EvaluationRun.State.BUILDING)

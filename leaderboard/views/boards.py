@@ -3,12 +3,17 @@
 Every page reads stored rows (``leaderboard.ranking``) through ``leaderboard.board_cache``, which
 keeps a split's leaderboard and rendered fragments until its results change; visibility comes
 from ``leaderboard.permissions`` and is checked on every request, before any cached part.
+
+A task whose protocol evaluates several settings (``Task.run_settings``) has a leaderboard per
+setting: ``?setting=`` picks one (the first by default), the pages show a selector and keep the
+setting in their links. A task without settings (CRAG-MM) has neither.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Collection
 from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied
@@ -20,6 +25,7 @@ from django.template.loader import render_to_string
 from leaderboard import board_cache, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
+from leaderboard.views import board_settings
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
@@ -82,37 +88,50 @@ def _page(entries: list[ranking.Entry], number: int) -> Page:
 
 def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
+    setting = board_settings.asked_setting(request, split)
     number = _page_number(request)
+    shown = board_settings.settings_shown(request, split, setting)
 
     def render_body() -> str:
-        board = board_cache.board(split)
+        board = board_cache.board(split, setting)
+        page = _page(board.entries, number)
         context = {
             "split": split,
             "task": split.task,
             "board": board,
-            "page": _page(board.entries, number),
-            "query": "",
-            "columns": ranking.columns(split.task),
+            "page": page,
+            "query": f"{shown['setting_query']}&" if shown["setting_query"] else "",
+            "setting_query": shown["setting_query"],
+            "columns": ranking.columns(split.task, setting),
             "count_label": split.task.declared().unit.capitalize(),
+            "across": board_settings.across_settings(split.task, board, list(page.object_list)),
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
 
-    body = board_cache.fragment(split, "leaderboard", [number], render_body)
-    context = {"split": split, "task": split.task, "body": body}
+    body = board_cache.fragment(split, setting, "leaderboard", [number], render_body)
+    context = {"split": split, "task": split.task, "body": body, **shown}
     return render(request, "leaderboard/leaderboard.html", context)
 
 
 def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
+    setting = board_settings.asked_setting(request, split)
     asked = request.GET.get("dimension", "")
-    columns = ranking.columns(split.task)
+    columns = ranking.columns(split.task, setting)
     metric = next((c for c in columns if c.name == request.GET.get("metric")), columns[0])
     if request.GET.get("metric", metric.name) != metric.name:
         raise Http404(f"unknown metric {request.GET['metric']!r}")
     number = _page_number(request)
 
+    def lacking(name: str) -> Collection[str]:
+        """The metric asked for, when the other setting's runs lack it."""
+        other = {c.name for c in ranking.columns(split.task, name)}
+        return () if metric.name in other else ("metric",)
+
+    shown = board_settings.settings_shown(request, split, setting, lacking)
+
     def render_body() -> str:
-        board = board_cache.board(split)
+        board = board_cache.board(split, setting)
         dimension = asked or (board.dimensions[0] if board.dimensions else "")
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
@@ -125,21 +144,26 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             "dimension": dimension,
             "metric": metric,
             "page": page,
-            "query": urlencode({"dimension": dimension, "metric": metric.name}) + "&",
+            "query": urlencode({"dimension": dimension, "metric": metric.name})
+            + "&"
+            + (f"{shown['setting_query']}&" if shown["setting_query"] else ""),
+            "setting": setting,
+            "setting_query": shown["setting_query"],
             "columns": columns,
             "table": table,
             "chart": slice_chart(table, metric) if table and table.values else None,
         }
         return render_to_string("leaderboard/_slices_body.html", context)
 
-    body = board_cache.fragment(split, "slices", [asked, metric.name, number], render_body)
-    context = {"split": split, "task": split.task, "body": body}
+    body = board_cache.fragment(split, setting, "slices", [asked, metric.name, number], render_body)
+    context = {"split": split, "task": split.task, "body": body, **shown}
     return render(request, "leaderboard/slices.html", context)
 
 
 def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
-    entries = board_cache.board(split).entries
+    setting = board_settings.asked_setting(request, split)
+    entries = board_cache.board(split, setting).entries
     by_run = {e.run_id: e for e in entries}
     chosen = []
     for name in ("a", "b"):
@@ -151,6 +175,7 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
     comparison = None
     if len(chosen) == 2 and chosen[0].run_id != chosen[1].run_id:
         comparison = ranking.stored_comparison(chosen[0].run_id, chosen[1].run_id)
+    columns = ranking.columns(split.task, setting)
     return render(
         request,
         "leaderboard/compare.html",
@@ -160,15 +185,24 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
             "entries": entries,
             "chosen": chosen,
             "comparison": comparison,
-            "columns": ranking.columns(split.task),
-            "primary": ranking.columns(split.task)[0],
+            "columns": columns,
+            "primary": columns[0],
+            # a and b are runs of this setting's board: another setting has other runs
+            **board_settings.settings_shown(request, split, setting, lambda name: ("a", "b")),
         },
     )
 
 
+def entry_records(board: ranking.Board) -> list[dict]:
+    """The board's entries as plain data (``Entry.record``) with each entry's derived scores
+    (``derived``: {} when none): the exports' and the API's one shape."""
+    return [e.record() | {"derived": board.derived.get(e.submission_id, {})} for e in board.entries]
+
+
 def _csv_row(record: dict, primary: str) -> dict:
-    """A record as a CSV line: the entry's fields and every scalar metric."""
+    """A record as a CSV line: the entry's fields, every scalar metric, its derived scores."""
     row = {k: v for k, v in record["metrics"].items() if not isinstance(v, list | dict)}
+    row |= record["derived"]
     row |= {name: record[name] for name in (*EXPORT_HEAD, *EXPORT_TAIL)}
     row[f"{primary}_ci_low"], row[f"{primary}_ci_high"] = record["primary_ci95"]
     return row
@@ -176,27 +210,36 @@ def _csv_row(record: dict, primary: str) -> dict:
 
 def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
-    filename = f"{split.task.challenge.slug}-{split.task.task_id}-{split.kind}"
-    records = [entry.record() for entry in board_cache.board(split).entries]  # the API's too
+    setting = board_settings.asked_setting(request, split)
+    task = split.task
+    filename = "-".join(filter(None, (task.challenge.slug, task.task_id, split.kind, setting)))
+    board = board_cache.board(split, setting)
+    records = entry_records(board)
     if fmt == "json":
         body = {
-            "challenge": split.task.challenge.slug,
-            "task": split.task.task_id,
+            "challenge": task.challenge.slug,
+            "task": task.task_id,
             "split": split.kind,
-            "protocol": split.task.protocol,
-            "metrics": [dataclasses.asdict(m) for m in split.task.declared().metrics],
-            "primary_metric": split.task.primary_metric,
-            "entry_rule": split.task.entry_rule,
+            "setting": setting,
+            "settings": list(task.run_settings()),
+            "protocol": task.protocol,
+            "metrics": [dataclasses.asdict(m) for m in task.declared().metrics],
+            "primary_metric": task.primary_metric,
+            "entry_rule": task.entry_rule,
             "entries": records,
         }
         response = JsonResponse(body, json_dumps_params={"indent": 2})
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        primary = split.task.primary_metric
-        metrics = [m.name for m in ranking.columns(split.task)]
-        metrics += [m.name for m in split.task.declared().metrics if m.name not in metrics]
+        primary = task.primary_metric
+        metrics = [m.name for m in ranking.columns(task, setting)]
+        metrics += [
+            m.name
+            for m in task.declared().metrics
+            if m.name not in metrics and task.declared().in_setting(m, setting)
+        ]
         fields = [*EXPORT_HEAD, *metrics[:1], f"{primary}_ci_low", f"{primary}_ci_high"]
-        fields += [*metrics[1:], *EXPORT_TAIL]
+        fields += [*metrics[1:], *board_settings.derived_names(board), *EXPORT_TAIL]
         writer = csv.DictWriter(response, fieldnames=fields, extrasaction="ignore", restval="")
         writer.writeheader()
         writer.writerows(_csv_row(r, primary) for r in records)

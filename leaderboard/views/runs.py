@@ -39,7 +39,9 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         .prefetch_related(
             Prefetch(
                 "runs",
-                EvaluationRun.objects.select_related("task", "split").order_by("task", "split"),
+                EvaluationRun.objects.select_related("task", "split").order_by(
+                    "task", "split", "setting"
+                ),
             )
         )
         .order_by("-created_at")[:200]
@@ -80,7 +82,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "show_log": show_turns,  # the same rule as per-turn details
             "turns_limit": TURNS_PER_PAGE,
             "headline": headline,
-            "columns": ranking.columns(run.task),
+            "columns": ranking.columns(run.task, run.setting),  # the metrics its setting has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
             "progress": progress_record(run),
         },

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from evaluator.judges import MemoryCache, make_judge
+from evaluator.protocols.agent_plan import RequestContext
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.protocols.visual_rag.agent import (
     MAX_ANSWER_CHARS,
     AgentItem,
+    SettingPlan,
     agent_item,
     given_images,
     read_response,
@@ -34,19 +36,11 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> VisualSplit:
 
 
 def request_item(split: VisualSplit, item: AgentItem) -> dict[str, Any]:
-    """The item as the runner sends it: image ids with their files' absolute paths."""
-
-    def files(ids: tuple[str, ...]) -> list[dict[str, str]]:
-        return [{"id": i, "path": str(split.image_path(i).resolve())} for i in ids]
-
-    return {
-        "item_id": item.item_id,
-        "setting": item.setting,
-        "question": item.question,
-        "images": files(item.images),
-        "candidates": files(item.candidates),
-        "k": item.k,
-    }
+    """The item as the runner sends it (the protocol's plan builds it), with its files'
+    absolute paths on this machine in place of the container's."""
+    plan = SettingPlan(split, item.setting)
+    paths = [str(path.resolve()) for path in plan.image_files(item)]
+    return plan.requests([item], [paths], RequestContext("items"))["items"][0]
 
 
 def test_each_setting_gives_the_papers_images_and_no_gold(split: VisualSplit) -> None:
@@ -159,3 +153,43 @@ def test_a_turns_batch_to_an_items_agent_is_a_protocol_error(start_agent: Any) -
     bad_item = {"item_id": "x", "setting": "gt_clue", "question": "q", "images": [{"id": "a"}]}
     status, reply = agent.post({"batch_id": "b", "protocol": "visual-rag", "items": [bad_item]})
     assert status == 400 and "items[0].images[0].path" in reply["error"]
+
+
+BAD_ITEM_AGENT = """
+class Agent:
+    def get_batch_size(self):
+        return 4
+
+    def batch_answer(self, items):
+        replies = [{"answer": "red", "ranking": []} for _ in items]
+        replies[1] = {"answer": {1, 2}}  # not JSON, not the schema
+        replies[2] = {"answer": "red", "secret": "x"}
+        return replies
+"""
+
+
+def test_a_bad_item_costs_that_item_only_and_is_named_in_the_log(
+    start_agent: Any, split: VisualSplit
+) -> None:
+    agent = start_agent(BAD_ITEM_AGENT, spec="agent:Agent")
+    status, ready = agent.wait_loaded()
+    assert status == 200 and ready["kit"] == "items", agent.output()
+    chunk = [agent_item(query, "gt_clue") for query in split.queries[:3]]
+    body = {
+        "batch_id": "b1",
+        "deadline_s": 30.0,
+        "protocol": "visual-rag",
+        "items": [request_item(split, item) for item in chunk],
+    }
+    status, reply = agent.post(body)
+    assert status == 200, reply
+    assert reply["responses"] == [
+        {"answer": "red", "ranking": []},
+        None,
+        {"answer": "red", "secret": "x"},
+    ]
+    problems = [read_response(i, r)[1] for i, r in zip(chunk, reply["responses"], strict=True)]
+    assert problems[0] is None and problems[1] == "the response is not an object {answer, ranking}"
+    assert problems[2] == "the response has 1 field(s) other than answer and ranking"
+    log = agent.output()
+    assert "response 1 (gt_clue/" in log and "unknown key 'secret'" in log

@@ -14,8 +14,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import kombu.pools
 import pytest
@@ -23,6 +24,7 @@ import redis
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
+from django.urls import reverse
 
 from leaderboard.demo.setup import context_tar
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Task, Team
@@ -220,3 +222,25 @@ def submit_agent(
     upload = SimpleUploadedFile(f"{method}.tar", context_tar(agent_dir))
     artifact = Artifact(kind=Submission.ArtifactKind.BUILD_CONTEXT, file=upload)
     return submit(team, challenge, user, artifact, MethodInfo(method_name=method))
+
+
+def submit_through_form(
+    client: Any, challenge: Challenge, agents: dict[str, Path], teams: Sequence[Team]
+) -> dict[str, Submission]:
+    """Each agent directory submitted as a build context through the web form by its team (in
+    order), as the signed-in client; the submissions by method name."""
+    url = reverse("leaderboard:submit", args=[challenge.slug])
+    for (method, directory), by in zip(agents.items(), teams, strict=True):
+        response = client.post(
+            url,
+            {
+                "team": by.pk,
+                "artifact_kind": Submission.ArtifactKind.BUILD_CONTEXT,
+                "artifact": SimpleUploadedFile(f"{method}.tar", context_tar(directory)),
+                "method_name": method,
+            },
+        )
+        assert response.status_code == 302, response.content.decode()[:2000]
+    submissions = {s.method_name: s for s in Submission.objects.filter(challenge=challenge)}
+    assert set(submissions) == set(agents)
+    return submissions

@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-from leaderboard.demo.setup import AGENTS, SLUG
+from leaderboard.demo.setup import (
+    AGENTS,
+    SLUG,
+    VISUAL_RAG_AGENTS,
+    VISUAL_RAG_SETTINGS,
+    VISUAL_RAG_SLUG,
+)
 from leaderboard.models import EvaluationRun, SliceScore, Split, Submission
 from tests.e2e.harness import REPO, pipeline
 
@@ -35,8 +41,21 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
     assert splits.count() == 9
     runs = EvaluationRun.objects.filter(submission__challenge__slug=SLUG)
     assert runs.count() == 9 * len(AGENTS)
-    assert set(runs.values_list("state", flat=True)) == {EvaluationRun.State.DONE}
-    assert f"{runs.count()} of {runs.count()} runs done." in output
+    visual = EvaluationRun.objects.filter(submission__challenge__slug=VISUAL_RAG_SLUG)
+    assert visual.count() == 3 * len(VISUAL_RAG_SETTINGS) * len(VISUAL_RAG_AGENTS)
+    every = EvaluationRun.objects.all()
+    assert set(every.values_list("state", flat=True)) == {EvaluationRun.State.DONE}
+    assert f"{every.count()} of {every.count()} runs done." in output
+    # Visual-RAG: a board per split and setting, the colour agent first; gCUE across settings.
+    for split in Split.objects.filter(task__challenge__slug=VISUAL_RAG_SLUG):
+        for setting in VISUAL_RAG_SETTINGS:
+            title = f"\nvisual-rag / {split.kind} / {setting}\n"
+            board = output.split(title, 1)[1].split("\n\n")[0]
+            methods = [line.split()[1] for line in board.splitlines()[1:] if line.strip()]
+            if setting != "zero_shot":  # without an image both agents say "I don't know"
+                assert methods[0] == "visual-rag-colour", board
+            assert sorted(methods[:2]) == ["visual-rag-colour", "visual-rag-idk"], board
+    assert "across settings: visual-rag-colour" in output and "gcue@3" in output
     # Every board: the retrieval agent first, the abstaining one last, as stored.
     for split in splits:
         board = output.split(f"\n{split.task.task_id} / {split.kind}\n", 1)[1].split("\n\n")[0]

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from evaluator.protocols.crag_mm.sample import write_sample
@@ -25,7 +24,7 @@ from leaderboard.models import (
     TurnAnswer,
 )
 from leaderboard.splits import import_split_dir
-from tests.e2e.harness import REPO, context_tar, make_task, pipeline, team_member
+from tests.e2e.harness import REPO, make_task, pipeline, submit_through_form, team_member
 from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -115,20 +114,7 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     other_team = Team.objects.create(name="Other team")  # one entry per team on the board
     Membership.objects.create(team=other_team, user=user)
     client.force_login(user)
-    url = reverse("leaderboard:submit", args=[challenge.slug])
-    for (method, directory), by in zip(AGENTS.items(), (team, other_team), strict=True):
-        response = client.post(
-            url,
-            {
-                "team": by.pk,
-                "artifact_kind": Submission.ArtifactKind.BUILD_CONTEXT,
-                "artifact": SimpleUploadedFile(f"{method}.tar", context_tar(directory)),
-                "method_name": method,
-            },
-        )
-        assert response.status_code == 302, response.content.decode()[:2000]
-    submissions = {s.method_name: s for s in Submission.objects.filter(challenge=challenge)}
-    assert set(submissions) == set(AGENTS)
+    submissions = submit_through_form(client, challenge, AGENTS, (team, other_team))
 
     pipeline.start_worker("worker")
     runs = {}

@@ -125,3 +125,31 @@ def test_what_the_server_stores_reads_back(scored: Any) -> None:
     rows = [json.loads(json.dumps(protocol.to_row(item))) for item in graded]
     assert [protocol.from_row(row, "verdict") for row in rows] == graded
     assert protocol.stored_prediction(split, keys[0], "") is not None
+
+
+def test_a_bundle_holds_what_loading_the_split_needs(scored: Any, tmp_path: Path) -> None:
+    _, protocol, split_dir, *_ = scored
+    split = protocol.load_split(split_dir)
+    for name in protocol.bundle_files(split):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes((split_dir / name).read_bytes())
+    again = protocol.load_split(tmp_path)
+    assert protocol.split_counts(again) == protocol.split_counts(split)
+    groups, items = protocol.split_counts(split)
+    assert 0 < groups <= items
+
+
+def test_each_run_setting_plans_exactly_its_keys(scored: Any) -> None:
+    _, protocol, split_dir, *_ = scored
+    split = protocol.load_split(split_dir)
+    per_run = []
+    for setting in protocol.run_settings():
+        run = protocol.for_setting(setting)
+        plan = run.agent_plan(split, "multi-turn-qa", {})
+        keys = run.split_keys(split)
+        asked = [plan.key(ref) for batch in plan.batches(16, ()) for ref in batch]
+        assert sorted(asked) == sorted(keys) == sorted(plan.keys()), setting
+        assert all(path.is_file() for batch in plan.batches(16, ()) for ref in batch
+                   for path in plan.image_files(ref))  # fmt: skip
+        per_run += keys
+    assert len(per_run) == len(set(per_run)), "a key belongs to one run"

@@ -37,9 +37,10 @@ def visual_scores(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, An
 
 @pytest.fixture
 def board(challenge, teams, visual_scores) -> Split:
+    """A task evaluating gt_clue alone: one leaderboard, its runs' setting's."""
     task = Task.objects.create(
         challenge=challenge, task_id="visual-rag", name="Visual RAG", protocol="visual-rag",
-        primary_metric="accuracy",
+        primary_metric="accuracy", settings={"evaluated": ["gt_clue"]},
     )  # fmt: skip
     split = Split.objects.create(task=task, kind=Split.Kind.VALIDATION)
     for team, scores in zip(("alpha", "beta"), visual_scores, strict=True):
@@ -49,8 +50,9 @@ def board(challenge, teams, visual_scores) -> Split:
             state=Submission.State.READY,
         )  # fmt: skip
         run = EvaluationRun.objects.create(
-            submission=submission, task=task, split=split, state=EvaluationRun.State.DONE
-        )
+            submission=submission, task=task, split=split, setting="gt_clue",
+            state=EvaluationRun.State.DONE,
+        )  # fmt: skip
         store_scores(run, scores)
     return split
 

@@ -18,8 +18,7 @@ from workers.pipeline.run import TIMEOUT_POLICIES
 
 
 def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
-    # visual-rag is scored by the evaluator (CLI) and not hosted by the server yet (issue #10)
-    assert set(Task.Protocol.values) == set(PROTOCOLS) - {"visual-rag"}
+    assert set(Task.Protocol.values) == set(PROTOCOLS)
     assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only
     assert set(TIMEOUT_POLICIES) == set(Task.TimeoutPolicy.values)
     assert set(TIMEOUT_POLICIES.values()) == set(get_args(TimeoutPolicy))

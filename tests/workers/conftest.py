@@ -18,7 +18,7 @@ from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 from workers.builds import build_context
 from workers.images import AgentImage
 from workers.limits import Limits
-from workers.outcomes import TurnResult
+from workers.outcomes import ItemResult
 from workers.sandbox import LABEL_IMAGE, LABEL_RUN, MiB, SandboxPolicy
 
 HERE = Path(__file__).parent
@@ -148,18 +148,18 @@ def make_split(root: Path, turn_counts: list[int], queries: dict[str, str] | Non
 
 
 class Recorder:
-    """A sink keeping every TurnResult in arrival order, and the size of each call."""
+    """A sink keeping every ItemResult in arrival order, and the size of each call."""
 
     def __init__(self) -> None:
-        self.results: list[TurnResult] = []
+        self.results: list[ItemResult] = []
         self.calls: list[int] = []
 
-    def __call__(self, results: list[TurnResult]) -> None:
+    def __call__(self, results: list[ItemResult]) -> None:
         self.results.extend(results)
         self.calls.append(len(results))
 
-    def by_id(self) -> dict[str, TurnResult]:
-        return {r.interaction_id: r for r in self.results}
+    def by_id(self) -> dict[str, ItemResult]:
+        return {r.key: r for r in self.results}
 
 
 class IdentityTruncator:

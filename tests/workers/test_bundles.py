@@ -9,10 +9,11 @@ import tarfile
 import pytest
 from django.core.files.base import ContentFile
 
+from evaluator.protocols import get_protocol
 from leaderboard.models import Challenge
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import make_task, write_split
-from workers.pipeline.bundles import BundleError, cache_root, split_data, split_dir
+from workers.pipeline.bundles import BundleError, cache_root, split_dir
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +44,7 @@ def _store(split, content: bytes) -> None:
 def test_a_bundle_is_extracted_once_and_loads(split):
     first = split_dir(split)
     assert split_dir(split) == first and first.parent == cache_root() / "splits"
-    assert len(split_data(split).conversations) == 3
+    assert len(get_protocol("crag-mm").load_split(split_dir(split)).conversations) == 3
 
 
 def test_a_bundle_whose_bytes_changed_is_refused(split):

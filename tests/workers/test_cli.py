@@ -170,10 +170,10 @@ def test_cli_resumes_and_a_second_start_answers_nothing_twice(agent_image, tmp_p
     }
     assert outcomes == {"c1-t0": "timeout", "c2-t0": "answered", "c3-t0": "answered"}
     document = json.loads(report.read_text())
-    assert document["resumed_turns"] == 1 and document["restarts"] == 1
+    assert document["resumed_items"] == 1 and document["restarts"] == 1
     before = out.read_bytes()
     second = cli(*args)
     assert second.returncode == 0, second.stderr
     assert out.read_bytes() == before
-    assert json.loads(report.read_text())["turns"] == []
-    assert json.loads(report.read_text())["resumed_turns"] == 4
+    assert json.loads(report.read_text())["items"] == []
+    assert json.loads(report.read_text())["resumed_items"] == 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from workers.outcomes import RunFailed, RunReport, TurnOutcome
+from workers.outcomes import ItemOutcome, RunFailed, RunReport
 from workers.pipeline.run import (
     AGENT_TEXT_SHOWN,
     OPERATOR_DETAIL_CHARS,
@@ -22,7 +22,7 @@ def failed(agent_text: str = "", turns: int = 0) -> RunReport:
         status="failed", failure_reason=REASON, image="img", image_digest="sha256:x", task="t"
     )
     report.agent_text = RunFailed(REASON, agent_text).agent_text  # capped as the runner does
-    report.turns = [TurnOutcome(f"conversation-{i}_0", "answered", 0.25) for i in range(turns)]
+    report.items = [ItemOutcome(f"conversation-{i}_0", "answered", 0.25) for i in range(turns)]
     report.agent_log = "the agent's output: " + QUERIES
     return report
 
@@ -64,11 +64,11 @@ def test_the_operator_detail_keeps_everything_the_agent_sent_however_long_the_ru
         assert detail["failure_reason"] == REASON
         assert detail["agent_text"] == said[: 64 * 1024]
         assert "agent_log" not in detail  # kept apart, in the run's agent_log
-        assert detail["counts"] == {"answered": turns, "timeout": 0, "error": 0}
+        assert detail["counts"] == {"answered": turns, "timeout": 0, "error": 0, "invalid": 0}
         assert text.isascii()  # lone surrogates escaped: PostgreSQL stores it
         if turns == 3:
-            assert len(detail["turns"]) == 3
+            assert len(detail["items"]) == 3
         else:
-            assert "turns" not in detail and detail["turns_left_out"] == turns
-            all_turns = json.dumps(failed(said, turns).to_dict()["turns"])
+            assert "items" not in detail and detail["items_left_out"] == turns
+            all_turns = json.dumps(failed(said, turns).to_dict()["items"])
             assert len(all_turns) > OPERATOR_DETAIL_CHARS  # what used to crowd it out

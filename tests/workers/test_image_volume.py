@@ -18,13 +18,11 @@ from docker.types import Mount
 from agentkit.protocol import IMAGE_DIR
 from tests.workers.conftest import TEST_POLICY
 from workers.image_volume import (
-    MARGIN_BYTES,
     ImageDirFull,
     ImageFile,
     ImageVolume,
     Stager,
     read_image,
-    volume_bytes,
 )
 
 
@@ -38,44 +36,36 @@ def test_images_are_named_by_content_with_their_suffix(tmp_path):
     assert read_image(tmp_path / "c.we ird").name == hashlib.sha256(b"other").hexdigest()
 
 
-def test_volume_holds_the_largest_batch_in_whole_pages(tmp_path):
-    sizes = {"a": 10, "b": 5000, "c": 4096, "d": 1}
-    for name, size in sizes.items():
-        (tmp_path / name).write_bytes(b"x" * size)
-    paths = [tmp_path / name for name in sizes] + [tmp_path / "b"]  # "b" twice: counted once
-    assert volume_bytes(paths, 1) == 8192 + 4096 + MARGIN_BYTES  # two batches of one
-    assert volume_bytes(paths, 16) == 8192 + 4096 + 4096 + 4096 + MARGIN_BYTES
-    assert volume_bytes([], 16) == MARGIN_BYTES
-    with pytest.raises(FileNotFoundError, match=r"missing\.jpg"):
-        volume_bytes([tmp_path / "missing.jpg"], 16)
-
-
 def test_stage_writes_a_hidden_directory_and_show_opens_it_and_closes_the_last(tmp_path):
     volume = ImageVolume(tmp_path)
     red, blue, green = (ImageFile(f"{c}.jpg", c.encode() * 100) for c in ("red", "blue", "green"))
-    first = volume.stage([red, None, blue, red])
+    first = volume.stage([[red], [], [blue, green], [red]])  # green: two items, one file
     directory = tmp_path / first.directory
-    assert sorted(p.name for p in directory.iterdir()) == ["blue.jpg", "red.jpg"]
+    assert sorted(p.name for p in directory.iterdir()) == ["blue.jpg", "green.jpg", "red.jpg"]
     assert (directory / "red.jpg").read_bytes() == red.data
     assert stat.S_IMODE((directory / "red.jpg").stat().st_mode) == 0o444
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700  # staged: the agent cannot look in
     paths = volume.show(first)
     where = f"{IMAGE_DIR}/{first.directory}"
-    assert paths == [f"{where}/red.jpg", None, f"{where}/blue.jpg", f"{where}/red.jpg"]
+    assert paths == [
+        [f"{where}/red.jpg"],
+        [],
+        [f"{where}/blue.jpg", f"{where}/green.jpg"],
+        [f"{where}/red.jpg"],
+    ]
     assert stat.S_IMODE(directory.stat().st_mode) == 0o755
 
-    second = volume.stage([green, red])  # red's conversation goes on: linked, not written
+    second = volume.stage([[red]])  # red's conversation goes on: linked, not written
     again = tmp_path / second.directory
     assert stat.S_IMODE(again.stat().st_mode) == 0o700
     assert (again / "red.jpg").stat().st_ino == (directory / "red.jpg").stat().st_ino
-    assert (again / "green.jpg").read_bytes() == green.data
     volume.show(second)
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700  # the batch before: closed
     assert stat.S_IMODE(again.stat().st_mode) == 0o755
 
-    third = volume.stage([None])  # staging removes the batches before the shown one
+    third = volume.stage([[]])  # staging removes the batches before the shown one
     assert sorted(p.name for p in tmp_path.iterdir()) == [second.directory, third.directory]
-    assert volume.show(third) == [None]
+    assert volume.show(third) == [[]]
     assert list((tmp_path / third.directory).iterdir()) == []
 
 
@@ -83,21 +73,21 @@ def test_the_stager_stages_the_upcoming_batch_on_its_own_thread(tmp_path):
     images = {n: ImageFile(f"{n}.png", n.encode()) for n in ("a", "b", "c")}
     threads = []
 
-    def read(turn: str) -> ImageFile:
+    def read(turn: str) -> list[ImageFile]:
         threads.append(threading.current_thread().name)
-        return images[turn]
+        return [images[turn]]
 
     volume, stager = ImageVolume(tmp_path), Stager(read)
     try:
         first, upcoming = ["a"], ["b", "c"]
-        assert stager.show(volume, first)[0].endswith("/a.png")  # nothing ahead: staged now
+        assert stager.show(volume, first)[0][0].endswith("/a.png")  # nothing ahead: staged now
         assert threads == [threading.current_thread().name]
         stager.stage_ahead(volume, upcoming)
         paths = stager.show(volume, upcoming)
-        assert [p.rsplit("/", 1)[1] for p in paths] == ["b.png", "c.png"]
+        assert [p[0].rsplit("/", 1)[1] for p in paths] == ["b.png", "c.png"]
         assert threads[1:] == [threads[1]] * 2 and threads[1].startswith("podium-images")
         stager.stage_ahead(volume, ["a"])
-        assert stager.show(volume, ["a"])[0].endswith("/a.png")  # another list: staged again
+        assert stager.show(volume, ["a"])[0][0].endswith("/a.png")  # another list: staged again
         assert threads[-1] == threading.current_thread().name
         stager.stage_ahead(volume, ["c"])
         stager.settle()  # dropped: nothing touches the volume from now on
@@ -111,9 +101,9 @@ def test_the_stager_stages_the_upcoming_batch_on_its_own_thread(tmp_path):
 def test_staging_ahead_holds_off_until_its_time_or_until_the_batch_is_shown(tmp_path):
     reads: list[tuple[str, float]] = []
 
-    def read(turn: str) -> ImageFile:
+    def read(turn: str) -> list[ImageFile]:
         reads.append((turn, time.monotonic()))
-        return ImageFile(f"{turn}.png", turn.encode())
+        return [ImageFile(f"{turn}.png", turn.encode())]
 
     volume, stager = ImageVolume(tmp_path), Stager(read)
     try:
@@ -122,13 +112,13 @@ def test_staging_ahead_holds_off_until_its_time_or_until_the_batch_is_shown(tmp_
         stager.stage_ahead(volume, upcoming := ["b"], hold_off_s=0.2)
         time.sleep(0.05)
         assert [turn for turn, _ in reads] == ["a"], "held off: nothing read yet"
-        assert stager.show(volume, upcoming)[0].endswith("/b.png")  # shown: staged at once
+        assert stager.show(volume, upcoming)[0][0].endswith("/b.png")  # shown: staged at once
         assert reads[-1][0] == "b" and reads[-1][1] - asked < 0.15
 
         stager.stage_ahead(volume, later := ["c"], hold_off_s=0.05)
         time.sleep(0.15)  # the hold-off passes: staged while nobody waits
         assert reads[-1][0] == "c"
-        assert stager.show(volume, later)[0].endswith("/c.png")
+        assert stager.show(volume, later)[0][0].endswith("/c.png")
         assert [turn for turn, _ in reads].count("c") == 1
 
         stager.stage_ahead(volume, ["d"], hold_off_s=10)
@@ -180,13 +170,13 @@ def test_the_agent_reads_only_the_shown_batch(docker_client, base_image):
     with mounted_volume(docker_client, base_image, 2**20, read_only=True) as (container, host):
         images = ImageVolume(host)
         now, later = ImageFile("now.txt", b"asked now"), ImageFile("later.txt", b"asked later")
-        shown = images.show(images.stage([now]))[0]
-        staged = images.stage([later])
+        shown = images.show(images.stage([[now]]))[0][0]
+        staged = images.stage([[later]])
         upcoming = f"{IMAGE_DIR}/{staged.directory}"
         assert _agent_reads(container, shown) == "asked now"
         assert _agent_reads(container, upcoming) == "PermissionError"
         assert _agent_reads(container, f"{upcoming}/later.txt") == "PermissionError"
-        assert images.show(staged) == [f"{upcoming}/later.txt"]
+        assert images.show(staged) == [[f"{upcoming}/later.txt"]]
         assert _agent_reads(container, f"{upcoming}/later.txt") == "asked later"
         assert _agent_reads(container, shown) == "PermissionError"  # the batch before: closed
 
@@ -196,12 +186,12 @@ def test_a_full_image_directory_is_reported_and_leaves_no_partial_file(docker_cl
     """A real image volume, mounted by a container, filled by files an agent keeps open."""
     with mounted_volume(docker_client, base_image, 100 * 1024, read_only=False) as (_, host_dir):
         images = ImageVolume(host_dir)
-        first = images.stage([ImageFile("a.jpg", b"a" * 40 * 1024)])
+        first = images.stage([[ImageFile("a.jpg", b"a" * 40 * 1024)]])
         images.show(first)
-        images.show(images.stage([ImageFile("b.jpg", b"b" * 40 * 1024)]))  # two batches fit
+        images.show(images.stage([[ImageFile("b.jpg", b"b" * 40 * 1024)]]))  # two batches fit
         with open(host_dir / first.directory / "a.jpg", "rb"):  # held, as a careless agent might
             with pytest.raises(ImageDirFull, match="keeps removed images open"):
-                images.stage([ImageFile("c.jpg", b"c" * 40 * 1024)])
+                images.stage([[ImageFile("c.jpg", b"c" * 40 * 1024)]])
             assert os.listdir(host_dir) == [images.shown.directory]  # no partial directory
-        staged = images.stage([ImageFile("c.jpg", b"c" * 40 * 1024)])
-        assert images.show(staged) == [f"{IMAGE_DIR}/{staged.directory}/c.jpg"]
+        staged = images.stage([[ImageFile("c.jpg", b"c" * 40 * 1024)]])
+        assert images.show(staged) == [[f"{IMAGE_DIR}/{staged.directory}/c.jpg"]]

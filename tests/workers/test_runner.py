@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from tests.workers.conftest import (
     TEST_LIMITS,
     TEST_POLICY,
@@ -18,29 +19,17 @@ from tests.workers.conftest import (
 )
 from workers.agent_container import OUTPUT_CAP_BYTES, clean_output, keep_output_tail
 from workers.builds import build_context
-from workers.outcomes import clean_answer
 from workers.runner import run_agent
 
 pytestmark = pytest.mark.docker
 TASK = "multi-turn-qa"
 
 
-def run(image, split, sink, limits=TEST_LIMITS, **kwargs):
-    return run_agent(
-        image,
-        split,
-        TASK,
-        limits,
-        sink,
-        truncator=IdentityTruncator(),
-        policy=TEST_POLICY,
-        **kwargs,
+def run(image, split, sink, limits=TEST_LIMITS, truncator=None, **kwargs):
+    plan = TurnPlan(
+        split, TASK, (truncator or IdentityTruncator()).truncate, kwargs.get("answered")
     )
-
-
-def test_clean_answer_cuts_on_a_character_boundary_and_replaces_what_is_not_utf8():
-    assert clean_answer("é" * 10, 5) == "éé"
-    assert clean_answer("a\udcffb\x00", 100) == "a?b\ufffd"
+    return run_agent(image, plan, TASK, limits, sink, policy=TEST_POLICY, **kwargs)
 
 
 def test_official_order_and_histories_with_a_recording_agent(
@@ -50,7 +39,7 @@ def test_official_order_and_histories_with_a_recording_agent(
     report = run(agent_image("agents/recorder"), split, recorder)
     assert report.status == "completed" and report.failure_reason is None
     assert (report.batch_size, report.kit, report.restarts) == (2, "A", 0)
-    seen = {r.interaction_id: json.loads(r.response) for r in recorder.results}
+    seen = {r.key: json.loads(r.response) for r in recorder.results}
     batches = {}
     for interaction_id, answer in seen.items():
         batches.setdefault(answer["batch"], []).append(interaction_id)
@@ -71,7 +60,7 @@ def test_official_order_and_histories_with_a_recording_agent(
     for ids in batches.values():
         expected = sorted({named[i.split("-")[0]] for i in ids})
         assert all(seen[i]["image_dir"] == expected for i in ids), (ids, seen[ids[0]])
-    assert [t.outcome for t in report.turns] == ["answered"] * 6
+    assert [t.outcome for t in report.items] == ["answered"] * 6
     assert recorder.calls == [2, 2, 1, 1], "the sink gets each batch's results in one call"
     assert report.start_to_ready_s is not None and report.total_s >= report.start_to_ready_s
     assert report.image_digest.startswith("sha256:")
@@ -85,15 +74,7 @@ def test_histories_hold_truncated_answers(agent_image, tmp_path, recorder):
             return text[:12]
 
     split = make_split(tmp_path / "split", [2])
-    run_agent(
-        agent_image("agents/recorder"),
-        split,
-        TASK,
-        TEST_LIMITS,
-        recorder,
-        truncator=FirstWords(),
-        policy=TEST_POLICY,
-    )
+    run(agent_image("agents/recorder"), split, recorder, truncator=FirstWords())
     second = json.loads(recorder.by_id()["c0-t1"].response)
     assert second["history"][1]["content"] == recorder.by_id()["c0-t0"].response[:12]
 
@@ -103,12 +84,12 @@ def test_resume_never_asks_an_answered_turn_again(agent_image, tmp_path, no_left
     earlier = {"c0-t0": "kept answer", "c1-t0": "other", "c2-t0": "x"}
     recorder = Recorder()
     report = run(agent_image("agents/recorder"), split, recorder, answered=earlier)
-    assert report.status == "completed" and report.resumed_turns == 3
-    assert sorted(r.interaction_id for r in recorder.results) == ["c0-t1", "c2-t1", "c2-t2"]
+    assert report.status == "completed" and report.resumed_items == 3
+    assert sorted(r.key for r in recorder.results) == ["c0-t1", "c2-t1", "c2-t2"]
     history = json.loads(recorder.by_id()["c0-t1"].response)["history"]
     assert history[1] == {"role": "assistant", "content": "kept answer"}
     # a second run with everything answered asks nothing
-    everything = {**earlier, **{r.interaction_id: r.response for r in recorder.results}}
+    everything = {**earlier, **{r.key: r.response for r in recorder.results}}
     again = Recorder()
     assert (
         run(agent_image("agents/recorder"), split, again, answered=everything).status == "completed"
@@ -125,7 +106,7 @@ def test_crash_restarts_and_resumes_at_the_first_unanswered_turn(
     report = run(agent_image("agents/crasher"), split, recorder, limits=limits)
     assert report.status == "completed", report.failure_reason
     assert report.restarts == 3
-    ids = [r.interaction_id for r in recorder.results]
+    ids = [r.key for r in recorder.results]
     assert sorted(ids) == [f"c{i}-t0" for i in range(8)] and len(ids) == len(set(ids))
     assert all(r.outcome == "answered" for r in recorder.results)
 
@@ -146,7 +127,7 @@ def test_consecutive_timeouts_restart_the_agent(agent_image, tmp_path, recorder,
     limits = dataclasses.replace(TEST_LIMITS, per_turn_s=1, max_consecutive_timeouts=2)
     report = run(agent_image("agents/slow_turns"), split, recorder, limits=limits)
     assert report.status == "completed", report.failure_reason
-    outcomes = {r.interaction_id: r.outcome for r in recorder.results}
+    outcomes = {r.key: r.outcome for r in recorder.results}
     # c0 hangs; c1 waits behind it until its own deadline; then a fresh container answers
     assert outcomes == {
         "c0-t0": "timeout",
@@ -174,7 +155,7 @@ def test_answers_are_capped_and_made_valid_utf8(agent_image, tmp_path, recorder)
     limits = dataclasses.replace(TEST_LIMITS, answer_cap_bytes=1000)
     report = run(agent_image("agents/bad_answers"), split, recorder, limits=limits)
     assert report.status == "completed", report.failure_reason
-    answers = {r.interaction_id: r.response for r in recorder.results}
+    answers = {r.key: r.response for r in recorder.results}
     assert answers["c0-t0"] == "é" * 500
     assert answers["c1-t0"] == "ok ?? and \ufffd end"
     assert answers["c2-t0"] == "plain"
@@ -241,7 +222,7 @@ def test_protocol_error_ends_the_run(agent_image, tmp_path, recorder, no_leftove
     assert report.status == "failed"
     assert report.kit == "native" and report.batch_size == 4
     assert report.failure_reason == (
-        "protocol error: /batch must answer {'responses': [...]} with 2 strings, one per turn"
+        "protocol error: /batch must answer {'responses': [...]} with 2 responses, one per item"
     )
     assert recorder.results == []
 

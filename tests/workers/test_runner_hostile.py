@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from tests.workers.conftest import (
     TEST_LIMITS,
     TEST_POLICY,
@@ -29,9 +30,8 @@ TASK = "multi-source-augmentation"
 
 
 def run(image, split, sink, limits=TEST_LIMITS):
-    return run_agent(
-        image, split, TASK, limits, sink, truncator=IdentityTruncator(), policy=TEST_POLICY
-    )
+    plan = TurnPlan(split, TASK, IdentityTruncator().truncate)
+    return run_agent(image, plan, TASK, limits, sink, policy=TEST_POLICY)
 
 
 def well_behaved_run(agent_image, root) -> Recorder:
@@ -82,7 +82,7 @@ def test_hanging_agent_times_out_and_is_removed(agent_image, tmp_path, recorder,
     split = make_split(tmp_path / "s", [1, 1, 1])
     report = run(agent_image("hostile/hang"), split, recorder, limits=limits)
     assert report.status == "completed"
-    assert report.counts() == {"answered": 0, "timeout": 3, "error": 0}
+    assert report.counts() == {"answered": 0, "timeout": 3, "error": 0, "invalid": 0}
     assert all(r.response == "" for r in recorder.results)
 
 
@@ -206,6 +206,4 @@ def test_a_reply_naming_another_batch_is_refused_and_never_filed(
         "batch sent (batch 2); the reply named another batch: its answers were not filed"
     )
     assert report.agent_text == '"1"'  # what it named: the agent's text, kept apart
-    assert [(r.interaction_id, r.response) for r in recorder.results] == [
-        ("c0-t0", "answer to c0-t0")
-    ]
+    assert [(r.key, r.response) for r in recorder.results] == [("c0-t0", "answer to c0-t0")]

@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from evaluator.protocols.crag_mm.sample import write_sample
 from evaluator.protocols.crag_mm.split import load_split
 from tests.workers.conftest import REPO, TEST_LIMITS, TEST_POLICY, IdentityTruncator, Recorder
-from workers.outcomes import TurnResult
+from workers.outcomes import ItemResult
 from workers.runner import run_agent
 
 pytestmark = pytest.mark.docker
@@ -39,7 +40,7 @@ def search(sample, tmp_path_factory):
 
 def exact_matches(split, recorder: Recorder) -> int:
     truth = {t.interaction_id: t.ground_truth.strip().lower() for _, _, t in split.turns()}
-    return sum(r.response.strip().lower() == truth[r.interaction_id] for r in recorder.results)
+    return sum(r.response.strip().lower() == truth[r.key] for r in recorder.results)
 
 
 @pytest.mark.parametrize("example, kit", [("rag-kit-a", "A"), ("kit-b", "B")])
@@ -51,12 +52,11 @@ def test_examples_answer_through_podiums_search(
     image = agent_image(f"examples/agents/{example}")
     report = run_agent(
         image,
-        split,
+        TurnPlan(split, TASK, IdentityTruncator().truncate),
         TASK,
         TEST_LIMITS,
         recorder,
         search=search,
-        truncator=IdentityTruncator(),
         policy=TEST_POLICY,
     )
     assert report.status == "completed", report.failure_reason
@@ -71,11 +71,10 @@ def test_without_search_kit_b_gets_no_context(agent_image, sample, no_leftovers)
     recorder = Recorder()
     report = run_agent(
         agent_image("examples/agents/kit-b"),
-        split,
+        TurnPlan(split, TASK, IdentityTruncator().truncate),
         TASK,
         TEST_LIMITS,
         recorder,
-        truncator=IdentityTruncator(),
         policy=TEST_POLICY,
     )
     assert report.status == "completed", report.failure_reason
@@ -122,7 +121,7 @@ def test_cli_serves_search_from_a_corpus(agent_image, sample, tmp_path, no_lefto
     records = [json.loads(line) for line in out.read_text().splitlines()]
     recorder(
         [
-            TurnResult(r["session_id"], r["interaction_id"], 0, r["response"], "answered", 0.0)
+            ItemResult(r["interaction_id"], r["session_id"], 0, r["response"], "answered", 0.0)
             for r in records
         ]
     )
@@ -152,12 +151,11 @@ def test_each_batch_is_allowed_its_searches_and_no_more(
     limits = dataclasses.replace(TEST_LIMITS, searches_per_turn=1)
     report = run_agent(
         agent_image("examples/agents/rag-kit-a"),
-        split,
+        TurnPlan(split, TASK, IdentityTruncator().truncate),
         TASK,
         limits,
         recorder,
         search=search,
-        truncator=IdentityTruncator(),
         policy=TEST_POLICY,
     )
     assert report.status == "completed", report.failure_reason

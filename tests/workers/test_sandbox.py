@@ -7,6 +7,7 @@ import json
 import pytest
 
 from agentkit.protocol import IMAGE_DIR, SOCKET_DIR
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
 from workers.runner import run_agent
 from workers.sandbox import AGENT_UID, SandboxPolicy
@@ -64,13 +65,13 @@ def test_agent_inside_sees_only_what_the_policy_allows(
     agent_image, tmp_path, recorder, no_leftovers
 ):
     split = make_split(tmp_path / "split", [1])
+    task = "single-source-augmentation"
     report = run_agent(
         agent_image("hostile/escape"),
-        split,
-        "single-source-augmentation",
+        TurnPlan(split, task, IdentityTruncator().truncate),
+        task,
         TEST_LIMITS,
         recorder,
-        truncator=IdentityTruncator(),
         policy=TEST_POLICY,
     )
     assert report.status == "completed", report.failure_reason

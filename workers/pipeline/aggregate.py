@@ -20,7 +20,7 @@ from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir
-from workers.pipeline.judge import task_protocol
+from workers.pipeline.judge import run_protocol
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -51,11 +51,13 @@ def graded_items(run: EvaluationRun, protocol: Protocol[Any, Any, Any], keys: li
 
 def aggregate_stage(run: EvaluationRun) -> None:
     """Stage ``scoring``: store slice scores and comparisons, then the run is done."""
-    protocol = task_protocol(run.task)
+    protocol = run_protocol(run)
     keys = protocol.split_keys(protocol.load_split(split_dir(run.split)))
     graded = graded_items(run, protocol, keys)
     scores = protocol.score(graded)
-    other_ids = [entry.run_id for entry in entries(run.split) if entry.run_id != run.pk]
+    other_ids = [
+        entry.run_id for entry in entries(run.split, run.setting) if entry.run_id != run.pk
+    ]
     others = EvaluationRun.objects.filter(pk__in=other_ids).order_by("pk")
     comparisons = []
     for other in others:

@@ -21,8 +21,6 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from evaluator.archives import ArchiveError, extract_tar
-from evaluator.protocols.crag_mm.records import Split as SplitData
-from evaluator.protocols.crag_mm.split import load_split
 from leaderboard.models import Challenge, Split
 from leaderboard.splits import archive_limits
 from workers.faults import PodiumFault
@@ -82,10 +80,6 @@ def split_dir(split: Split) -> Path:
     if not split.bundle or not split.sha256:
         raise BundleError(f"split {split}: no bundle imported yet")
     return _extract(split.bundle.name, split.sha256, "splits")
-
-
-def split_data(split: Split) -> SplitData:
-    return load_split(split_dir(split))
 
 
 def _corpus_names(challenge: Challenge) -> tuple[str, str]:

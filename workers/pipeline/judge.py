@@ -79,10 +79,18 @@ def task_protocol(task: Task) -> Protocol[Any, Any, Any]:
         raise PodiumFault(f"task {task}: {exc}") from exc
 
 
+def run_protocol(run: EvaluationRun) -> Protocol[Any, Any, Any]:
+    """The protocol that plans, grades and scores ``run``: its task's, for its setting."""
+    try:
+        return task_protocol(run.task).for_setting(run.setting)
+    except EvaluatorError as exc:
+        raise PodiumFault(f"run #{run.pk}: {exc}") from exc
+
+
 def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
-    protocol = task_protocol(task)
+    protocol = run_protocol(run)
     data = protocol.load_split(split_dir(run.split))
     answers = {answer.interaction_id: answer for answer in run.answers.all()}
     unanswered = [key for key in protocol.split_keys(data) if key not in answers]

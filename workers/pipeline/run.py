@@ -8,7 +8,6 @@ meanwhile (re-queued, cancelled) the sink stops the run.
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
@@ -16,29 +15,23 @@ from typing import Any
 
 from django.conf import settings
 
-from agentkit.protocol import TASKS
-from evaluator.protocols.crag_mm.truncation import Truncator, load_truncator
+from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, Task, TurnAnswer
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import Limits
-from workers.outcomes import RunReport, TurnResult
+from workers.outcomes import ItemResult, RunReport
 from workers.pipeline.build import docker_client, submission_image
-from workers.pipeline.bundles import corpus_dir, split_data
+from workers.pipeline.bundles import corpus_dir, split_dir
 from workers.pipeline.claims import RunLost, beat_if_mine, hand_over
+from workers.pipeline.judge import run_protocol
 from workers.runner import run_agent
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
 AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
-OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the turn list
+OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the item list
 TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
-
-
-@functools.cache
-def truncator() -> Truncator:
-    """The 75-token truncator, loaded once per worker process."""
-    return load_truncator()
 
 
 def limits_for(task: Task) -> Limits:
@@ -57,8 +50,9 @@ _search_lock = threading.Lock()
 
 def search_process(task: Task) -> Any:
     """The search process over the challenge's corpus (``workers.search.process``), kept per
-    worker process and started again if it stopped; None when the task enables no search."""
-    if not (task.image_search_enabled or task.web_search_enabled):
+    worker process and started again if it stopped; None when the task enables no search (or
+    its protocol has none)."""
+    if not (task.image_search_enabled or task.web_search_enabled) or not task.declared().searches:
         return None
     directory = corpus_dir(task.challenge)
     if directory is None:
@@ -82,7 +76,7 @@ def search_process(task: Task) -> Any:
 
 class AnswerSink:
     """Stores each batch's results the moment they arrive, in one INSERT (once per run and
-    interaction id); progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer
+    item key); progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer
     ours."""
 
     def __init__(self, run: EvaluationRun, done: int) -> None:
@@ -90,16 +84,17 @@ class AnswerSink:
         self.done = done
         self.last_beat = 0.0
 
-    def __call__(self, results: list[TurnResult]) -> None:
+    def __call__(self, results: list[ItemResult]) -> None:
         created = TurnAnswer.objects.bulk_create(
             [
                 TurnAnswer(
                     run=self.run,
-                    session_id=result.session_id,
-                    interaction_id=result.interaction_id,
-                    turn_idx=result.turn_idx,
+                    session_id=result.group,
+                    interaction_id=result.key,
+                    turn_idx=result.position,
                     response=result.response,
                     outcome=result.outcome,
+                    problem=result.problem or "",
                     latency_s=result.latency_s,
                 )
                 for result in results
@@ -137,8 +132,8 @@ def team_reason(report: RunReport, *, public: bool) -> str:
 def operator_detail(report: RunReport) -> str:
     """What organisers read about a failed run, as JSON: the reason and everything the agent
     said behind it first (``agent_text``, capped at the source), then the rest of the report
-    but the agent's output (kept apart, in ``agent_log``). The per-turn list, last, is left out
-    when the detail would pass ``OPERATOR_DETAIL_CHARS`` (the turns' answers are stored anyway);
+    but the agent's output (kept apart, in ``agent_log``). The per-item list, last, is left out
+    when the detail would pass ``OPERATOR_DETAIL_CHARS`` (the items' answers are stored anyway);
     the detail is never cut, so the agent's text is always there in full."""
     data = report.to_dict()
     del data["agent_log"]
@@ -146,20 +141,23 @@ def operator_detail(report: RunReport) -> str:
     text = json.dumps(detail | data)  # ASCII: whatever the agent sent, PostgreSQL stores it
     if len(text) <= OPERATOR_DETAIL_CHARS:
         return text
-    data["turns_left_out"] = len(data.pop("turns"))
+    data["items_left_out"] = len(data.pop("items"))
     return json.dumps(detail | data)
 
 
 def run_stage(run: EvaluationRun) -> None:
-    """Stage ``running``: answer every turn not answered yet, then hand over to judging."""
+    """Stage ``running``: answer every item not answered yet, then hand over to judging."""
     task = run.task
-    data = split_data(run.split)
+    protocol = run_protocol(run)
+    data = protocol.load_split(split_dir(run.split))
     answered = dict(run.answers.values_list("interaction_id", "response"))
+    try:
+        plan = protocol.agent_plan(data, task.task_id, answered)
+    except (EvaluatorError, ValueError) as exc:
+        raise PodiumFault(f"task {task}: {exc}") from exc
     EvaluationRun.objects.filter(pk=run.pk).update(
-        turns_total=len(data.turns()), turns_done=len(answered)
+        turns_total=len(plan.keys()), turns_done=len(answered)
     )
-    if task.task_id not in TASKS:
-        raise PodiumFault(f"task id {task.task_id!r} is not a task of the agent protocol")
     search = search_process(task)
     client = docker_client()
     try:
@@ -171,13 +169,12 @@ def run_stage(run: EvaluationRun) -> None:
             ) from exc
         report = run_agent(
             image,
-            data,
+            plan,
             task.task_id,
             limits_for(task),
             AnswerSink(run, len(answered)),
             search=search,
             answered=answered,
-            truncator=truncator(),
             client=client,
         )
     finally:

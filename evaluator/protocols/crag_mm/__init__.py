@@ -15,6 +15,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock
+from evaluator.protocols.crag_mm.agent import TurnPlan
 from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.grading import MISSING_RULES, grade, missing_rule
 from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
@@ -27,7 +28,7 @@ from evaluator.protocols.crag_mm.records import (
     Split,
     Verdict,
 )
-from evaluator.protocols.crag_mm.split import load_split
+from evaluator.protocols.crag_mm.split import SESSIONS_FILE, load_split
 from evaluator.protocols.crag_mm.summary import format_summary
 from evaluator.protocols.crag_mm.truncation import Truncator, load_truncator
 from evaluator.records import EvaluatorError
@@ -69,6 +70,8 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     title = "CRAG-MM"
     rubric = CragMMRubric()
     table = "turns"
+    groups = "conversations"
+    searches = True  # image search (tasks 1-3), web search (tasks 2-3): the official API
     unit = "turns"
     columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS
     metrics = (
@@ -164,12 +167,29 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         }
 
     def load_split(self, path: str | Path, **options: Any) -> Split:
-        return load_split(path, hf_split=options.get("hf_split", self.hf_split))
+        return load_split(
+            path,
+            hf_split=options.get("hf_split", self.hf_split),
+            cache_dir=options.get("cache_dir"),
+        )
 
     def load_predictions(
         self, path: str | Path, split: Split
     ) -> tuple[dict[str, Prediction], list[str]]:
         return load_predictions(path, split)
+
+    def bundle_files(self, split: Split) -> list[str]:
+        """``sessions.jsonl`` (Podium's format, also for a split read from Hugging Face: the
+        loader writes it) and the conversations' images."""
+        return [SESSIONS_FILE, *sorted({c.image for c in split.conversations if c.image})]
+
+    def split_counts(self, split: Split) -> tuple[int, int]:
+        return len(split.conversations), sum(len(c.turns) for c in split.conversations)
+
+    def agent_plan(self, split: Split, task: str, answered: Mapping[str, str]) -> TurnPlan:
+        if self.truncator is None:
+            self.truncator = load_truncator()
+        return TurnPlan(split, task, self.truncator.truncate, answered)
 
     def split_keys(self, split: Split) -> list[str]:
         return [turn.interaction_id for _, _, turn in split.turns()]

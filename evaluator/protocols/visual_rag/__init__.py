@@ -17,9 +17,11 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.visual_rag import grading, items
-from evaluator.protocols.visual_rag.agent import agent_item, read_response
+from evaluator.protocols.visual_rag.agent import SettingPlan, agent_item, read_response
 from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
 from evaluator.protocols.visual_rag.items import (
+    PODIUM_FILE,
+    RELEASED_FILE,
     SETTING_PATTERN,
     VisualPrediction,
     VisualSplit,
@@ -27,11 +29,12 @@ from evaluator.protocols.visual_rag.items import (
     prediction_key,
 )
 from evaluator.protocols.visual_rag.judging import VisualRAGRubric
-from evaluator.protocols.visual_rag.metrics import compare_queries, score_queries
+from evaluator.protocols.visual_rag.metrics import compare_queries, gcue, score_queries
 from evaluator.records import EvaluatorError
 from evaluator.report import judge_notices
 
 DEFAULT_LAMBDA = 0.5
+DEFAULT_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_5")
 HEADLINE_RETRIEVAL = ("recall@5", "recall@30", "ndcg@5", "hit@5")
 SAMPLE_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3", "one_in_5")
 
@@ -56,6 +59,7 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
     title = "Visual-RAG"
     rubric = VisualRAGRubric()
     table = "queries"
+    groups = "species"
     unit = "queries"
     columns = grading.COLUMNS
     metrics = (
@@ -88,7 +92,7 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
                 "items": {"type": "string", "pattern": SETTING_PATTERN},
                 "minItems": 1,
                 "uniqueItems": True,
-                "default": ["retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_5"],
+                "default": list(DEFAULT_SETTINGS),
                 "title": "Settings",
                 "description": "one run per setting: retrieval, zero_shot, gt_clue, non_clue, "
                 "topk_<k>, one_in_<k>",
@@ -140,6 +144,8 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         return {"evaluated": list(self.evaluated or ()), "gcue_lambda": self.gcue_lambda}
 
     def load_split(self, path: str | Path, **options: Any) -> VisualSplit:
+        if options.get("hf_split") is not None:
+            raise EvaluatorError("visual-rag: a split has no Hugging Face splits (hf_split)")
         return items.load_split(path)
 
     def load_predictions(
@@ -164,6 +170,43 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
             split, predictions, self.evaluated, judge, cache, progress, transcript
         )
         return graded
+
+    def bundle_files(self, split: VisualSplit) -> list[str]:
+        """The query file as it came (either layout) and every candidate's image."""
+        named = PODIUM_FILE if split.layout == "podium" else RELEASED_FILE
+        candidates = {image for query in split.queries for image in query.candidates}
+        return [named, *sorted(split.images[image] for image in candidates)]
+
+    def split_counts(self, split: VisualSplit) -> tuple[int, int]:
+        return len({query.labels.get("species") for query in split.queries}), len(split.queries)
+
+    def run_settings(self) -> tuple[str, ...]:
+        return self.evaluated or DEFAULT_SETTINGS
+
+    def for_setting(self, setting: str) -> VisualRAG:
+        if setting not in self.run_settings():
+            raise EvaluatorError(
+                f"visual-rag: setting {setting!r} is not evaluated here "
+                f"({', '.join(self.run_settings())})"
+            )
+        return VisualRAG((setting,), self.gcue_lambda)
+
+    def derived(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+        """gCUE for every ``one_in_<k>`` run, from the runs' accuracies (null: undefined)."""
+        return gcue(settings, self.gcue_lambda)[0]
+
+    def undefined(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+        return gcue(settings, self.gcue_lambda)[1]
+
+    def in_setting(self, metric: Metric, setting: str) -> bool:
+        if metric.where == "retrieval":
+            return setting in ("", "retrieval")
+        return metric.where != "gcue" or setting == ""
+
+    def agent_plan(self, split: VisualSplit, task: str, answered: Mapping[str, str]) -> SettingPlan:
+        if self.evaluated is None or len(self.evaluated) != 1:
+            raise EvaluatorError("visual-rag: a run evaluates one setting (for_setting)")
+        return SettingPlan(split, self.evaluated[0])
 
     def split_keys(self, split: VisualSplit) -> list[str]:
         if not self.evaluated:

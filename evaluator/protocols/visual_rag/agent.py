@@ -18,15 +18,25 @@ batch and the run go on.
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from evaluator.protocols.visual_rag.items import VisualPrediction, VisualQuery, prediction_key
+from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext
+from evaluator.protocols.visual_rag.items import (
+    VisualPrediction,
+    VisualQuery,
+    VisualSplit,
+    prediction_key,
+)
 
 MAX_ANSWER_CHARS = 8192  # a longer answer is a protocol error (it reaches the judge prompt)
 MAX_RANKING = 1000  # ranking entries kept; rankings are scored at k <= 30
+MAX_IMAGE_ID_CHARS = 200  # of a ranking entry kept (a candidate's id is a guid)
 _K = re.compile(r"(?:topk|one_in)_(\d+)")
 
 
@@ -79,7 +89,11 @@ def read_response(item: AgentItem, response: Any) -> tuple[VisualPrediction, str
     if error is not None:
         return VisualPrediction(query_id, item.setting, "", () if _ranks(item) else None), error
     ranking = response.get("ranking")
-    kept = tuple(ranking[:MAX_RANKING]) if ranking is not None and _ranks(item) else None
+    kept = (
+        tuple(image[:MAX_IMAGE_ID_CHARS] for image in ranking[:MAX_RANKING])
+        if ranking is not None and _ranks(item)
+        else None
+    )
     return VisualPrediction(query_id, item.setting, response.get("answer", ""), kept), None
 
 
@@ -104,3 +118,72 @@ def _problem(item: AgentItem, response: Any) -> str | None:
     if not isinstance(ranking, list) or not all(isinstance(image, str) for image in ranking):
         return "the response's ranking is not a list of image ids"
     return None
+
+
+def stored_reply(prediction: VisualPrediction) -> str:
+    """A prediction as the server stores it (``Protocol.stored_prediction`` reads it back)."""
+    reply: dict[str, Any] = {"answer": prediction.answer}
+    if prediction.ranking is not None:
+        reply["ranking"] = list(prediction.ranking)
+    return json.dumps(reply, ensure_ascii=False)
+
+
+class SettingPlan(AgentPlan[AgentItem]):
+    """One run: every query of ``split`` in ``setting``, in the split's order, sent as protocol
+    v3 ``items`` (``agentkit.items``)."""
+
+    protocol = "visual-rag"
+
+    def __init__(self, split: VisualSplit, setting: str, seed: int = 0) -> None:
+        self.split = split
+        self.items = [agent_item(query, setting, seed) for query in split.queries]
+        self.positions = {item.item_id: index for index, item in enumerate(self.items)}
+
+    def keys(self) -> list[str]:
+        return [item.item_id for item in self.items]
+
+    def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[AgentItem]]:
+        size = max(1, batch_size)
+        left = [item for item in self.items if item.item_id not in answered]
+        for start in range(0, len(left), size):
+            yield left[start : start + size]
+
+    def key(self, ref: AgentItem) -> str:
+        return ref.item_id
+
+    def place(self, ref: AgentItem) -> tuple[str, int]:
+        return ref.setting, self.positions[ref.item_id]
+
+    def image_files(self, ref: AgentItem) -> Sequence[Path]:
+        return [self.split.image_path(image) for image in (*ref.images, *ref.candidates)]
+
+    def requests(
+        self, batch: Sequence[AgentItem], paths: Sequence[Sequence[str]], context: RequestContext
+    ) -> dict[str, Any]:
+        items = []
+        for item, files in zip(batch, paths, strict=True):
+            given = len(item.images)
+            items.append(
+                {
+                    "item_id": item.item_id,
+                    "setting": item.setting,
+                    "question": item.question,
+                    "images": _images(item.images, files[:given]),
+                    "candidates": _images(item.candidates, files[given:]),
+                    "k": item.k,
+                }
+            )
+        return {"protocol": self.protocol, "items": items}
+
+    def read_replies(
+        self, batch: Sequence[AgentItem], responses: list[Any], cap: int
+    ) -> list[Reply]:
+        replies = []
+        for item, response in zip(batch, responses, strict=True):
+            prediction, problem = read_response(item, response)
+            replies.append(Reply(stored_reply(prediction), problem))
+        return replies
+
+
+def _images(ids: Sequence[str], paths: Sequence[str]) -> list[dict[str, str]]:
+    return [{"id": image, "path": path} for image, path in zip(ids, paths, strict=True)]

@@ -1,9 +1,9 @@
-"""``manage.py demo``: the demo challenge evaluated end to end, then the leaderboard served.
+"""``manage.py demo``: the demo challenges evaluated end to end, then the leaderboards served.
 
-Creates (or finds) the CRAG-MM demo challenge from the generated sample data, its teams and
-the demo login; builds the agent base image offline; submits the example agents through the
-web form's code path; starts a Celery worker and beat; waits for every run with a progress
-bar; prints the rankings; then serves the site (``--no-serve``: stops there).
+Creates (or finds) the CRAG-MM and Visual-RAG demo challenges from the generated sample data,
+their teams and the demo login; builds the agent base image offline; submits the example
+agents through the web form's code path; starts a Celery worker and beat; waits for every run
+with a progress bar; prints the rankings; then serves the site (``--no-serve``: stops there).
 """
 
 from __future__ import annotations
@@ -40,35 +40,41 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         say = self.stdout.write
-        say("demo: sample data and the challenge")
+        say("demo: sample data and the challenges")
         challenge = setup.challenge(setup.sample_dir())
-        user = setup.demo_user(challenge)
+        visual_rag = setup.visual_rag_challenge(setup.visual_rag_sample_dir())
+        challenges = (challenge, visual_rag)
+        user = setup.demo_user(*challenges)
         say("demo: agent base image (built offline; reused when up to date)")
         built = subprocess.run(["bash", str(REPO / "deploy/agent-base/build.sh")], cwd=REPO)
         if built.returncode != 0:
             raise CommandError("building the agent base image failed (see above)")
         say("demo: submitting the example agents")
-        for submission in setup.submit_agents(challenge, user, REPO):
+        submitted = setup.submit_agents(challenge, user, REPO)
+        submitted += setup.submit_agents(visual_rag, user, REPO, setup.VISUAL_RAG_AGENTS)
+        for submission in submitted:
             say(f"  #{submission.pk} {submission.method_name} ({submission.team.name})")
         log_dir = Path(settings.VAR_DIR) / "demo"
         # A plain `kill` stops the worker and beat too (the block below cleans up on exit).
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         with CeleryProcesses(REPO, log_dir, options["concurrency"]) as celery:
-            resumed = resume_unfinished(challenge)
+            resumed = sum(resume_unfinished(c) for c in challenges)
             say(f"demo: Celery worker and beat started (logs in {log_dir}); {resumed} runs to go")
             try:
-                runs = wait_for_runs(challenge, celery.alive, options["timeout"])
+                runs = wait_for_runs(challenges, celery.alive, options["timeout"])
             except (RuntimeError, TimeoutError) as exc:
                 raise CommandError(str(exc)) from exc
-            self._report(challenge, runs)
+            self._report(challenges, runs)
             if not options["no_serve"]:
                 self._serve(options["addr"])
 
-    def _report(self, challenge, runs: list[EvaluationRun]) -> None:
+    def _report(self, challenges, runs: list[EvaluationRun]) -> None:
         failed = [run for run in runs if run.state != EvaluationRun.State.DONE]
         for run in failed:
             self.stderr.write(f"run #{run.pk} {run.state}: {run.failure_reason}")
-        self.stdout.write("\n".join(rankings(challenge)))
+        for challenge in challenges:
+            self.stdout.write(f"\n== {challenge.name}")
+            self.stdout.write("\n".join(rankings(challenge)))
         self.stdout.write(f"\n{len(runs) - len(failed)} of {len(runs)} runs done.")
         if failed:
             raise CommandError(f"{len(failed)} run(s) did not finish; see above")
@@ -77,7 +83,8 @@ class Command(BaseCommand):
         host, _, port = addr.rpartition(":")
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
         self.stdout.write(
-            f"\nLeaderboard: http://{shown}:{port}/c/{setup.SLUG}/\n"
+            f"\nLeaderboards: http://{shown}:{port}/c/{setup.SLUG}/ and "
+            f"http://{shown}:{port}/c/{setup.VISUAL_RAG_SLUG}/\n"
             f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/).\n"
             "The worker keeps running: submissions from the web form are evaluated too. "
             "Ctrl-C stops everything."

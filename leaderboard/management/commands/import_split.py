@@ -1,4 +1,5 @@
-"""``manage.py import_split --task <challenge>/<task-id> --kind private-test DIR``."""
+"""``manage.py import_split --task <challenge>/<task-id> --kind private-test DIR``: the task's
+protocol reads DIR (``--protocol`` states which it must be)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from evaluator.protocols import PROTOCOLS
 from leaderboard.models import Split
 from leaderboard.splits import SplitImportError, find_task, import_split_dir
 
@@ -21,14 +23,21 @@ def _moment(text: str) -> datetime:
 
 class Command(BaseCommand):
     help = (
-        "Validate a split directory (Podium's split format or the Hugging Face layout) and store "
-        "it as a task's split bundle, with its sha256. Participants can never download it."
+        "Validate a split directory with the task's protocol (Podium's split format or the "
+        "benchmark's released layout: CRAG-MM's Hugging Face data, Visual-RAG's v1_anno.jsonl "
+        "beside images/) and store it as the task's split bundle, with its sha256. "
+        "Participants can never download it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", help="the split directory")
         parser.add_argument("--task", required=True, help="<challenge-slug>/<task-id>")
         parser.add_argument("--kind", required=True, choices=Split.Kind.values)
+        parser.add_argument(
+            "--protocol",
+            choices=sorted(PROTOCOLS),
+            help="the protocol the task must have (a check: the task decides how DIR is read)",
+        )
         parser.add_argument("--hf-split", help="which split of a Hugging Face dataset to read")
         parser.add_argument("--visibility", choices=Split.Visibility.values)
         parser.add_argument("--reveal-at", type=_moment, help="ISO date-time (UTC if no zone)")
@@ -36,6 +45,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             task = find_task(options["task"])
+            if options["protocol"] and options["protocol"] != task.protocol:
+                raise SplitImportError(
+                    f"task {task} is a {task.protocol} task, not {options['protocol']}"
+                )
             split = import_split_dir(
                 task,
                 options["kind"],
@@ -46,7 +59,8 @@ class Command(BaseCommand):
             )
         except SplitImportError as e:
             raise CommandError(str(e)) from e
+        protocol = task.declared()
         self.stdout.write(
-            f"imported {split}: {split.conversations} conversations, {split.turns} turns, "
-            f"sha256 {split.sha256}"
+            f"imported {split}: {split.conversations} {protocol.groups}, {split.turns} "
+            f"{protocol.unit}, sha256 {split.sha256}"
         )

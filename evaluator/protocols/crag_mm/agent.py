@@ -1,4 +1,5 @@
-"""Turn order and conversation histories, exactly as the official CRAG-MM evaluator has them.
+"""CRAG-MM's agent plan: turn order and conversation histories, exactly as the official CRAG-MM
+evaluator has them, and the protocol's ``turns`` requests (kits A and B).
 
 The official ``CRAGTurnBatchIterator`` keeps a queue of conversations: a batch pops up to
 ``batch_size`` conversations from the front, takes one turn from each, and puts every
@@ -14,11 +15,14 @@ never the ground truth.
 from __future__ import annotations
 
 import collections
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from agentkit.protocol import clip_batch_size
-from evaluator.protocols.crag_mm.records import Conversation, Turn
+from agentkit.protocol import TASKS, clip_batch_size
+from evaluator.protocols.agent_plan import AgentPlan, BatchRefused, Reply, RequestContext, cap_text
+from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 
 
 @dataclass(frozen=True)
@@ -97,3 +101,71 @@ def message_history(ref: TurnRef, truncated_answers: Mapping[str, str]) -> list[
             {"role": "assistant", "content": truncated_answers.get(earlier.interaction_id, "")}
         )
     return history
+
+
+class TurnPlan(AgentPlan[TurnRef]):
+    """One run of ``task`` on ``split``: every turn, in the official order. ``truncate``: the
+    75-token truncation of the answers the agent sees in its histories."""
+
+    def __init__(
+        self,
+        split: Split,
+        task: str,
+        truncate: Callable[[str], str],
+        answered: Mapping[str, str] | None = None,
+    ) -> None:
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+        self.split = split
+        self.task = task
+        self.truncate = truncate
+        self.history_answers = {k: truncate(v) for k, v in (answered or {}).items()}
+
+    def keys(self) -> list[str]:
+        return [turn.interaction_id for _, _, turn in self.split.turns()]
+
+    def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[TurnRef]]:
+        return turn_batches(self.split.conversations, batch_size, answered)
+
+    def key(self, ref: TurnRef) -> str:
+        return ref.interaction_id
+
+    def place(self, ref: TurnRef) -> tuple[str, int]:
+        return ref.session_id, ref.turn_idx
+
+    def image_files(self, ref: TurnRef) -> Sequence[Path]:
+        path = self.split.image_path(ref.conversation)
+        return (path,) if path else ()
+
+    def requests(
+        self, batch: Sequence[TurnRef], paths: Sequence[Sequence[str]], context: RequestContext
+    ) -> dict[str, Any]:
+        turns = []
+        for ref, images in zip(batch, paths, strict=True):
+            image_path = images[0] if images else None
+            if context.kit != "B":
+                turns.append(turn_request(ref, self.history_answers, image_path=image_path))
+                continue
+            rag_context = None
+            if context.rag_context is not None:
+                rag_context = context.rag_context(
+                    ref.turn.query, self.split.image_path(ref.conversation)
+                )
+            turns.append(
+                turn_request(
+                    ref,
+                    self.history_answers,
+                    image_path=image_path,
+                    rag_context=rag_context,
+                    domain=ref.turn.labels.get("domain"),
+                )
+            )
+        return {"turns": turns}
+
+    def read_replies(self, batch: Sequence[TurnRef], responses: list[Any], cap: int) -> list[Reply]:
+        if not all(isinstance(response, str) for response in responses):
+            raise BatchRefused("/batch: every response must be a string")
+        return [Reply(cap_text(response, cap)) for response in responses]
+
+    def remember(self, ref: TurnRef, text: str) -> None:
+        self.history_answers[ref.interaction_id] = self.truncate(text)
