@@ -5,7 +5,7 @@ The zero-work example agent (answers "" at once, batch size 16) answers the same
 1. ``workers.runner.run_agent`` alone, results kept in a list: the runtime's own cost;
 2. the whole pipeline: ``submit`` (the web form's code path, a build context) -> a real
    ``celery worker`` process -> build (image cached by the engine) -> run (every answer a
-   ``TurnAnswer`` row and a heartbeat, as it arrives) -> judge (rules) -> aggregate.
+   ``ItemAnswer`` row and a heartbeat, as it arrives) -> judge (rules) -> aggregate.
 
 Reported: the run stage's answering time (first to last stored answer, plus the container's
 start) against the runner alone, and the whole submit -> done latency split by stage.
@@ -102,7 +102,7 @@ def main() -> None:
     team = Team.objects.create(name=f"bench {stamp}")
     Membership.objects.create(team=team, user=user)
     challenge = Challenge.objects.create(name=f"bench {stamp}", slug=f"bench-{stamp}")
-    task = make_task(challenge, "multi-turn-qa", per_turn_s=10.0)
+    task = make_task(challenge, "multi-turn-qa", per_item_s=10.0)
     with tempfile.TemporaryDirectory() as scratch:
         split_dir = write_split(Path(scratch) / "split", args.conversations, args.turns)
         import_split_dir(task, "validation", split_dir)
@@ -134,7 +134,7 @@ def main() -> None:
     print(
         f"answering, first to last answer: pipeline / runner alone = "
         f"{answering[0] / answering[1]:.2f}x ({(answering[0] - answering[1]) / turns * 1e3:.2f} "
-        "ms more per turn: one TurnAnswer INSERT each, progress every 0.5 s)"
+        "ms more per turn: one ItemAnswer INSERT each, progress every 0.5 s)"
     )
     total = median(p["submit_to_done_s"] for p in piped), median(a["total_s"] for a in alone)
     print(f"submit -> done / runner alone total = {total[0] / total[1]:.2f}x")

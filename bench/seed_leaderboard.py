@@ -133,7 +133,7 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
                     split=split,
                     state=EvaluationRun.State.DONE,
                     judge_id="openai:gpt-4o@2024-08-06",
-                    counting="paper",
+                    scored_with={"counting": "paper"},
                     scores_complete=True,
                     finished_at=now,
                 )

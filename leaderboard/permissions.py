@@ -79,7 +79,7 @@ def visible_runs(user: User) -> QuerySet[EvaluationRun]:
     ).distinct()
 
 
-def can_see_turns(user: User, run: EvaluationRun) -> bool:
+def can_see_answers(user: User, run: EvaluationRun) -> bool:
     """Per-turn answers and verdicts: organisers always; the team only off the private test."""
     if is_organiser(user, run.submission.challenge):
         return True

@@ -27,7 +27,7 @@ ENTRY_FIELDS = (
     "run_id", "run__submission_id", "run__submission__team__name",
     "run__submission__method_name", "run__submission__is_baseline",
     "run__submission__paper_url", "run__submission__code_url", "run__submission__created_at",
-    "run__judge_id", "run__scores_complete", "run__unjudged_turns",
+    "run__judge_id", "run__scores_complete", "run__unjudged_items",
     "count", "primary", "primary_ci_low", "primary_ci_high", "metrics",
 )  # fmt: skip
 

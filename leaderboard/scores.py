@@ -61,9 +61,12 @@ def _row(run: EvaluationRun, block: ScoreBlock, metrics: list[Metric], primary: 
 
 
 @transaction.atomic
-def store_scores(run: EvaluationRun, scores: Mapping[str, Any]) -> int:
+def store_scores(
+    run: EvaluationRun, scores: Mapping[str, Any], scored_with: Mapping[str, Any] | None = None
+) -> int:
     """Replace the run's SliceScore rows with its protocol's blocks of ``scores`` (the
-    protocol's ``score`` result; ``Protocol.score_blocks``); returns the row count. Everything
+    protocol's ``score`` result; ``Protocol.score_blocks``); returns the row count.
+    ``scored_with``: the protocol's options (``Protocol.settings()``), kept on the run. Everything
     is checked before anything is written, so bad input leaves the earlier rows in place."""
     if not isinstance(scores, Mapping):
         raise ScoresError(f"scores: expected an object, got {type(scores).__name__}")
@@ -83,10 +86,10 @@ def store_scores(run: EvaluationRun, scores: Mapping[str, Any]) -> int:
         raise ScoresError(f"scores.unjudged: expected a count, got {unjudged!r}")
     SliceScore.objects.filter(run=run).delete()
     SliceScore.objects.bulk_create(rows, batch_size=1000)
-    run.counting = str(scores.get("counting", ""))
+    run.scored_with = dict(scored_with or {})
     run.scores_complete = bool(scores.get("complete", unjudged == 0))
-    run.unjudged_turns = unjudged
-    run.save(update_fields=["counting", "scores_complete", "unjudged_turns"])
+    run.unjudged_items = unjudged
+    run.save(update_fields=["scored_with", "scores_complete", "unjudged_items"])
     Split.results_changed(run.split_id)
     return len(rows)
 

@@ -127,7 +127,7 @@ def _save(task, kind, counts, bundle, sha256, visibility, reveal_at) -> Split:
     old_name = split.bundle.name if split.bundle else ""
     split.sha256 = sha256
     split.bundle.save(f"{sha256}.tar", File(bundle), save=False)
-    split.conversations, split.turns = counts
+    split.groups, split.items = counts
     split.imported_at = timezone.now()
     if visibility is not None:
         split.visibility = visibility

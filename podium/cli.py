@@ -143,7 +143,7 @@ def format_submission(body: dict) -> str:
     if body.get("failure_reason"):
         lines.append(f"  failed: {body['failure_reason']}")
     for run in body.get("runs", []):
-        progress = f"{run['turns_done']}/{run['turns_total']} turns"
+        progress = f"{run['items_done']}/{run['items_total']} items"
         reason = f"  {run['failure_reason']}" if run["failure_reason"] else ""
         lines.append(
             f"  run #{run['id']:<6} {run['task_id']:<28} {run['split_kind']:<13} "

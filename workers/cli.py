@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=range(1, MAX_BATCH_SIZE + 1),
         metavar=f"1..{MAX_BATCH_SIZE}",
     )
-    limits.add_argument("--per-turn-s", type=_positive(float), default=defaults.per_turn_s)
+    limits.add_argument(
+        "--per-turn-s", dest="per_item_s", type=_positive(float), default=defaults.per_item_s
+    )
     limits.add_argument("--readiness-s", type=_positive(float), default=defaults.readiness_s)
     limits.add_argument("--total-s", type=_positive(float), help="total wall time of the run")
     limits.add_argument("--timeout-policy", choices=("missing", "fail"), default="missing")
@@ -191,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         limits = Limits(
             readiness_s=args.readiness_s,
-            per_turn_s=args.per_turn_s,
+            per_item_s=args.per_item_s,
             max_batch_size=args.batch_size_max,
             total_wall_s=args.total_s,
             max_consecutive_timeouts=args.max_consecutive_timeouts,

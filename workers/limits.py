@@ -15,22 +15,22 @@ TimeoutPolicy = Literal["missing", "fail"]
 @dataclass(frozen=True)
 class Limits:
     readiness_s: float = 600.0  # start-up (model loading) until /ready says ready
-    per_turn_s: float = 10.0  # a batch call gets per_turn_s x its number of turns
+    per_item_s: float = 10.0  # a batch call gets per_item_s x its number of items (CRAG-MM: turns)
     max_batch_size: int = MAX_BATCH_SIZE  # the agent's own choice is clipped to 1..this
     total_wall_s: float | None = None  # whole run, start-up included; None: no limit
     max_consecutive_timeouts: int = 3  # timed-out batches in a row before a restart
     max_restarts: int = 3  # more restarts than this is a crash loop: the run fails
     answer_cap_bytes: int = 64 * 1024  # longer answers are cut (UTF-8 bytes)
     timeout_policy: TimeoutPolicy = "missing"  # "missing": record and go on; "fail": end run
-    searches_per_turn: int = 20  # search.sock requests a batch may make, per turn in it
+    searches_per_item: int = 20  # search.sock requests a batch may make, per item in it
 
     def __post_init__(self) -> None:
         positive = (
             "readiness_s",
-            "per_turn_s",
+            "per_item_s",
             "max_consecutive_timeouts",
             "answer_cap_bytes",
-            "searches_per_turn",
+            "searches_per_item",
         )
         for name in positive:
             if getattr(self, name) <= 0:
@@ -50,8 +50,8 @@ class Limits:
         """The batch size a run uses for an agent asking for ``requested``."""
         return min(clip_batch_size(requested), self.max_batch_size)
 
-    def batch_deadline_s(self, turns: int) -> float:
-        return self.per_turn_s * turns
+    def batch_deadline_s(self, items: int) -> float:
+        return self.per_item_s * items
 
 
 MEMORY_ENV = "PODIUM_SEARCH_MEMORY_BYTES"

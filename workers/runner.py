@@ -4,7 +4,7 @@ What the items are, their order, their requests and how a reply is stored comes 
 protocol's plan (``evaluator.protocols.agent_plan.AgentPlan``: CRAG-MM's turns in the official
 order with their histories, Visual-RAG's queries of one setting). ``run_agent`` starts the
 container, waits for ``/ready``, then sends the plan's batches with a deadline of
-``per_turn_s`` x batch size. Every batch's results go to ``sink`` the moment they arrive (one
+``per_item_s`` x batch size. Every batch's results go to ``sink`` the moment they arrive (one
 call per batch, so a sink can store them in one write), so an interrupted run resumes from
 ``answered`` without asking anything twice. Defined outcomes:
 
@@ -220,7 +220,7 @@ class _Run:
             raise _Restart(str(full)) from None
         self.batch_number += 1
         if box.search_handle is not None:
-            box.search_handle.allow(self.limits.searches_per_turn * len(batch))
+            box.search_handle.allow(self.limits.searches_per_item * len(batch))
         fields = self.plan.requests(batch, image_paths, self._context(kit))
         body = encode_batch(str(self.batch_number), deadline_s, fields)
         # The next batch's images are staged while the agent works: not while this request is

@@ -56,7 +56,7 @@ class TaskAdmin(admin.ModelAdmin):
             {
                 "fields": (
                     "readiness_s",
-                    "per_turn_s",
+                    "per_item_s",
                     "max_batch_size",
                     "total_wall_s",
                     "timeout_policy",
@@ -144,14 +144,14 @@ class SplitAdmin(admin.ModelAdmin):
         "kind",
         "visibility",
         "reveal_at",
-        "conversations",
-        "turns",
+        "groups",
+        "items",
         "short_sha256",
         "imported_at",
     )
     list_filter = ("kind", "visibility", "task__challenge")
     search_fields = ("task__task_id", "task__challenge__slug", "sha256")
-    readonly_fields = ("sha256", "conversations", "turns", "imported_at")
+    readonly_fields = ("sha256", "groups", "items", "imported_at")
 
     @admin.display(description="sha256")
     def short_sha256(self, split: Split) -> str:

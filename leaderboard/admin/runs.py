@@ -10,19 +10,19 @@ from django.db import models
 from leaderboard.models import (
     EntryComparison,
     EvaluationRun,
+    ItemAnswer,
+    ItemVerdict,
     JudgmentRecord,
     SliceScore,
     Split,
     Submission,
-    TurnAnswer,
-    TurnVerdict,
 )
 
 
 class RunInline(admin.TabularInline):
     model = EvaluationRun
     extra = 0
-    fields = ("task", "split", "state", "turns_done", "turns_total", "failure_reason")
+    fields = ("task", "split", "state", "items_done", "items_total", "failure_reason")
     readonly_fields = fields
     show_change_link = True
     can_delete = False
@@ -70,8 +70,8 @@ class EvaluationRunAdmin(admin.ModelAdmin):
         "split",
         "state",
         "stage",
-        "turns_done",
-        "turns_total",
+        "items_done",
+        "items_total",
         "attempt",
         "worker_id",
         "heartbeat_at",
@@ -91,20 +91,20 @@ class EvaluationRunAdmin(admin.ModelAdmin):
     )
 
 
-@admin.register(TurnAnswer)
-class TurnAnswerAdmin(admin.ModelAdmin):
-    list_display = ("run", "session_id", "interaction_id", "turn_idx", "outcome", "latency_s")
+@admin.register(ItemAnswer)
+class ItemAnswerAdmin(admin.ModelAdmin):
+    list_display = ("run", "group", "item_key", "position", "outcome", "latency_s")
     list_filter = ("outcome",)
-    search_fields = ("session_id", "interaction_id", "response")
+    search_fields = ("group", "item_key", "response")
     list_select_related = ("run__submission__team", "run__split__task__challenge")
     raw_id_fields = ("run",)
 
 
-@admin.register(TurnVerdict)
-class TurnVerdictAdmin(admin.ModelAdmin):
+@admin.register(ItemVerdict)
+class ItemVerdictAdmin(admin.ModelAdmin):
     list_display = ("answer", "verdict", "judge_id", "prompt_version")
     list_filter = ("verdict", "judge_id")
-    search_fields = ("answer__interaction_id", "judge_id")
+    search_fields = ("answer__item_key", "judge_id")
     raw_id_fields = ("answer",)
 
 

@@ -90,11 +90,11 @@ def wait_for_runs(
 ) -> list[EvaluationRun]:
     """Wait, with a progress bar over all items, until every run of the challenges finished."""
     runs = EvaluationRun.objects.filter(submission__challenge__in=list(challenges))
-    total = runs.aggregate(n=Sum("turns_total"))["n"] or 0
+    total = runs.aggregate(n=Sum("items_total"))["n"] or 0
     deadline = time.monotonic() + timeout_s
     with tqdm(total=total, unit="item", desc="evaluating", dynamic_ncols=True) as bar:
         while True:
-            done = runs.aggregate(n=Sum("turns_done"))["n"] or 0
+            done = runs.aggregate(n=Sum("items_done"))["n"] or 0
             finished = runs.filter(state__in=EvaluationRun.TERMINAL_STATES).count()
             bar.update(max(0, done - bar.n))
             bar.set_postfix_str(f"{finished}/{runs.count()} runs finished")

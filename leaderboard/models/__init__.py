@@ -3,10 +3,10 @@
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.results import (
     EntryComparison,
+    ItemAnswer,
+    ItemVerdict,
     JudgmentRecord,
     SliceScore,
-    TurnAnswer,
-    TurnVerdict,
 )
 from leaderboard.models.submission import EvaluationRun, InvalidTransition, Submission
 from leaderboard.models.team import Invitation, Membership, Team
@@ -17,6 +17,8 @@ __all__ = [
     "EvaluationRun",
     "InvalidTransition",
     "Invitation",
+    "ItemAnswer",
+    "ItemVerdict",
     "JudgmentRecord",
     "Membership",
     "Phase",
@@ -25,6 +27,4 @@ __all__ = [
     "Submission",
     "Task",
     "Team",
-    "TurnAnswer",
-    "TurnVerdict",
 ]

@@ -90,7 +90,7 @@ class Task(models.Model):
     order = models.PositiveSmallIntegerField(default=0)
     # limits
     readiness_s = models.PositiveIntegerField(default=600, validators=[MinValueValidator(1)])
-    per_turn_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
+    per_item_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
     max_batch_size = models.PositiveSmallIntegerField(
         default=MAX_BATCH_SIZE, validators=[MinValueValidator(MIN_BATCH_SIZE)]
     )
@@ -246,8 +246,10 @@ class Split(models.Model):
     kind = models.CharField(max_length=16, choices=Kind)
     bundle = models.FileField(upload_to=split_bundle_path, max_length=500, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, help_text="of the bundle's bytes")
-    conversations = models.PositiveIntegerField(default=0)
-    turns = models.PositiveIntegerField(default=0)
+    # its size in its protocol's words (``Protocol.split_counts``): CRAG-MM's conversations and
+    # turns, Visual-RAG's species and queries
+    groups = models.PositiveIntegerField(default=0)
+    items = models.PositiveIntegerField(default=0)
     visibility = models.CharField(max_length=16, choices=Visibility, default=Visibility.PUBLIC)
     reveal_at = models.DateTimeField(
         null=True, blank=True, help_text="results appear from then on; private test: required"

@@ -13,11 +13,12 @@ from leaderboard.models.submission import EvaluationRun
 ALL = ("all", "all")
 
 
-class TurnAnswer(models.Model):
-    """An agent's answer to one item, stored once, the moment it arrives: ``interaction_id``
-    is the protocol's item key, ``session_id`` and ``turn_idx`` where the item sits
-    (``AgentPlan.place``: a CRAG-MM session and turn, a Visual-RAG setting and query index);
-    ``response`` as the protocol stores it (``Protocol.stored_prediction`` reads it back)."""
+class ItemAnswer(models.Model):
+    """An agent's answer to one item, stored once, the moment it arrives: ``item_key`` is the
+    protocol's key for it (CRAG-MM: the interaction id; Visual-RAG: ``<setting>/<query id>``),
+    ``group`` and ``position`` where the item sits (``AgentPlan.place``: a CRAG-MM session and
+    turn, a Visual-RAG setting and query index); ``response`` as the protocol stores it
+    (``Protocol.stored_prediction`` reads it back)."""
 
     class Outcome(models.TextChoices):
         ANSWERED = "answered", "answered"
@@ -26,9 +27,9 @@ class TurnAnswer(models.Model):
         INVALID = "invalid", "broke the protocol"
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="answers")
-    session_id = models.CharField(max_length=200)
-    interaction_id = models.CharField(max_length=200)
-    turn_idx = models.PositiveSmallIntegerField()
+    group = models.CharField(max_length=200)
+    item_key = models.CharField(max_length=200)
+    position = models.PositiveIntegerField()
     response = models.TextField(blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome, default=Outcome.ANSWERED)
     problem = models.CharField(
@@ -38,22 +39,22 @@ class TurnAnswer(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ("run", "session_id", "turn_idx")
+        ordering = ("run", "group", "position")
         constraints = (
-            models.UniqueConstraint(fields=["run", "interaction_id"], name="answer_once_per_turn"),
+            models.UniqueConstraint(fields=["run", "item_key"], name="answer_once_per_item"),
         )
 
     def __str__(self) -> str:
-        return f"{self.session_id}/{self.interaction_id} ({self.outcome})"
+        return f"{self.item_key} ({self.outcome})"
 
 
-class TurnVerdict(models.Model):
+class ItemVerdict(models.Model):
     """An answer's grade, in its protocol's words (CRAG-MM: correct / missing / hallucinated;
     Visual-RAG: a score or no_answer), and ``detail``: the protocol's per-item row
     (``Protocol.to_row``), from which aggregation rebuilds the graded item
     (``Protocol.from_row``)."""
 
-    answer = models.OneToOneField(TurnAnswer, on_delete=models.CASCADE, related_name="verdict")
+    answer = models.OneToOneField(ItemAnswer, on_delete=models.CASCADE, related_name="verdict")
     verdict = models.CharField(max_length=32)
     detail = models.JSONField(default=dict)
     judge_id = models.CharField(max_length=200)

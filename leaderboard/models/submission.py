@@ -119,13 +119,15 @@ class EvaluationRun(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker_id = models.CharField(max_length=200, blank=True)
     attempt = models.PositiveSmallIntegerField(default=0)
-    turns_done = models.PositiveIntegerField(default=0)
-    turns_total = models.PositiveIntegerField(default=0)
+    items_done = models.PositiveIntegerField(default=0)
+    items_total = models.PositiveIntegerField(default=0)
     judge_id = models.CharField(max_length=200, blank=True)
     prompt_version = models.CharField(max_length=64, blank=True)
-    counting = models.CharField(max_length=16, blank=True)
+    scored_with = models.JSONField(
+        default=dict, blank=True, help_text="the protocol's options its scores were computed with"
+    )
     scores_complete = models.BooleanField(default=False)
-    unjudged_turns = models.PositiveIntegerField(default=0)
+    unjudged_items = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ("-created_at",)
@@ -146,7 +148,7 @@ class EvaluationRun(models.Model):
 
     @property
     def progress(self) -> float | None:
-        return self.turns_done / self.turns_total if self.turns_total else None
+        return self.items_done / self.items_total if self.items_total else None
 
     def move_to(
         self,
@@ -190,11 +192,11 @@ class EvaluationRun(models.Model):
         if self.State.DONE in (state, previous):
             Split.results_changed(self.split_id)
 
-    def beat(self, turns_done: int | None = None) -> None:
+    def beat(self, items_done: int | None = None) -> None:
         """A worker's sign of life, optionally with progress; kept apart from state changes."""
         changes: dict[str, object] = {"heartbeat_at": timezone.now()}
-        if turns_done is not None:
-            changes["turns_done"] = turns_done
+        if items_done is not None:
+            changes["items_done"] = items_done
         EvaluationRun.objects.filter(pk=self.pk).update(**changes)
         for name, value in changes.items():
             setattr(self, name, value)

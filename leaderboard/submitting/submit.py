@@ -194,7 +194,7 @@ def submit(
                     task=split.task,
                     split=split,
                     setting=setting,
-                    turns_total=split.turns,
+                    items_total=split.items,
                     created_at=now,
                 )
                 for split in splits

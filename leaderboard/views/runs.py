@@ -11,10 +11,10 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, render
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, SliceScore, TurnAnswer
+from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
 from leaderboard.models.results import ALL
 
-TURNS_PER_PAGE = 200
+ANSWERS_PER_PAGE = 200
 
 
 def progress_record(run: EvaluationRun) -> dict:
@@ -22,8 +22,8 @@ def progress_record(run: EvaluationRun) -> dict:
     return {
         "id": run.pk,
         "state": run.state,
-        "turns_done": run.turns_done,
-        "turns_total": run.turns_total,
+        "items_done": run.items_done,
+        "items_total": run.items_total,
         "progress": run.progress,
         "failure_reason": run.failure_reason,
         "attempt": run.attempt,
@@ -61,16 +61,16 @@ def _run(request: HttpRequest, run_id: int) -> EvaluationRun:
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _run(request, run_id)
-    show_turns = permissions.can_see_turns(request.user, run)
+    show_answers = permissions.can_see_answers(request.user, run)
     answers = []
-    if show_turns:
+    if show_answers:
         answers = (
-            TurnAnswer.objects.filter(run=run)
+            ItemAnswer.objects.filter(run=run)
             .select_related("verdict")
-            .order_by("session_id", "turn_idx")[:TURNS_PER_PAGE]
+            .order_by("group", "position")[:ANSWERS_PER_PAGE]
         )
     headline = None
-    if show_turns or permissions.can_see_results(request.user, run.split):
+    if show_answers or permissions.can_see_results(request.user, run.split):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
     return render(
         request,
@@ -78,9 +78,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         {
             "run": run,
             "answers": answers,
-            "show_turns": show_turns,
-            "show_log": show_turns,  # the same rule as per-turn details
-            "turns_limit": TURNS_PER_PAGE,
+            "show_answers": show_answers,
+            "show_log": show_answers,  # the same rule as the answers
+            "unit": run.task.declared().unit,
+            "answers_limit": ANSWERS_PER_PAGE,
             "headline": headline,
             "columns": ranking.columns(run.task, run.setting),  # the metrics its setting has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
@@ -98,7 +99,7 @@ def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
 def run_transcript(request: HttpRequest, run_id: int) -> FileResponse:
     """The run's judge transcript (``docs/evaluator.md``): whoever may see its turns."""
     run = _run(request, run_id)
-    if not (permissions.can_see_turns(request.user, run) and run.transcript):
+    if not (permissions.can_see_answers(request.user, run) and run.transcript):
         raise Http404("no judge transcript to show")
     return FileResponse(
         run.transcript.open("rb"),

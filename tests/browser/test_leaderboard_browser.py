@@ -20,8 +20,8 @@ SLICES = {"domain": {"food": block(0.6, turns=12), "vehicle": block(0.2, turns=8
 def board(teams, splits, make_entry, make_user):
     """Two teams on the public-test leaderboard, an organisers' baseline, and ann of alpha."""
     public = splits["public-test"]
-    public.bundle.name, public.turns = "splits/public-test.tar", 20
-    public.save(update_fields=["bundle", "turns"])
+    public.bundle.name, public.items = "splits/public-test.tar", 20
+    public.save(update_fields=["bundle", "items"])
     make_entry(teams["beta"], public, 0.30, method="beta-rag", slices=SLICES)
     make_entry(teams["gamma"], public, 0.10, method="gamma-agent", slices=SLICES)
     organisers = Team.objects.create(name="organisers")

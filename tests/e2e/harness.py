@@ -206,7 +206,7 @@ def make_task(challenge: Challenge, task_id: str, **fields) -> Task:
     defaults = {
         "name": task_id,
         "readiness_s": 60,
-        "per_turn_s": 5.0,
+        "per_item_s": 5.0,
         "image_search_enabled": False,
         "web_search_enabled": False,
         "quota_per_day": None,

@@ -17,11 +17,11 @@ from leaderboard.models import (
     Challenge,
     EntryComparison,
     EvaluationRun,
+    ItemAnswer,
     Membership,
     SliceScore,
     Submission,
     Team,
-    TurnAnswer,
 )
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_through_form, team_member
@@ -41,13 +41,13 @@ def _cli_scores(run: EvaluationRun, split_dir, tmp_path, *judge: str) -> dict:
     """``python -m evaluator score`` on the run's stored answers (the rules judge, or
     ``judge``'s flags)."""
     predictions = tmp_path / f"run-{run.pk}.jsonl"
-    answered = run.answers.filter(outcome=TurnAnswer.Outcome.ANSWERED)
+    answered = run.answers.filter(outcome=ItemAnswer.Outcome.ANSWERED)
     predictions.write_text(
         "".join(
             json.dumps(
                 {
-                    "session_id": a.session_id,
-                    "interaction_id": a.interaction_id,
+                    "session_id": a.group,
+                    "interaction_id": a.item_key,
                     "response": a.response,
                 }
             )
@@ -126,7 +126,7 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
         assert submission.image_digest.startswith("sha256:")
         assert submission.state == Submission.State.READY
     rag, idk = runs["rag-kit-a-agent"], runs["idk-agent"]
-    assert rag.answers.count() == split.turns
+    assert rag.answers.count() == split.items
 
     board = reverse("leaderboard:leaderboard", args=[challenge.slug, TASK, "validation"])
     page = client.get(board)

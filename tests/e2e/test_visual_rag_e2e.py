@@ -21,10 +21,10 @@ from leaderboard import ranking
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
+    ItemAnswer,
     Membership,
     SliceScore,
     Team,
-    TurnAnswer,
 )
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_through_form, team_member
@@ -44,8 +44,8 @@ def _cli_scores(run: EvaluationRun, split_dir: Path, tmp_path: Path, *judge: str
     """``python -m evaluator score --protocol visual-rag`` on the run's stored answers."""
     predictions = tmp_path / f"run-{run.pk}.jsonl"
     lines = []
-    for answer in run.answers.filter(outcome=TurnAnswer.Outcome.ANSWERED):
-        setting, query_id = answer.interaction_id.split("/", 1)
+    for answer in run.answers.filter(outcome=ItemAnswer.Outcome.ANSWERED):
+        setting, query_id = answer.item_key.split("/", 1)
         reply = json.loads(answer.response)
         lines.append(json.dumps({"query_id": query_id, "setting": setting, **reply}) + "\n")
     predictions.write_text("".join(lines))
@@ -90,7 +90,7 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
         assert sorted(r.setting for r in finished) == sorted(SETTINGS)  # one run per setting
         for run in finished:
             assert run.state == EvaluationRun.State.DONE, (run.failure_reason, run.operator_detail)
-            assert run.answers.count() == split.turns == 28
+            assert run.answers.count() == split.items == 28
             runs[method, run.setting] = run
 
     protocol = VisualRAG.from_settings(task.settings)

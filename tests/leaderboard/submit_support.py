@@ -27,8 +27,8 @@ def open_splits(splits) -> dict[str, Split]:
     """The conftest's three splits, with data imported (a bundle name and a turn count)."""
     for split in splits.values():
         split.bundle.name = f"splits/{split.kind}.tar"
-        split.turns = 12
-        split.save(update_fields=["bundle", "turns"])
+        split.items = 12
+        split.save(update_fields=["bundle", "items"])
     return splits
 
 

@@ -28,7 +28,7 @@ def test_token_auth_gives_the_own_runs_with_progress(api, board, make_user, team
     api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     runs = api.get(reverse("api:run-list")).json()["results"]
     assert {r["id"] for r in runs} == {board["alpha"].pk, board["private"].pk}
-    assert {"state", "turns_done", "turns_total", "progress", "failure_reason"} <= set(runs[0])
+    assert {"state", "items_done", "items_total", "progress", "failure_reason"} <= set(runs[0])
     api.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     assert api.get(reverse("api:run-list")).status_code == 401
 

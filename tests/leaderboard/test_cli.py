@@ -51,7 +51,7 @@ def test_submitting_an_archive_shows_progress_and_the_queued_runs(
     assert out.splitlines()[0] == (
         f"submission #{submission.pk} Tiny RAG (team alpha, crag-mm-2026): received"
     )
-    assert out.count("queued") == 3 and "0/12 turns" in out
+    assert out.count("queued") == 3 and "0/12 items" in out
     assert "agent.tar" in err and "100%" in err  # the progress bar
     assert submission.artifact_size == archive.stat().st_size
     assert submission.paper_url == "https://example.org/p"

@@ -35,7 +35,7 @@ def test_import_stores_a_reproducible_bundle_with_its_hash(task, tmp_path):
     data = stored_bytes(split)
     assert hashlib.sha256(data).hexdigest() == split.sha256
     assert f"sha256 {split.sha256}" in output and "3 conversations, 6 turns" in output
-    assert (split.conversations, split.turns) == (3, 6)
+    assert (split.groups, split.items) == (3, 6)
     assert split.reveal_at.isoformat() == "2030-01-01T12:00:00+00:00"
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         assert sorted(tar.getnames()) == [
@@ -57,7 +57,7 @@ def test_reimport_replaces_the_bundle_and_removes_the_old_file(
     with django_capture_on_commit_callbacks(execute=True):  # the old file goes after commit
         import_split(write_small_split(tmp_path / "b", conversations=4), "--kind", "validation")
     new = Split.objects.get(task=task, kind="validation")
-    assert new.pk == old.pk and new.sha256 != old.sha256 and new.conversations == 4
+    assert new.pk == old.pk and new.sha256 != old.sha256 and new.groups == 4
     assert not old.bundle.storage.exists(old.bundle.name)
     assert new.bundle.storage.exists(new.bundle.name)
 
@@ -160,7 +160,7 @@ def test_admin_upload_validates_and_stores_the_bundle(client, task, tmp_path, ma
     )
     assert response.status_code == 302, response.context["adminform"].form.errors
     split = Split.objects.get(task=task, kind="public-test")
-    assert split.conversations == 3 and len(split.sha256) == 64
+    assert split.groups == 3 and len(split.sha256) == 64
     broken = write_small_split(tmp_path / "bad")
     (broken / "images" / "s1.jpg").write_bytes(b"not an image")
     response = client.post(

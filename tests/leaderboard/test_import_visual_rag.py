@@ -52,13 +52,13 @@ def test_both_layouts_import_with_every_candidate_image(visual_task, sample: Pat
     output = import_split(sample / "validation", "--kind", "validation", "--protocol", "visual-rag")
     split = Split.objects.get(task=visual_task, kind="validation")
     assert "7 species, 28 queries" in output
-    assert (split.conversations, split.turns) == (7, 28)
+    assert (split.groups, split.items) == (7, 28)
     names = bundle_names(split)
     assert "queries.jsonl" in names and len(names) > 28
     assert all(name.startswith("images/") for name in names if name != "queries.jsonl")
     import_split(sample / "released", "--kind", "public-test")
     released = Split.objects.get(task=visual_task, kind="public-test")
-    assert (released.conversations, released.turns) == (7, 28)
+    assert (released.groups, released.items) == (7, 28)
     assert "v1_anno.jsonl" in bundle_names(released)
     assert len(bundle_names(released)) == len(names)
 

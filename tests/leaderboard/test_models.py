@@ -9,10 +9,10 @@ from leaderboard.models import (
     EvaluationRun,
     InvalidTransition,
     Invitation,
+    ItemAnswer,
     Split,
     Submission,
     Task,
-    TurnAnswer,
 )
 
 State = EvaluationRun.State
@@ -88,17 +88,17 @@ def test_failure_reason_is_kept_apart_from_operator_detail(run):
 def test_beat_records_progress_without_touching_state(run):
     run.move_to(State.BUILDING)
     run.move_to(State.RUNNING)
-    run.turns_total = 40
-    run.save(update_fields=["turns_total"])
-    run.beat(turns_done=12)
+    run.items_total = 40
+    run.save(update_fields=["items_total"])
+    run.beat(items_done=12)
     fresh = EvaluationRun.objects.get(pk=run.pk)
-    assert (fresh.state, fresh.turns_done, fresh.progress) == (State.RUNNING, 12, 0.3)
+    assert (fresh.state, fresh.items_done, fresh.progress) == (State.RUNNING, 12, 0.3)
 
 
 def test_an_answer_is_stored_once_per_turn(run):
-    TurnAnswer.objects.create(run=run, session_id="s", interaction_id="i1", turn_idx=0)
+    ItemAnswer.objects.create(run=run, group="s", item_key="i1", position=0)
     with pytest.raises(IntegrityError), transaction.atomic():
-        TurnAnswer.objects.create(run=run, session_id="s", interaction_id="i1", turn_idx=0)
+        ItemAnswer.objects.create(run=run, group="s", item_key="i1", position=0)
 
 
 def test_a_submission_has_one_run_per_task_and_split(run):

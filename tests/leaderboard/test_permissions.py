@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from leaderboard.models import EvaluationRun, Submission, TurnAnswer
+from leaderboard.models import EvaluationRun, ItemAnswer, Submission
 from leaderboard.splits import import_split_dir
 
 from .factories import write_small_split
@@ -22,15 +22,13 @@ def world(teams, splits, make_entry, make_user):
         task=alpha_public.task,
         split=splits["private-test"],
         state=EvaluationRun.State.RUNNING,
-        turns_done=3,
-        turns_total=10,
+        items_done=3,
+        items_total=10,
         operator_detail="node gpu-7, container abc123",
     )
     beta_run = make_entry(teams["beta"], splits["public-test"], 0.2, method="beta-m")
     for run, text in ((alpha_public, PUBLIC_ANSWER), (alpha_private, SECRET_ANSWER)):
-        TurnAnswer.objects.create(
-            run=run, session_id="s1", interaction_id="i1", turn_idx=0, response=text
-        )
+        ItemAnswer.objects.create(run=run, group="s1", item_key="i1", position=0, response=text)
     return {
         "alice": make_user("alice", team=teams["alpha"]),
         "bob": make_user("bob", team=teams["beta"]),
@@ -87,8 +85,8 @@ def test_live_progress_endpoint(client, world):
     assert progress == {
         "id": world["alpha_private"].pk,
         "state": "running",
-        "turns_done": 3,
-        "turns_total": 10,
+        "items_done": 3,
+        "items_total": 10,
         "progress": 0.3,
         "failure_reason": "",
         "attempt": 0,

@@ -54,7 +54,7 @@ def run(teams, splits, make_entry):
 
 def test_evaluator_scores_round_trip_through_slice_rows(run):
     scores = score_turns(graded_run(1), counting="paper", seed=0, n_boot=200)
-    count = store_scores(run, scores)
+    count = store_scores(run, scores, {"counting": "paper"})
     rows = {(r.dimension, r.value): r for r in SliceScore.objects.filter(run=run)}
     expected = {("all", "all"): scores["all"]}
     for dimension, values in scores["slices"].items():
@@ -72,7 +72,11 @@ def test_evaluator_scores_round_trip_through_slice_rows(run):
             block["truthfulness_ci95"]
         )
     run.refresh_from_db()
-    assert (run.counting, run.scores_complete, run.unjudged_turns) == ("paper", True, 0)
+    assert (run.scored_with, run.scores_complete, run.unjudged_items) == (
+        {"counting": "paper"},
+        True,
+        0,
+    )
 
 
 def test_incomplete_scores_store_null_rates(run):
@@ -84,7 +88,7 @@ def test_incomplete_scores_store_null_rates(run):
     assert headline.primary is None and headline.primary_ci_low is None
     assert headline.metrics["truthfulness"] is None and headline.count == len(turns)
     run.refresh_from_db()
-    assert (run.scores_complete, run.unjudged_turns) == (False, 1)
+    assert (run.scores_complete, run.unjudged_items) == (False, 1)
 
 
 def test_storing_again_replaces_earlier_rows(run):

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from leaderboard import board_cache
-from leaderboard.models import EvaluationRun, SliceScore, Split, Submission, Task, TurnAnswer
+from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore, Split, Submission, Task
 from leaderboard.views import boards
 from podium import cli
 
@@ -294,9 +294,9 @@ def invalid_answers(visual, make_user, teams) -> dict:
     public_run = visual["runs"]["alpha", "gt_clue"]
     private_run = make_run(public_run.submission, private, "gt_clue", 66.0)
     for run in (public_run, private_run):
-        TurnAnswer.objects.create(
-            run=run, session_id="gt_clue", interaction_id="q1", turn_idx=0, response="",
-            outcome=TurnAnswer.Outcome.INVALID, problem=INVALID_PROBLEM,
+        ItemAnswer.objects.create(
+            run=run, group="gt_clue", item_key="q1", position=0, response="",
+            outcome=ItemAnswer.Outcome.INVALID, problem=INVALID_PROBLEM,
         )  # fmt: skip
     return {"public": public_run, "private": private_run, "alice": make_user(team=teams["alpha"])}
 

@@ -54,7 +54,7 @@ def test_a_reference_gives_one_queued_run_per_split_and_sends_their_builds(
     assert submission.method_name == "Tiny RAG" and not submission.is_baseline
     runs = list(submission.runs.order_by("split__kind"))
     assert [r.split.kind for r in runs] == ["private-test", "public-test", "validation"]
-    assert {(r.state, r.turns_total) for r in runs} == {(EvaluationRun.State.QUEUED, 12)}
+    assert {(r.state, r.items_total) for r in runs} == {(EvaluationRun.State.QUEUED, 12)}
     messages = sent(broker, "build")
     assert {name for name, _ in messages} == {"build.prepare_run"}
     assert sorted(kwargs["run_id"] for _, kwargs in messages) == sorted(r.pk for r in runs)

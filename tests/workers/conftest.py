@@ -37,7 +37,7 @@ TEST_POLICY = SandboxPolicy(
     socket_dir_bytes=1 * MiB,
     log_max_bytes=256 * 1024,
 )
-TEST_LIMITS = Limits(readiness_s=30, per_turn_s=2, max_consecutive_timeouts=2, max_restarts=2)
+TEST_LIMITS = Limits(readiness_s=30, per_item_s=2, max_consecutive_timeouts=2, max_restarts=2)
 
 
 @pytest.fixture(scope="session")

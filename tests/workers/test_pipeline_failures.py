@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from evaluator.protocols.crag_mm.sample import write_sample
-from leaderboard.models import Challenge, EvaluationRun, TurnAnswer, TurnVerdict
+from leaderboard.models import Challenge, EvaluationRun, ItemAnswer, ItemVerdict
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
 from tests.fake_openai import FakeOpenAI
@@ -46,14 +46,14 @@ def test_a_worker_killed_mid_run_is_replaced_and_no_turn_is_asked_twice(
     split = import_split_dir(task, "validation", write_split(tmp_path / "split", 8, 3))
     submission = submit_agent(team, user, challenge, COUNTER, "counter")
     run = EvaluationRun.objects.get(submission=submission)
-    answers = TurnAnswer.objects.filter(run=run)
+    answers = ItemAnswer.objects.filter(run=run)
 
     first = pipeline.start_worker("first")
     pipeline.wait_for("some answers", lambda: answers.count() >= 6, timeout_s=180, every_s=0.1)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    stored_at_kill = set(answers.values_list("interaction_id", flat=True))
-    assert 6 <= len(stored_at_kill) < split.turns, "the worker must die mid-run"
+    stored_at_kill = set(answers.values_list("item_key", flat=True))
+    assert 6 <= len(stored_at_kill) < split.items, "the worker must die mid-run"
     run.refresh_from_db()
     assert run.state == State.RUNNING
 
@@ -66,8 +66,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_no_turn_is_asked_twice(
     assert run.attempt == 1
 
     rows = list(answers.order_by("created_at", "pk"))
-    assert len(rows) == split.turns == len({r.interaction_id for r in rows})  # none lost
-    assert all(r.outcome == TurnAnswer.Outcome.ANSWERED for r in rows)
+    assert len(rows) == split.items == len({r.item_key for r in rows})  # none lost
+    assert all(r.outcome == ItemAnswer.Outcome.ANSWERED for r in rows)
     # The agent's own record: per process, how many turns it had been asked at each answer.
     counts = defaultdict(list)
     for row in rows:
@@ -80,11 +80,11 @@ def test_a_worker_killed_mid_run_is_replaced_and_no_turn_is_asked_twice(
     assert before == list(range(1, len(before) + 1))
     assert after == list(range(1, len(after) + 1))
     assert len(before) == len(stored_at_kill)
-    assert TurnVerdict.objects.filter(answer__run=run).count() == split.turns
+    assert ItemVerdict.objects.filter(answer__run=run).count() == split.items
     assert run.slice_scores.filter(dimension="all").exists()
 
 
-def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_returns(
+def test_unjudged_items_wait_while_the_judge_is_down_and_complete_when_it_returns(
     pipeline, team_member, tmp_path
 ):
     team, user = team_member
@@ -109,7 +109,7 @@ def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_return
     # Nothing listens on the judge's port: the run waits in judging, verdicts unjudged.
     def unjudged_seen() -> bool:
         run.refresh_from_db()
-        return run.state == State.JUDGING and run.unjudged_turns == split.turns
+        return run.state == State.JUDGING and run.unjudged_items == split.items
 
     pipeline.wait_for("turns left unjudged", unjudged_seen, timeout_s=180)
     pipeline.wait_for(
@@ -117,15 +117,15 @@ def test_unjudged_turns_wait_while_the_judge_is_down_and_complete_when_it_return
     )
     run.refresh_from_db()
     assert run.state == State.JUDGING
-    assert not TurnVerdict.objects.filter(answer__run=run).exists()
+    assert not ItemVerdict.objects.filter(answer__run=run).exists()
 
     with FakeOpenAI(reply="CORRECT", port=port) as judge:
         (run,) = pipeline.wait_finished(submission, timeout_s=120)
-        assert judge.count >= split.turns
+        assert judge.count >= split.items
     assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
-    assert run.unjudged_turns == 0 and run.scores_complete
-    verdicts = TurnVerdict.objects.filter(answer__run=run)
-    assert verdicts.count() == split.turns
+    assert run.unjudged_items == 0 and run.scores_complete
+    verdicts = ItemVerdict.objects.filter(answer__run=run)
+    assert verdicts.count() == split.items
     assert set(verdicts.values_list("verdict", flat=True)) == {"correct"}
     assert run.slice_scores.get(dimension="all").metrics["truthfulness"] == 1.0
 
@@ -217,7 +217,7 @@ def test_a_search_process_killed_mid_run_is_replaced_and_no_turn_is_lost(
         team, user, challenge, REPO / "tests/e2e/agents/slow_searcher", "searcher"
     )
     run = EvaluationRun.objects.get(submission=submission)
-    answers = TurnAnswer.objects.filter(run=run)
+    answers = ItemAnswer.objects.filter(run=run)
 
     worker = pipeline.start_worker("worker")
     pipeline.wait_for("some answers", lambda: answers.count() >= 3, timeout_s=180, every_s=0.05)
@@ -227,8 +227,8 @@ def test_a_search_process_killed_mid_run_is_replaced_and_no_turn_is_lost(
     assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
     assert "the search process stopped (killed by signal 9)" in pipeline.log("worker")
     rows = list(answers)
-    assert len(rows) == split.turns == len({r.interaction_id for r in rows})
-    assert {r.outcome for r in rows} == {TurnAnswer.Outcome.ANSWERED}
+    assert len(rows) == split.items == len({r.item_key for r in rows})
+    assert {r.outcome for r in rows} == {ItemAnswer.Outcome.ANSWERED}
     assert all(r.response for r in rows)
     (second,) = _search_processes(worker.pid)
     assert second != first

@@ -124,7 +124,7 @@ def test_crash_loop_ends_the_run(agent_image, tmp_path, recorder, no_leftovers):
 def test_consecutive_timeouts_restart_the_agent(agent_image, tmp_path, recorder, no_leftovers):
     queries = {"c0-t0": "a slow question", "c1-t0": "another one"}
     split = make_split(tmp_path / "split", [1, 1, 1, 1], queries)
-    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=1, max_consecutive_timeouts=2)
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=1, max_consecutive_timeouts=2)
     report = run(agent_image("agents/slow_turns"), split, recorder, limits=limits)
     assert report.status == "completed", report.failure_reason
     outcomes = {r.key: r.outcome for r in recorder.results}
@@ -142,7 +142,7 @@ def test_consecutive_timeouts_restart_the_agent(agent_image, tmp_path, recorder,
 
 def test_timeout_policy_fail_ends_the_run(agent_image, tmp_path, recorder, no_leftovers):
     split = make_split(tmp_path / "split", [1, 1], {"c0-t0": "slow"})
-    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=0.5, timeout_policy="fail")
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=0.5, timeout_policy="fail")
     report = run(agent_image("agents/slow_turns"), split, recorder, limits=limits)
     assert report.status == "failed"
     assert "longer than its 0.5 s deadline" in report.failure_reason
@@ -183,7 +183,7 @@ def test_readiness_timeout_and_load_failure_end_the_run(
 
 def test_total_wall_time_ends_the_run(agent_image, tmp_path, recorder, no_leftovers):
     split = make_split(tmp_path / "split", [1, 1, 1], {"c0-t0": "slow"})
-    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=30, total_wall_s=3)
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=30, total_wall_s=3)
     report = run(agent_image("agents/slow_turns"), split, recorder, limits=limits)
     assert report.status == "failed"
     assert report.failure_reason == "the run exceeded its total wall time of 3 s"

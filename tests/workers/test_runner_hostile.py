@@ -66,7 +66,7 @@ def test_network_attempts_all_fail(agent_image, tmp_path, recorder, no_leftovers
 
 def test_filesystem_search_finds_no_ground_truth(agent_image, tmp_path, recorder, no_leftovers):
     split = make_split(tmp_path / "s", [2])
-    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=60)
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=60)
     report = run(agent_image("hostile/fs_snoop"), split, recorder, limits=limits)
     assert report.status == "completed", report.failure_reason
     assert [r.outcome for r in recorder.results] == ["answered", "answered"]
@@ -78,7 +78,7 @@ def test_filesystem_search_finds_no_ground_truth(agent_image, tmp_path, recorder
 
 
 def test_hanging_agent_times_out_and_is_removed(agent_image, tmp_path, recorder, no_leftovers):
-    limits = dataclasses.replace(TEST_LIMITS, per_turn_s=0.5, max_consecutive_timeouts=5)
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=0.5, max_consecutive_timeouts=5)
     split = make_split(tmp_path / "s", [1, 1, 1])
     report = run(agent_image("hostile/hang"), split, recorder, limits=limits)
     assert report.status == "completed"

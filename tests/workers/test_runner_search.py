@@ -148,7 +148,7 @@ def test_each_batch_is_allowed_its_searches_and_no_more(
     monkeypatch.setattr(SearchSocket, "allow", recording)
     split = load_split(sample / TASK / "validation")
     recorder = Recorder()
-    limits = dataclasses.replace(TEST_LIMITS, searches_per_turn=1)
+    limits = dataclasses.replace(TEST_LIMITS, searches_per_item=1)
     report = run_agent(
         agent_image("examples/agents/rag-kit-a"),
         TurnPlan(split, TASK, IdentityTruncator().truncate),

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
-from leaderboard.models import EvaluationRun, TurnVerdict
+from leaderboard.models import EvaluationRun, ItemVerdict
 from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
@@ -29,8 +29,8 @@ State = EvaluationRun.State
 def graded_items(run: EvaluationRun, protocol: Protocol[Any, Any, Any], keys: list[str]) -> list:
     """The run's graded items, in split order (``keys``), from its verdict rows."""
     verdicts = {
-        verdict.answer.interaction_id: verdict
-        for verdict in TurnVerdict.objects.filter(answer__run=run).select_related("answer")
+        verdict.answer.item_key: verdict
+        for verdict in ItemVerdict.objects.filter(answer__run=run).select_related("answer")
     }
     graded = []
     for key in keys:
@@ -68,7 +68,7 @@ def aggregate_stage(run: EvaluationRun) -> None:
             continue
         comparisons.append((other, result))
     with transaction.atomic():
-        store_scores(run, scores)
+        store_scores(run, scores, protocol.settings())
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)

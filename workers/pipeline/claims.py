@@ -92,11 +92,11 @@ def release(run: EvaluationRun) -> None:
     )
 
 
-def beat_if_mine(run: EvaluationRun, turns_done: int | None = None) -> bool:
+def beat_if_mine(run: EvaluationRun, items_done: int | None = None) -> bool:
     """A heartbeat (and progress) while the run is still this worker's; False when it is not."""
     changes: dict[str, object] = {"heartbeat_at": timezone.now()}
-    if turns_done is not None:
-        changes["turns_done"] = turns_done
+    if items_done is not None:
+        changes["items_done"] = items_done
     mine = EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id())
     return mine.update(**changes) == 1
 

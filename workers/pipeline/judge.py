@@ -24,7 +24,7 @@ from evaluator.protocols import protocol_class
 from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
 from leaderboard.judgment_cache import DjangoJudgmentCache
-from leaderboard.models import EvaluationRun, Task, TurnAnswer, TurnVerdict
+from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir
 
@@ -92,7 +92,7 @@ def judge_stage(run: EvaluationRun) -> int:
     task = run.task
     protocol = run_protocol(run)
     data = protocol.load_split(split_dir(run.split))
-    answers = {answer.interaction_id: answer for answer in run.answers.all()}
+    answers = {answer.item_key: answer for answer in run.answers.all()}
     unanswered = [key for key in protocol.split_keys(data) if key not in answers]
     if unanswered:
         raise PodiumFault(
@@ -102,7 +102,7 @@ def judge_stage(run: EvaluationRun) -> int:
     predictions = {
         key: protocol.stored_prediction(data, key, answer.response)
         for key, answer in answers.items()
-        if answer.outcome == TurnAnswer.Outcome.ANSWERED
+        if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
     judge = task_judge(task)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
@@ -120,7 +120,7 @@ def judge_stage(run: EvaluationRun) -> int:
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     with transaction.atomic():
-        TurnVerdict.objects.bulk_create(
+        ItemVerdict.objects.bulk_create(
             [verdict_row(protocol, answers[protocol.item_key(item)], item) for item in decided],
             update_conflicts=True,
             unique_fields=["answer"],
@@ -129,16 +129,16 @@ def judge_stage(run: EvaluationRun) -> int:
         )
         unjudged = len(graded) - len(decided)
         EvaluationRun.objects.filter(pk=run.pk).update(
-            judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_turns=unjudged
+            judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_items=unjudged
         )
     return unjudged
 
 
-def verdict_row(protocol: Protocol[Any, Any, Any], answer: TurnAnswer, item: Any) -> TurnVerdict:
+def verdict_row(protocol: Protocol[Any, Any, Any], answer: ItemAnswer, item: Any) -> ItemVerdict:
     """The stored verdict of a graded item: its grade and the protocol's row as detail (the
     audit fields come from the row, which every protocol's table carries)."""
     row = protocol.to_row(item)
-    return TurnVerdict(
+    return ItemVerdict(
         answer=answer,
         verdict=protocol.item_grade(item),
         detail=row,

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from evaluator.records import EvaluatorError
-from leaderboard.models import EvaluationRun, Task, TurnAnswer
+from leaderboard.models import EvaluationRun, ItemAnswer, Task
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import Limits
@@ -37,7 +37,7 @@ TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FA
 def limits_for(task: Task) -> Limits:
     return Limits(
         readiness_s=float(task.readiness_s),
-        per_turn_s=task.per_turn_s,
+        per_item_s=task.per_item_s,
         max_batch_size=task.max_batch_size,
         total_wall_s=float(task.total_wall_s),
         timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],  # type: ignore[arg-type]
@@ -85,13 +85,13 @@ class AnswerSink:
         self.last_beat = 0.0
 
     def __call__(self, results: list[ItemResult]) -> None:
-        created = TurnAnswer.objects.bulk_create(
+        created = ItemAnswer.objects.bulk_create(
             [
-                TurnAnswer(
+                ItemAnswer(
                     run=self.run,
-                    session_id=result.group,
-                    interaction_id=result.key,
-                    turn_idx=result.position,
+                    group=result.group,
+                    item_key=result.key,
+                    position=result.position,
                     response=result.response,
                     outcome=result.outcome,
                     problem=result.problem or "",
@@ -150,13 +150,13 @@ def run_stage(run: EvaluationRun) -> None:
     task = run.task
     protocol = run_protocol(run)
     data = protocol.load_split(split_dir(run.split))
-    answered = dict(run.answers.values_list("interaction_id", "response"))
+    answered = dict(run.answers.values_list("item_key", "response"))
     try:
         plan = protocol.agent_plan(data, task.task_id, answered)
     except (EvaluatorError, ValueError) as exc:
         raise PodiumFault(f"task {task}: {exc}") from exc
     EvaluationRun.objects.filter(pk=run.pk).update(
-        turns_total=len(plan.keys()), turns_done=len(answered)
+        items_total=len(plan.keys()), items_done=len(answered)
     )
     search = search_process(task)
     client = docker_client()

@@ -44,6 +44,7 @@ from workers.search.service import SearchService, start_search_service
 
 log = logging.getLogger(__name__)
 
+STATUS_WAIT_S = 1.0  # for a dying process's exit status (``stopped``)
 SERVE_TIMEOUT_S = 600.0  # the first serve loads encoders and builds or reads indexes
 COMMAND_TIMEOUT_S = 30.0
 _ROOT = Path(__file__).resolve().parents[2]
@@ -174,8 +175,12 @@ class SearchProcess:
         return reply
 
     def stopped(self) -> str:
-        """Why the process is gone, for a reason."""
-        code = self._child.poll()
+        """Why the process is gone, for a reason. Its pipes close as it dies, a moment before
+        its exit status can be read: wait that moment (briefly) for it."""
+        try:
+            code: int | None = self._child.wait(timeout=STATUS_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
         return f"the search process stopped ({how})"
 

@@ -61,6 +61,6 @@ class Command(BaseCommand):
             raise CommandError(str(e)) from e
         protocol = task.declared()
         self.stdout.write(
-            f"imported {split}: {split.conversations} {protocol.groups}, {split.turns} "
+            f"imported {split}: {split.groups} {protocol.groups}, {split.items} "
             f"{protocol.unit}, sha256 {split.sha256}"
         )
