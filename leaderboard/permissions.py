@@ -4,7 +4,7 @@
 - Anyone, signed in or not, sees a split's leaderboard once its results are revealed
   (``Split.is_revealed``): public splits at once, a private test from its reveal time.
 - A team member sees the team's own submissions and runs, with progress and failure reasons,
-  and per-turn answers only for runs on validation and public-test splits.
+  and per-item answers only for runs on validation and public-test splits.
 - Nobody is ever served a split file: no URL maps to a split bundle.
 """
 
@@ -80,7 +80,7 @@ def visible_runs(user: User) -> QuerySet[EvaluationRun]:
 
 
 def can_see_answers(user: User, run: EvaluationRun) -> bool:
-    """Per-turn answers and verdicts: organisers always; the team only off the private test."""
+    """Per-item answers and verdicts: organisers always; the team only off the private test."""
     if is_organiser(user, run.submission.challenge):
         return True
     if run.split.is_private:

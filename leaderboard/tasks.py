@@ -3,7 +3,7 @@
 A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
 heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
 it was in again, so nothing stays "running" forever. Stages resume from what is stored (answers,
-verdicts), so a re-queued run does not ask a turn twice. After ``PODIUM_RUN_MAX_ATTEMPTS`` the
+verdicts), so a re-queued run does not ask an item twice. After ``PODIUM_RUN_MAX_ATTEMPTS`` the
 run fails, and its submission's quota is refunded: Podium, not the team, failed.
 """
 

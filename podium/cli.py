@@ -145,8 +145,9 @@ def format_submission(body: dict) -> str:
     for run in body.get("runs", []):
         progress = f"{run['items_done']}/{run['items_total']} items"
         reason = f"  {run['failure_reason']}" if run["failure_reason"] else ""
+        where = f"{run['split_kind']}/{run['setting']}" if run.get("setting") else run["split_kind"]
         lines.append(
-            f"  run #{run['id']:<6} {run['task_id']:<28} {run['split_kind']:<13} "
+            f"  run #{run['id']:<6} {run['task_id']:<28} {where:<13} "
             f"{run['state']:<9} {progress}{reason}"
         )
     return "\n".join(lines)

@@ -277,7 +277,7 @@ PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)
 PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
-# A stage task retries infrastructure errors (and a judge its unjudged turns) after this many
+# A stage task retries infrastructure errors (and a judge its unjudged items) after this many
 # seconds, doubling up to the maximum.
 PODIUM_RETRY_BACKOFF_S = _env_int("PODIUM_RETRY_BACKOFF_S", 10)
 PODIUM_RETRY_BACKOFF_MAX_S = _env_int("PODIUM_RETRY_BACKOFF_MAX_S", 600)

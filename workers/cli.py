@@ -1,10 +1,12 @@
 """``python -m workers.cli``: run an agent image on a split and write its predictions.
 
-Predictions go to ``--out`` in the evaluator's JSONL format (``{"session_id",
-"interaction_id", "response"}``, so ``python -m evaluator score`` grades them) the moment each
-answer arrives (append + fsync). Every turn's outcome (answered / timeout / error) also goes to
-``<out>.outcomes.jsonl``; a timed-out turn has no prediction, so it is scored missing. Started
-again with the same ``--out``, the run resumes: turns in either file are never asked again.
+The split is read by ``--protocol`` (CRAG-MM by default; Visual-RAG runs one ``--setting``), and
+the agent is asked as a server run asks it (the protocol's agent plan). Predictions go to
+``--out`` in the protocol's predictions format (``python -m evaluator score`` grades them) the
+moment each answer arrives (append + fsync). Every item's outcome (answered / timeout / error /
+invalid) also goes to ``<out>.outcomes.jsonl``; an item without an answer has no prediction, so
+it is scored as missing. Started again with the same ``--out``, the run resumes: items in either
+file are never asked again.
 """
 
 from __future__ import annotations
@@ -16,16 +18,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from agentkit.protocol import MAX_BATCH_SIZE, TASKS
-from evaluator.protocols.crag_mm.agent import TurnPlan
-from evaluator.protocols.crag_mm.predictions import load_predictions
-from evaluator.protocols.crag_mm.records import Split
-from evaluator.protocols.crag_mm.split import load_split
-from evaluator.protocols.crag_mm.truncation import load_truncator
+from agentkit.protocol import MAX_BATCH_SIZE
+from evaluator.protocols import PROTOCOLS, protocol_class
+from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
 from workers.images import ImageError
 from workers.limits import Limits
@@ -68,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--image", required=True, help="image tag or ID in the local engine")
     parser.add_argument("--split", required=True, type=Path, help="split directory")
-    parser.add_argument("--task", required=True, choices=TASKS)
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="crag-mm")
+    parser.add_argument("--setting", default="", help="the setting to run (visual-rag)")
+    parser.add_argument(
+        "--task", required=True, help="the agent's task id (CRAG-MM: one of its three tasks)"
+    )
     parser.add_argument("--corpus", type=Path, help="search corpus directory (enables search)")
     parser.add_argument("--out", required=True, type=Path, help="predictions JSONL (resumed)")
     parser.add_argument("--report", required=True, type=Path, help="run report JSON")
@@ -114,37 +117,42 @@ def _outcomes_path(out: Path) -> Path:
     return out.with_name(out.name + ".outcomes.jsonl")
 
 
-def read_answered(out: Path, split: Split) -> dict[str, str]:
-    """Turns recorded by earlier runs into ``out``: interaction_id -> response ("" when the
-    turn timed out or failed). Bad lines are an EvaluatorError naming file and line."""
+def read_answered(
+    out: Path, protocol: Protocol[Any, Any, Any], split: Any, known: set[str]
+) -> dict[str, str]:
+    """Items recorded by earlier runs into ``out``: key -> stored reply ("" when the item got
+    no answer). ``known``: the run's item keys. Bad lines are an EvaluatorError naming file and
+    line."""
     answered: dict[str, str] = {}
     outcomes = _outcomes_path(out)
     for path in (out, outcomes):
         _repair_torn_tail(path)
     if outcomes.exists():
-        known = {t.interaction_id for _, _, t in split.turns()}
         for line_no, line in enumerate(outcomes.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 record = json.loads(line)
-                interaction_id = record["interaction_id"]
+                key = record["key"] if "key" in record else record["interaction_id"]
             except (ValueError, KeyError, TypeError):
                 raise EvaluatorError(f"{outcomes}:{line_no}: not an outcome record") from None
-            if interaction_id not in known:
+            if key not in known:
                 raise EvaluatorError(
-                    f"{outcomes}:{line_no}: field 'interaction_id': {interaction_id!r} is not in "
-                    "the split (outputs of another split?)"
+                    f"{outcomes}:{line_no}: field 'key': {key!r} is not an item of this run "
+                    "(outputs of another split or setting?)"
                 )
-            answered[interaction_id] = ""
+            answered[key] = ""
     if out.exists() and out.stat().st_size:
-        predictions, _ = load_predictions(out, split)
-        answered.update({k: p.response for k, p in predictions.items()})
+        predictions, _ = protocol.load_predictions(out, split)
+        answered.update({k: protocol.stored_reply(p) for k, p in predictions.items()})
     return answered
 
 
 class PredictionWriter:
     """The sink of a CLI run: appends each batch's answers and outcomes, then fsyncs both."""
 
-    def __init__(self, out: Path, progress: tqdm) -> None:
+    def __init__(
+        self, out: Path, progress: tqdm, protocol: Protocol[Any, Any, Any], split: Any
+    ) -> None:
+        self.protocol, self.split = protocol, split
         out.parent.mkdir(parents=True, exist_ok=True)
         self.predictions: IO[str] = out.open("a", encoding="utf-8")
         self.outcomes: IO[str] = _outcomes_path(out).open("a", encoding="utf-8")
@@ -152,14 +160,15 @@ class PredictionWriter:
 
     def __call__(self, results: list[ItemResult]) -> None:
         answers = [
-            {"session_id": r.group, "interaction_id": r.key, "response": r.response}
+            self.protocol.prediction_record(self.split, r.key, r.response)
             for r in results
             if r.outcome == "answered"
         ]
         outcomes = [
             {
-                "session_id": r.group,
-                "interaction_id": r.key,
+                "key": r.key,
+                "group": r.group,
+                "position": r.position,
                 "outcome": r.outcome,
                 "latency_s": round(r.latency_s, 6),
             }
@@ -201,23 +210,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout_policy=args.timeout_policy,
         )
         policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
-        split = load_split(args.split)
-        answered = read_answered(args.out, split)
+        protocol = protocol_class(args.protocol)().for_setting(args.setting)
+        split = protocol.load_split(args.split)
+        known = set(protocol.split_keys(split))
+        answered = read_answered(args.out, protocol, split, known)
+        plan = protocol.agent_plan(split, args.task, answered)
         search = _search_process(args.corpus) if args.corpus else None
     except (ValueError, EvaluatorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    total = len(split.turns())
     progress = tqdm(
-        total=total,
+        total=len(known),
         initial=len(answered),
-        unit="turn",
+        unit=protocol.unit.rstrip("s"),
         disable=args.no_progress,
-        desc=f"{args.task} {args.split.name}",
+        desc=f"{args.task} {args.split.name} {args.setting}".rstrip(),
     )
-    writer = PredictionWriter(args.out, progress)
+    writer = PredictionWriter(args.out, progress, protocol, split)
     try:
-        plan = TurnPlan(split, args.task, load_truncator().truncate, answered)
         report = run_agent(
             args.image,
             plan,

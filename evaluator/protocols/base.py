@@ -230,6 +230,15 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """The prediction a stored answer makes (``response``: the text the server kept)."""
 
     @abstractmethod
+    def stored_reply(self, prediction: PredictionT) -> str:
+        """A prediction as the server stores its answer (``stored_prediction``'s inverse)."""
+
+    @abstractmethod
+    def prediction_record(self, split: SplitT, key: str, response: str) -> dict[str, Any]:
+        """A stored answer as one line of the protocol's predictions file (``load_predictions``
+        reads it back): what ``python -m workers.cli`` writes."""
+
+    @abstractmethod
     def item_key(self, item: ItemT) -> str:
         """The key of the answer a graded item grades (one of ``split_keys``)."""
 

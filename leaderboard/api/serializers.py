@@ -141,6 +141,7 @@ class RunSerializer(serializers.ModelSerializer):
             "task_id",
             "split",
             "split_kind",
+            "setting",
             "state",
             "failure_reason",
             "items_done",

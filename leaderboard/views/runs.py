@@ -1,4 +1,4 @@
-"""A team's own pages: its submissions and runs, live progress, per-turn details.
+"""A team's own pages: its submissions and runs, live progress, each item's answer.
 
 A run another team owns answers 404, as if it did not exist.
 """
@@ -97,7 +97,7 @@ def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
 
 @login_required
 def run_transcript(request: HttpRequest, run_id: int) -> FileResponse:
-    """The run's judge transcript (``docs/evaluator.md``): whoever may see its turns."""
+    """The run's judge transcript (``docs/evaluator.md``): whoever may see its answers."""
     run = _run(request, run_id)
     if not (permissions.can_see_answers(request.user, run) and run.transcript):
         raise Http404("no judge transcript to show")

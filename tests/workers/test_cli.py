@@ -164,10 +164,7 @@ def test_cli_resumes_and_a_second_start_answers_nothing_twice(agent_image, tmp_p
         "c2-t0": "answer to question 0 about conversation 2?",
         "c3-t0": "answer to question 0 about conversation 3?",
     }
-    outcomes = {
-        o["interaction_id"]: o["outcome"]
-        for o in lines(out.with_name(out.name + ".outcomes.jsonl"))
-    }
+    outcomes = {o["key"]: o["outcome"] for o in lines(out.with_name(out.name + ".outcomes.jsonl"))}
     assert outcomes == {"c1-t0": "timeout", "c2-t0": "answered", "c3-t0": "answered"}
     document = json.loads(report.read_text())
     assert document["resumed_items"] == 1 and document["restarts"] == 1
@@ -177,3 +174,50 @@ def test_cli_resumes_and_a_second_start_answers_nothing_twice(agent_image, tmp_p
     assert out.read_bytes() == before
     assert json.loads(report.read_text())["items"] == []
     assert json.loads(report.read_text())["resumed_items"] == 4
+
+
+def test_a_setting_the_protocol_does_not_know_is_named(tmp_path):
+    result = cli(
+        "--image", "x", "--split", str(tmp_path), "--task", "visual-rag",
+        "--protocol", "visual-rag", "--setting", "one_in_x",
+        "--out", str(tmp_path / "p.jsonl"), "--report", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert result.returncode == 2 and "one_in_x" in result.stderr
+
+
+@pytest.mark.docker
+def test_a_visual_rag_setting_through_the_cli_is_scored_by_the_evaluator(
+    agent_image, tmp_path, no_leftovers
+):
+    from evaluator.protocols.visual_rag.sample import write_sample
+
+    write_sample(tmp_path / "sample", seed=0)
+    split_dir = tmp_path / "sample" / "validation"
+    out, report = tmp_path / "run" / "predictions.jsonl", tmp_path / "run" / "report.json"
+    args = (
+        "--image", agent_image("examples/agents/visual-rag-colour").ref,
+        "--split", str(split_dir), "--task", "visual-rag",
+        "--protocol", "visual-rag", "--setting", "retrieval",
+        "--out", str(out), "--report", str(report), *SMALL,
+    )  # fmt: skip
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    predictions = lines(out)
+    assert len(predictions) == 28 and {p["setting"] for p in predictions} == {"retrieval"}
+    assert all(p["ranking"] for p in predictions)
+    outcomes = lines(out.with_name(out.name + ".outcomes.jsonl"))
+    assert [o["key"] for o in outcomes] == [f"retrieval/{p['query_id']}" for p in predictions]
+    # resumed: nothing is asked again
+    again = cli(*args)
+    assert again.returncode == 0 and json.loads(report.read_text())["resumed_items"] == 28
+    scored = subprocess.run(
+        [
+            sys.executable, "-m", "evaluator", "score", "--protocol", "visual-rag",
+            "--split", str(split_dir), "--predictions", str(out), "--judge", "rules",
+            "--out", str(tmp_path / "scores"), "--no-cache", "--no-progress",
+        ],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    scores = json.loads((tmp_path / "scores" / "scores.json").read_text())
+    assert scores["retrieval"]["count"] == 28 and scores["retrieval"]["hit@5"] > 50

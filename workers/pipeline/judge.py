@@ -1,7 +1,7 @@
 """The judging stage: stored answers graded by the task's protocol and judge, through the cache.
 
 Ground truth is read here (and in aggregation) from the split bundle, never by the agent.
-Turns the judge could not decide (its endpoint down) get no verdict row; the stage reports how
+Items the judge could not decide (its endpoint down) get no verdict row; the stage reports how
 many remain and is run again later, judging only what the cache does not know yet.
 """
 

@@ -1,4 +1,4 @@
-"""The running stage: the agent answers the split's turns; each answer is stored on arrival.
+"""The running stage: the agent answers the run's items; each answer is stored on arrival.
 
 A re-delivered or re-queued run resumes: the answers already stored are passed to the runner
 as ``answered`` and never asked again. The sink writes progress as answers arrive (heartbeats

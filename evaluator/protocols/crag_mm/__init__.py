@@ -197,6 +197,12 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     def stored_prediction(self, split: Split, key: str, response: str) -> Prediction:
         return Prediction(split.session_of[key], key, response)
 
+    def stored_reply(self, prediction: Prediction) -> str:
+        return prediction.response
+
+    def prediction_record(self, split: Split, key: str, response: str) -> dict[str, Any]:
+        return {"session_id": split.session_of[key], "interaction_id": key, "response": response}
+
     def item_key(self, item: GradedTurn) -> str:
         return item.interaction_id
 

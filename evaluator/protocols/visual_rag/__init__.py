@@ -17,7 +17,12 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.visual_rag import grading, items
-from evaluator.protocols.visual_rag.agent import SettingPlan, agent_item, read_response
+from evaluator.protocols.visual_rag.agent import (
+    SettingPlan,
+    agent_item,
+    read_response,
+    stored_reply,
+)
 from evaluator.protocols.visual_rag.grading import RETRIEVAL_METRICS, GradedQuery
 from evaluator.protocols.visual_rag.items import (
     PODIUM_FILE,
@@ -184,7 +189,10 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         return self.evaluated or DEFAULT_SETTINGS
 
     def for_setting(self, setting: str) -> VisualRAG:
-        if setting not in self.run_settings():
+        """One run of ``setting``: one of the evaluated settings (any valid one when none were
+        named)."""
+        check_setting(setting)
+        if self.evaluated is not None and setting not in self.evaluated:
             raise EvaluatorError(
                 f"visual-rag: setting {setting!r} is not evaluated here "
                 f"({', '.join(self.run_settings())})"
@@ -223,6 +231,20 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         except ValueError:
             reply = None
         return read_response(item, reply)[0]
+
+    def stored_reply(self, prediction: VisualPrediction) -> str:
+        return stored_reply(prediction)
+
+    def prediction_record(self, split: VisualSplit, key: str, response: str) -> dict[str, Any]:
+        prediction = self.stored_prediction(split, key, response)
+        record: dict[str, Any] = {
+            "query_id": prediction.query_id,
+            "setting": prediction.setting,
+            "answer": prediction.answer,
+        }
+        if prediction.ranking is not None:
+            record["ranking"] = list(prediction.ranking)
+        return record
 
     def item_key(self, item: GradedQuery) -> str:
         return prediction_key(item.setting, item.query_id)
