@@ -52,6 +52,13 @@ def _settings_list(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _retrieval_label(name: str) -> str:
+    """``ndcg@5`` -> ``NDCG@5``, ``hit_count@5`` -> ``Hit count@5``."""
+    base, _, k = name.partition("@")
+    words = {"recall": "Recall", "ndcg": "NDCG", "hit": "Hit", "hit_count": "Hit count"}
+    return f"{words[base]}@{k}"
+
+
 def _number(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -77,7 +84,7 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         *(
             Metric(
                 name,
-                name.replace("_", " ").replace("ndcg", "NDCG").capitalize(),
+                _retrieval_label(name),
                 scale="ratio" if name.startswith("hit_count") else "percent",
                 where="retrieval",
                 interval=name.startswith("recall@"),
