@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from leaderboard.models import (
@@ -17,6 +18,7 @@ from leaderboard.models import (
     Split,
     Submission,
 )
+from leaderboard.submitting import add_missing_runs
 
 
 class RunInline(admin.TabularInline):
@@ -46,7 +48,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     search_fields = ("method_name", "team__name", "image_digest", "registry_ref")
     date_hierarchy = "created_at"
     inlines = (RunInline,)
-    actions = ("mark_baseline", "refund_quota")
+    actions = ("mark_baseline", "refund_quota", "evaluate_missing")
     formfield_overrides: ClassVar[dict] = {models.URLField: {"assume_scheme": "https"}}
 
     @admin.action(description="Mark as baseline entries")
@@ -55,6 +57,15 @@ class SubmissionAdmin(admin.ModelAdmin):
         splits = Split.objects.filter(runs__submission__in=queryset).values_list("pk", flat=True)
         Split.results_changed(*splits)
         self.message_user(request, f"{count} marked as baseline")
+
+    @admin.action(description="Evaluate on splits and settings added since it was submitted")
+    def evaluate_missing(self, request, queryset) -> None:
+        try:
+            added = sum(len(add_missing_runs(submission)) for submission in queryset)
+        except ValidationError as exc:
+            self.message_user(request, "; ".join(exc.messages), messages.ERROR)
+            return
+        self.message_user(request, f"{added} run(s) added and queued", messages.SUCCESS)
 
     @admin.action(description="Refund quota (Podium caused the failure)")
     def refund_quota(self, request, queryset) -> None:

@@ -2,6 +2,20 @@
 
 from leaderboard.quotas import QuotaExceeded
 from leaderboard.submitting.flags import set_flags
-from leaderboard.submitting.submit import Artifact, MethodInfo, evaluated_splits, submit
+from leaderboard.submitting.submit import (
+    Artifact,
+    MethodInfo,
+    add_missing_runs,
+    evaluated_splits,
+    submit,
+)
 
-__all__ = ["Artifact", "MethodInfo", "QuotaExceeded", "evaluated_splits", "set_flags", "submit"]
+__all__ = [
+    "Artifact",
+    "MethodInfo",
+    "QuotaExceeded",
+    "add_missing_runs",
+    "evaluated_splits",
+    "set_flags",
+    "submit",
+]

@@ -75,6 +75,50 @@ def evaluated_splits(challenge: Challenge) -> list[Split]:
     )
 
 
+def _run_settings(tasks: list[Task]) -> dict[int, tuple[str, ...]]:
+    """Each task's settings, one run each (``Task.run_settings``)."""
+    try:
+        return {task.pk: task.run_settings() for task in tasks}
+    except EvaluatorError as exc:
+        raise ValidationError(f"a task's settings are broken: {exc}") from exc
+
+
+def _new_runs(
+    submission: Submission, splits: list[Split], have: set[tuple[int, str]], now: datetime
+) -> list[EvaluationRun]:
+    """Create and dispatch the runs of (split, setting) pairs not in ``have``."""
+    settings = _run_settings(list({split.task_id: split.task for split in splits}.values()))
+    runs = EvaluationRun.objects.bulk_create(
+        EvaluationRun(
+            submission=submission,
+            task=split.task,
+            split=split,
+            setting=setting,
+            items_total=split.items,
+            created_at=now,
+        )
+        for split in splits
+        for setting in settings[split.task_id]
+        if (split.pk, setting) not in have
+    )
+    for run in runs:
+        dispatch_stage(run, EvaluationRun.State.BUILDING)
+    return runs
+
+
+def add_missing_runs(submission: Submission, now: datetime | None = None) -> list[EvaluationRun]:
+    """Runs for what the challenge evaluates now and ``submission`` has no run for yet: a split
+    imported, or a setting enabled, after it was submitted (an organiser's action; the image is
+    reused). None for a failed or cancelled submission."""
+    if submission.state in (Submission.State.FAILED, Submission.State.CANCELLED):
+        return []
+    have = set(submission.runs.values_list("split_id", "setting"))
+    with transaction.atomic():
+        return _new_runs(
+            submission, evaluated_splits(submission.challenge), have, now or timezone.now()
+        )
+
+
 def _check_allowed(
     user: AbstractBaseUser, team: Team, challenge: Challenge, organiser: bool, baseline: bool
 ) -> None:
@@ -160,10 +204,7 @@ def submit(
     if not splits:
         raise ValidationError(f"{challenge.name} has no split with data to evaluate yet")
     tasks = list({split.task_id: split.task for split in splits}.values())
-    try:
-        settings = {task.pk: task.run_settings() for task in tasks}
-    except EvaluatorError as exc:
-        raise ValidationError(f"{challenge.name}: a task's settings are broken: {exc}") from exc
+    _run_settings(tasks)  # broken settings refuse the submission before anything is stored
     submission = Submission(
         team=team,
         challenge=challenge,
@@ -188,20 +229,7 @@ def submit(
             if not organiser:
                 check_quotas(team, tasks, now)
             submission.save()
-            runs = EvaluationRun.objects.bulk_create(
-                EvaluationRun(
-                    submission=submission,
-                    task=split.task,
-                    split=split,
-                    setting=setting,
-                    items_total=split.items,
-                    created_at=now,
-                )
-                for split in splits
-                for setting in settings[split.task_id]
-            )
-            for run in runs:
-                dispatch_stage(run, EvaluationRun.State.BUILDING)
+            _new_runs(submission, splits, set(), now)
     except BaseException:
         if submission.artifact:
             submission.artifact.delete(save=False)

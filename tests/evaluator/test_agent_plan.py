@@ -11,7 +11,7 @@ from evaluator.protocols.agent_plan import MARGIN_BYTES, BatchRefused, RequestCo
 from evaluator.protocols.crag_mm.agent import TurnPlan
 from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.agent import MAX_IMAGE_ID_CHARS, SettingPlan
+from evaluator.protocols.visual_rag.agent import MAX_IMAGE_ID_CHARS, MAX_RANKING, SettingPlan
 from evaluator.protocols.visual_rag.items import VisualSplit
 from evaluator.protocols.visual_rag.sample import write_sample
 from evaluator.records import EvaluatorError
@@ -149,3 +149,13 @@ def test_a_protocol_runs_one_setting_at_a_time(visual: VisualSplit) -> None:
         protocol.for_setting("one_in_5")
     run = protocol.for_setting("zero_shot")
     assert run.split_keys(visual) == run.agent_plan(visual, "t", {}).keys()
+
+
+def test_a_huge_reply_is_stored_bounded(visual: VisualSplit) -> None:
+    """Rankings are scored at k <= 30: an agent sending 5000 long ids stores 100 short ones."""
+    plan = SettingPlan(visual, "retrieval")
+    batch = next(iter(plan.batches(1, ())))
+    (reply,) = plan.read_replies(batch, [{"answer": "x", "ranking": ["y" * 9000] * 5000}], 1)
+    stored = json.loads(reply.text)
+    assert len(stored["ranking"]) == MAX_RANKING and reply.problem is None
+    assert len(reply.text.encode()) < MAX_RANKING * (MAX_IMAGE_ID_CHARS + 4) + 100

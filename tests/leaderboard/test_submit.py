@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from leaderboard.models import Challenge, EvaluationRun, Phase, Submission
-from leaderboard.submitting import Artifact, MethodInfo, submit
+from leaderboard.submitting import Artifact, MethodInfo, add_missing_runs, submit
 from leaderboard.submitting.artifacts import check_reference
 
 from .broker import sent
@@ -348,3 +348,34 @@ def test_an_upload_the_web_request_cannot_check_in_time_is_taken_and_checked_lat
     assert time.monotonic() - started < 5
     message = " ".join(error.value.messages)
     assert message.startswith("your upload: entry 'zeros0' takes the archive past")
+
+
+def test_settings_enabled_later_are_added_as_runs_and_nothing_twice(
+    broker, open_splits, teams, member, django_capture_on_commit_callbacks
+):
+    task = open_splits["validation"].task
+    task.protocol, task.primary_metric = "visual-rag", "accuracy"
+    task.image_search_enabled = task.web_search_enabled = False
+    task.settings = {"evaluated": ["gt_clue"]}
+    task.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = _submit(member, teams, Artifact(Kind.REGISTRY_REF, registry_ref="a/b:1"))
+    assert sorted((r.split.kind, r.setting) for r in submission.runs.all()) == [
+        ("private-test", "gt_clue"), ("public-test", "gt_clue"), ("validation", "gt_clue")
+    ]  # fmt: skip
+    first = sorted(kwargs["run_id"] for _, kwargs in sent(broker, "build"))
+    task.settings = {"evaluated": ["gt_clue", "zero_shot"]}
+    task.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        added = add_missing_runs(submission)
+    assert sorted((r.split.kind, r.setting) for r in added) == [
+        ("private-test", "zero_shot"), ("public-test", "zero_shot"), ("validation", "zero_shot")
+    ]  # fmt: skip
+    assert sorted(kwargs["run_id"] for _, kwargs in sent(broker, "build")) == sorted(
+        first + [r.pk for r in added]
+    )  # each new run's build sent, once
+    assert add_missing_runs(submission) == []  # nothing twice
+    submission.state = Submission.State.FAILED
+    task.settings = {"evaluated": ["gt_clue", "zero_shot", "non_clue"]}
+    task.save()
+    assert add_missing_runs(submission) == []  # a failed submission is not run again

@@ -35,7 +35,7 @@ from evaluator.protocols.visual_rag.items import (
 )
 
 MAX_ANSWER_CHARS = 8192  # a longer answer is a protocol error (it reaches the judge prompt)
-MAX_RANKING = 1000  # ranking entries kept; rankings are scored at k <= 30
+MAX_RANKING = 100  # ranking entries kept (scored at k <= 30; the rest is storage, not score)
 MAX_IMAGE_ID_CHARS = 200  # of a ranking entry kept (a candidate's id is a guid)
 _K = re.compile(r"(?:topk|one_in)_(\d+)")
 
