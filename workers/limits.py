@@ -15,7 +15,7 @@ TimeoutPolicy = Literal["missing", "fail"]
 @dataclass(frozen=True)
 class Limits:
     readiness_s: float = 600.0  # start-up (model loading) until /ready says ready
-    per_item_s: float = 10.0  # a batch call gets per_item_s x its number of items (CRAG-MM: turns)
+    per_item_s: float = 10.0  # a batch call gets per_item_s x the agent's batch size
     max_batch_size: int = MAX_BATCH_SIZE  # the agent's own choice is clipped to 1..this
     total_wall_s: float | None = None  # whole run, start-up included; None: no limit
     max_consecutive_timeouts: int = 3  # timed-out batches in a row before a restart
@@ -50,8 +50,10 @@ class Limits:
         """The batch size a run uses for an agent asking for ``requested``."""
         return min(clip_batch_size(requested), self.max_batch_size)
 
-    def batch_deadline_s(self, items: int) -> float:
-        return self.per_item_s * items
+    def batch_deadline_s(self, batch_size: int) -> float:
+        """A batch call's time: ``per_item_s`` x the agent's batch size (the official rule:
+        10 s x ``get_batch_size()``, however many items the call holds)."""
+        return self.per_item_s * batch_size
 
 
 MEMORY_ENV = "PODIUM_SEARCH_MEMORY_BYTES"

@@ -4,9 +4,10 @@ What the items are, their order, their requests and how a reply is stored comes 
 protocol's plan (``evaluator.protocols.agent_plan.AgentPlan``: CRAG-MM's turns in the official
 order with their histories, Visual-RAG's queries of one setting). ``run_agent`` starts the
 container, waits for ``/ready``, then sends the plan's batches with a deadline of
-``per_item_s`` x batch size. Every batch's results go to ``sink`` the moment they arrive (one
-call per batch, so a sink can store them in one write), so an interrupted run resumes from
-``answered`` without asking anything twice. Defined outcomes:
+``per_item_s`` x the agent's batch size (its ``get_batch_size()`` as clipped, the official
+rule: a short last batch gets the same time as a full one). Every batch's results go to
+``sink`` the moment they arrive (one call per batch, so a sink can store them in one write),
+so an interrupted run resumes from ``answered`` without asking anything twice. Defined outcomes:
 
 - a batch past its deadline: its items are recorded as ``timeout`` (empty response, scored
   missing), or the run fails when ``timeout_policy`` is "fail";
@@ -207,7 +208,7 @@ class _Run:
     def _send(self, box: AgentContainer, batch: list[Any], kit: str | None) -> Outcome:
         """One batch call; records its items and says how it went."""
         assert box.agent is not None
-        deadline_s = self.limits.batch_deadline_s(len(batch))
+        deadline_s = self.limits.batch_deadline_s(self.report.batch_size or len(batch))
         total = self._total_deadline()
         if total and total - time.monotonic() < deadline_s:
             deadline_s = total - time.monotonic()

@@ -140,6 +140,20 @@ def test_consecutive_timeouts_restart_the_agent(agent_image, tmp_path, recorder,
     assert 1.0 <= recorder.by_id()["c0-t0"].latency_s < 2.0
 
 
+def test_a_short_last_batch_gets_as_long_as_a_full_one(
+    agent_image, tmp_path, recorder, no_leftovers
+):
+    """The official rule: each call may take 10 s x get_batch_size(), however many turns it
+    holds. The agent takes 0.7 s a call with a batch size of 2, at 0.5 s per turn: the last
+    call, holding one turn, has 1.0 s (0.5 s under a per-turn-in-the-call rule)."""
+    split = make_split(tmp_path / "split", [1, 1, 1])
+    limits = dataclasses.replace(TEST_LIMITS, per_item_s=0.5)
+    report = run(agent_image("agents/paced"), split, recorder, limits=limits)
+    assert report.status == "completed", report.failure_reason
+    assert report.batch_size == 2 and recorder.calls == [2, 1]
+    assert [r.outcome for r in recorder.results] == ["answered"] * 3
+
+
 def test_timeout_policy_fail_ends_the_run(agent_image, tmp_path, recorder, no_leftovers):
     split = make_split(tmp_path / "split", [1, 1], {"c0-t0": "slow"})
     limits = dataclasses.replace(TEST_LIMITS, per_item_s=0.5, timeout_policy="fail")
