@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--readiness-s", type=_positive(float), default=defaults.readiness_s)
     limits.add_argument("--total-s", type=_positive(float), help="total wall time of the run")
     limits.add_argument("--timeout-policy", choices=("missing", "fail"), default="missing")
+    limits.add_argument(
+        "--error-policy",
+        choices=("continue", "abort"),
+        default="continue",
+        help="an agent error: its batch scored missing (continue) or the run ends (abort)",
+    )
     limits.add_argument("--max-restarts", type=int, default=defaults.max_restarts)
     limits.add_argument(
         "--max-consecutive-timeouts", type=_positive(int), default=defaults.max_consecutive_timeouts
@@ -208,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_consecutive_timeouts=args.max_consecutive_timeouts,
             max_restarts=args.max_restarts,
             timeout_policy=args.timeout_policy,
+            error_policy=args.error_policy,
         )
         policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
         protocol = protocol_class(args.protocol)().for_setting(args.setting)

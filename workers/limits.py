@@ -10,6 +10,7 @@ from typing import Literal
 from agentkit.protocol import MAX_BATCH_SIZE, clip_batch_size
 
 TimeoutPolicy = Literal["missing", "fail"]
+ErrorPolicy = Literal["continue", "abort"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,9 @@ class Limits:
     max_restarts: int = 3  # more restarts than this is a crash loop: the run fails
     answer_cap_bytes: int = 64 * 1024  # longer answers are cut (UTF-8 bytes)
     timeout_policy: TimeoutPolicy = "missing"  # "missing": record and go on; "fail": end run
+    # the agent raised on a batch (HTTP 5xx): "continue": its items are errors, the run goes on;
+    # "abort": the run fails, as the official evaluation
+    error_policy: ErrorPolicy = "continue"
     searches_per_item: int = 20  # search.sock requests a batch may make, per item in it
 
     def __post_init__(self) -> None:
@@ -44,6 +48,10 @@ class Limits:
         if self.timeout_policy not in ("missing", "fail"):
             raise ValueError(
                 f"Limits.timeout_policy must be 'missing' or 'fail', got {self.timeout_policy!r}"
+            )
+        if self.error_policy not in ("continue", "abort"):
+            raise ValueError(
+                f"Limits.error_policy must be 'continue' or 'abort', got {self.error_policy!r}"
             )
 
     def batch_size(self, requested: int) -> int:

@@ -13,7 +13,8 @@ so an interrupted run resumes from ``answered`` without asking anything twice. D
   missing), or the run fails when ``timeout_policy`` is "fail";
 - ``max_consecutive_timeouts`` timed-out batches in a row, or a crash: a fresh container, and
   the run resumes at the first unanswered item; more than ``max_restarts`` restarts fail the run;
-- the agent raised (HTTP 5xx from ``/batch``): the items are recorded as ``error``;
+- the agent raised (HTTP 5xx from ``/batch``): the items are recorded as ``error``, or the run
+  fails when ``error_policy`` is "abort" (as the official evaluation);
 - a reply that breaks the protocol's schema for one item: that item is ``invalid`` (no answer),
   the rest of the batch and the run go on;
 - the image directory full (only if the agent keeps removed images open): a fresh container;
@@ -260,6 +261,12 @@ class _Run:
             reason = f"protocol error: /batch answered HTTP {reply.status}"
             raise RunFailed(reason, reply_text(reply.body))
         if reply.status != 200:
+            if self.limits.error_policy == "abort":
+                raise RunFailed(
+                    f"the agent failed on a batch (HTTP {reply.status}); this task ends a run "
+                    "on the agent's first error, as the official evaluation",
+                    reply_text(reply.body),
+                )
             self._record(batch, [Reply("")] * len(batch), "error", latency)
             return "error"
         try:

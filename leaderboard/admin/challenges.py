@@ -60,6 +60,7 @@ class TaskAdmin(admin.ModelAdmin):
                     "max_batch_size",
                     "total_wall_s",
                     "timeout_policy",
+                    "error_policy",
                     "image_search_enabled",
                     "web_search_enabled",
                     "gpu_class",

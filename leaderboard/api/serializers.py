@@ -40,6 +40,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "max_batch_size",
             "total_wall_s",
             "timeout_policy",
+            "error_policy",
             "image_search_enabled",
             "web_search_enabled",
             "judge",

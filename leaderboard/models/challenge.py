@@ -77,6 +77,10 @@ class Task(models.Model):
         MISSING = "missing", "a timed-out turn is scored missing"
         FAIL_RUN = "fail-run", "a time-out fails the run"
 
+    class ErrorPolicy(models.TextChoices):
+        ABORT = "abort", "an agent error fails the run (as the official evaluation)"
+        CONTINUE = "continue", "an agent error scores its batch missing; the run goes on"
+
     class EntryRule(models.TextChoices):
         BEST = "best", "best entry of each team"
         LATEST = "latest", "latest entry of each team"
@@ -111,6 +115,7 @@ class Task(models.Model):
     timeout_policy = models.CharField(
         max_length=16, choices=TimeoutPolicy, default=TimeoutPolicy.MISSING
     )
+    error_policy = models.CharField(max_length=16, choices=ErrorPolicy, default=ErrorPolicy.ABORT)
     # One of the protocol's metrics (``Protocol.metrics``): it ranks the entries.
     primary_metric = models.CharField(max_length=64, default="truthfulness")
     entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)

@@ -133,6 +133,16 @@ def test_challenge_page_says_when_private_results_appear(client, entries, splits
     assert f"results appear on {splits['private-test'].reveal_at:%Y-%m-%d %H:%M}" in page
 
 
+def test_challenge_page_states_each_tasks_limits_and_failure_policies(client, task):
+    task.per_item_s, task.error_policy = 7.5, "continue"
+    task.save()
+    page = client.get(reverse("leaderboard:challenge", args=["crag-mm-2026"])).content.decode()
+    limits = page.split(f'id="limits-{task.task_id}">', 1)[1].split("</p>", 1)[0]
+    assert "7.5 s per item, a batch call 7.5 s x your batch size" in limits
+    assert "on a time-out: a timed-out turn is scored missing" in limits
+    assert "on an agent error: an agent error scores its batch missing; the run goes on" in limits
+
+
 def test_static_css_is_served_without_external_hosts(client):
     response = client.get("/static/leaderboard/podium.css")
     assert response.status_code == 200

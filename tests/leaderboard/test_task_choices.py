@@ -13,8 +13,8 @@ from evaluator.protocols.crag_mm import CragMM
 from evaluator.protocols.crag_mm.grading import MISSING_RULES
 from evaluator.protocols.crag_mm.metrics import COUNTINGS
 from leaderboard.models import Task
-from workers.limits import TimeoutPolicy
-from workers.pipeline.run import TIMEOUT_POLICIES
+from workers.limits import ErrorPolicy, TimeoutPolicy
+from workers.pipeline.run import ERROR_POLICIES, TIMEOUT_POLICIES
 
 
 def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
@@ -22,6 +22,8 @@ def test_each_task_choice_is_one_the_evaluator_or_runner_knows():
     assert set(Task.JudgeKind.values) == set(JUDGE_NAMES) - {"replay"}  # replay: offline only
     assert set(TIMEOUT_POLICIES) == set(Task.TimeoutPolicy.values)
     assert set(TIMEOUT_POLICIES.values()) == set(get_args(TimeoutPolicy))
+    assert set(ERROR_POLICIES) == set(Task.ErrorPolicy.values)
+    assert set(ERROR_POLICIES.values()) == set(get_args(ErrorPolicy))
 
 
 def test_the_primary_metric_is_one_the_protocol_declares():

@@ -154,6 +154,26 @@ def test_a_short_last_batch_gets_as_long_as_a_full_one(
     assert [r.outcome for r in recorder.results] == ["answered"] * 3
 
 
+@pytest.mark.parametrize("policy", ["continue", "abort"])
+def test_an_agent_error_scores_its_batch_missing_or_ends_the_run(
+    agent_image, tmp_path, recorder, no_leftovers, policy
+):
+    split = make_split(tmp_path / "split", [1, 1, 1], {"c1-t0": "boom secret"})
+    limits = dataclasses.replace(TEST_LIMITS, error_policy=policy)
+    report = run(agent_image("agents/raises"), split, recorder, limits=limits)
+    outcomes = {r.key: r.outcome for r in recorder.results}
+    if policy == "continue":
+        assert report.status == "completed", report.failure_reason
+        assert outcomes == {"c0-t0": "answered", "c1-t0": "error", "c2-t0": "answered"}
+        return
+    assert report.status == "failed" and outcomes == {"c0-t0": "answered"}
+    assert report.failure_reason == (
+        "the agent failed on a batch (HTTP 500); this task ends a run on the agent's first "
+        "error, as the official evaluation"
+    )
+    assert "boom secret" in report.agent_text  # kept apart: shown quoted on public splits only
+
+
 def test_timeout_policy_fail_ends_the_run(agent_image, tmp_path, recorder, no_leftovers):
     split = make_split(tmp_path / "split", [1, 1], {"c0-t0": "slow"})
     limits = dataclasses.replace(TEST_LIMITS, per_item_s=0.5, timeout_policy="fail")

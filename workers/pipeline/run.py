@@ -32,6 +32,7 @@ PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the
 AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
 OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the item list
 TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
+ERROR_POLICIES = {Task.ErrorPolicy.CONTINUE: "continue", Task.ErrorPolicy.ABORT: "abort"}
 
 
 def limits_for(task: Task) -> Limits:
@@ -41,6 +42,7 @@ def limits_for(task: Task) -> Limits:
         max_batch_size=task.max_batch_size,
         total_wall_s=float(task.total_wall_s),
         timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],  # type: ignore[arg-type]
+        error_policy=ERROR_POLICIES[task.error_policy],  # type: ignore[arg-type]
     )
 
 
