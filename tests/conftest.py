@@ -1,9 +1,22 @@
 """For every test: Django's default cache starts empty, so the API throttles (and cached pages)
-carry nothing over from another test."""
+carry nothing over from another test. For any test: Visual-RAG's generated sample, once."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+
+@pytest.fixture(scope="session")
+def visual_rag_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Visual-RAG's generated sample (seed 0), written once a session: read it, never write
+    into it (tests that write make their own directory)."""
+    from evaluator.protocols.visual_rag.sample import write_sample
+
+    root = tmp_path_factory.mktemp("visual-rag-sample")
+    write_sample(root, seed=0)
+    return root
 
 
 @pytest.fixture(autouse=True)

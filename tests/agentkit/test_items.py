@@ -22,17 +22,14 @@ from evaluator.protocols.visual_rag.agent import (
     read_response,
 )
 from evaluator.protocols.visual_rag.items import VisualSplit
-from evaluator.protocols.visual_rag.sample import write_sample
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3", "topk_5")
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory: pytest.TempPathFactory) -> VisualSplit:
-    root = tmp_path_factory.mktemp("vr")
-    write_sample(root, seed=0)
-    return VisualRAG().load_split(root / "validation")
+def split(visual_rag_sample: Path) -> VisualSplit:
+    return VisualRAG().load_split(visual_rag_sample / "validation")
 
 
 def request_item(split: VisualSplit, item: AgentItem) -> dict[str, Any]:

@@ -13,15 +13,12 @@ from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.protocols.visual_rag.agent import MAX_IMAGE_ID_CHARS, MAX_RANKING, SettingPlan
 from evaluator.protocols.visual_rag.items import VisualSplit
-from evaluator.protocols.visual_rag.sample import write_sample
 from evaluator.records import EvaluatorError
 
 
 @pytest.fixture(scope="module")
-def visual(tmp_path_factory: pytest.TempPathFactory) -> VisualSplit:
-    root = tmp_path_factory.mktemp("vr")
-    write_sample(root, seed=0)
-    return VisualRAG().load_split(root / "validation")
+def visual(visual_rag_sample: Path) -> VisualSplit:
+    return VisualRAG().load_split(visual_rag_sample / "validation")
 
 
 def crag_split(root: Path, sizes: dict[str, int]) -> Split:

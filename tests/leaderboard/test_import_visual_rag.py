@@ -11,7 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from evaluator.protocols.visual_rag.sample import write_released, write_sample
+from evaluator.protocols.visual_rag.sample import write_released
 from leaderboard.models import Split, Task
 
 TASK = "crag-mm-2026/visual-rag"
@@ -29,10 +29,11 @@ def visual_task(challenge) -> Task:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample(tmp_path_factory: pytest.TempPathFactory, visual_rag_sample: Path) -> Path:
+    """The shared sample's validation split in both layouts."""
     root = tmp_path_factory.mktemp("vr")
-    write_sample(root, seed=0)
-    write_released(root / "validation", root / "released")
+    (root / "validation").symlink_to(visual_rag_sample / "validation")
+    write_released(visual_rag_sample / "validation", root / "released")
     return root
 
 

@@ -13,20 +13,20 @@ from django.urls import reverse
 
 from evaluator.judges import MemoryCache, make_judge
 from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.sample import write_sample
 from leaderboard.models import EvaluationRun, SliceScore, Split, Submission, Task
 from leaderboard.scores import store_scores
 
 
 @pytest.fixture(scope="module")
-def visual_scores(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def visual_scores(
+    tmp_path_factory: pytest.TempPathFactory, visual_rag_sample: Path
+) -> list[dict[str, Any]]:
     """Two made-up agents' scores in the gt_clue setting (one answering, one not)."""
     root = tmp_path_factory.mktemp("vr")
-    write_sample(root, seed=0)
     found = []
     for seed in (1, 2):
         protocol = VisualRAG(("gt_clue",))
-        split = protocol.load_split(Path(root) / "validation")
+        split = protocol.load_split(visual_rag_sample / "validation")
         protocol.write_sample_predictions(split, root / f"p{seed}.jsonl", seed=seed)
         predictions, _ = protocol.load_predictions(root / f"p{seed}.jsonl", split)
         judge = make_judge("rules", protocol.rubric)

@@ -10,7 +10,6 @@ import pytest
 
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.protocols.visual_rag.items import VisualSplit
-from evaluator.protocols.visual_rag.sample import write_sample
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, Recorder
 from workers.runner import run_agent
 
@@ -18,10 +17,8 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory: pytest.TempPathFactory) -> VisualSplit:
-    root = tmp_path_factory.mktemp("vr")
-    write_sample(root, seed=0)
-    return VisualRAG().load_split(root / "validation")
+def split(visual_rag_sample: Path) -> VisualSplit:
+    return VisualRAG().load_split(visual_rag_sample / "validation")
 
 
 def run(image, split: VisualSplit, setting: str, recorder: Recorder, answered=None):
