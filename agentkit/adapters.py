@@ -61,7 +61,8 @@ class LoadedAgent:
             raise AgentProtocolError(f"this agent answers {wanted}; the batch holds the other")
         if self.kit == KIT_ITEMS:
             try:
-                return check_item_responses(self.instance.batch_answer(batch.items), batch.items)
+                items = list(batch.items)  # the agent's own list: agentkit clears the batch's
+                return check_item_responses(self.instance.batch_answer(items), items)
             except ValueError as exc:
                 raise AgentProtocolError(str(exc)) from None
         queries = [turn.query for turn in batch.turns]

@@ -3,9 +3,10 @@
 Every field is checked; a bad one raises :class:`BadRequest` naming it (``turns[2].query: ...``).
 A turn's image comes as a file (``image_path``, what Podium sends) or inline (``image_b64``).
 Images are opened lazily: ``PIL.Image.open`` reads only the header, so an agent that never looks
-at the pixels never pays for decoding them. A file is read whole first (one ``read`` from
-Podium's tmpfs, no descriptor kept open): an agent holding on to images holds memory, never the
-files the runner removes after the batch.
+at the pixels never pays for decoding them. A file is mapped, not read (``agentkit.image_files``:
+no descriptor kept open); :meth:`BatchRequest.release`, once the batch is answered, copies what
+the agent still holds into memory, so it never holds the files the runner removes after the
+batch.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import io
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, cast
 
 from PIL import Image, UnidentifiedImageError
 
+from agentkit.image_files import BatchFiles, MappedFile, read_file
 from agentkit.items import ItemError, VisualRAGItem, parse_items
 from agentkit.protocol import MAX_BATCH_SIZE
 from agentkit.search import SOURCE_BYTES_ATTR
@@ -52,6 +53,14 @@ class BatchRequest:
     turns: list[TurnRequest]  # CRAG-MM (no "protocol" in the body)
     protocol: str | None = None  # another benchmark's name: the batch holds ``items``
     items: list[VisualRAGItem] = field(default_factory=list)
+    files: BatchFiles = field(default_factory=BatchFiles, compare=False, repr=False)
+
+    def release(self) -> int:
+        """Once answered: drop the batch's turns and items, and copy the image files the agent
+        still holds into memory (their mappings would keep removed files' space); how many."""
+        self.turns.clear()
+        self.items.clear()
+        return self.files.release()
 
 
 def parse_batch(body: bytes) -> BatchRequest:
@@ -82,32 +91,44 @@ def parse_batch(body: bytes) -> BatchRequest:
         raise BadRequest(f"{key} must be a non-empty list, got {_kind(entries)}")
     if len(entries) > MAX_BATCH_SIZE:
         raise BadRequest(f"{key} holds {len(entries)} {key}, more than {MAX_BATCH_SIZE}")
+    files = BatchFiles()
     if key == "items":
         try:
-            items = parse_items(data["protocol"], entries, _open_file)
+            items = parse_items(data["protocol"], entries, files)
         except ItemError as exc:
             raise BadRequest(str(exc)) from None
-        return BatchRequest(batch_id, deadline, [], data["protocol"], items)
-    turns = [_parse_turn(turn, f"turns[{i}]") for i, turn in enumerate(entries)]
-    return BatchRequest(batch_id, deadline, turns)
+        return BatchRequest(batch_id, deadline, [], data["protocol"], items, files)
+    turns = [_parse_turn(turn, f"turns[{i}]", files) for i, turn in enumerate(entries)]
+    return BatchRequest(batch_id, deadline, turns, files=files)
 
 
-def _open_file(path: str, where: str) -> Image.Image:
-    return _open(read_image_file(path, where), where)
+def open_image_file(path: Any, where: str, files: BatchFiles | None = None) -> Image.Image:
+    """The image at ``path`` (absolute), its pixels not decoded: mapped for ``files``, else
+    read whole. Raises :class:`BadRequest` naming ``where``."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        shown = repr(path) if isinstance(path, str) else _kind(path)
+        raise BadRequest(f"{where} must be an absolute file path or null, got {shown}")
+    try:
+        file = files.map(path) if files is not None else read_file(path)
+    except OSError as exc:
+        reason = f"cannot read {path}: {exc.strerror}" if exc.strerror else str(exc)
+        raise BadRequest(f"{where}: {reason}") from None
+    return _open(file, where)
 
 
-def open_image(data: bytes) -> Image.Image:
-    """Open encoded image bytes without decoding the pixels.
+def open_image(data: bytes | MappedFile) -> Image.Image:
+    """Open encoded image bytes (or a mapped file) without decoding the pixels.
 
-    The bytes stay attached so the search client can send them as they are while the image is
+    The source stays attached so the search client can send it as it is while the image is
     still undecoded (hence unmodified).
     """
-    image = Image.open(io.BytesIO(data))
+    # Pillow needs only read, seek and tell of a file (MappedFile has them)
+    image = Image.open(io.BytesIO(data) if isinstance(data, bytes) else cast(IO[bytes], data))
     setattr(image, SOURCE_BYTES_ATTR, data)
     return image
 
 
-def _parse_turn(turn: Any, where: str) -> TurnRequest:
+def _parse_turn(turn: Any, where: str, files: BatchFiles) -> TurnRequest:
     if not isinstance(turn, dict):
         raise BadRequest(f"{where} must be an object, got {_kind(turn)}")
     turn_idx = turn.get("turn_idx")
@@ -118,7 +139,7 @@ def _parse_turn(turn: Any, where: str) -> TurnRequest:
         interaction_id=_string(turn, "interaction_id", where),
         turn_idx=turn_idx,
         query=_string(turn, "query", where),
-        image=_image(turn, where),
+        image=_image(turn, where, files),
         message_history=_history(turn.get("message_history", []), f"{where}.message_history"),
         rag_context=_string(turn, "rag_context", where, optional=True),
         domain=_string(turn, "domain", where, optional=True),
@@ -135,35 +156,15 @@ def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
     return value
 
 
-def _image(turn: dict, where: str) -> Image.Image | None:
+def _image(turn: dict, where: str, files: BatchFiles) -> Image.Image | None:
     path, inline = turn.get("image_path"), turn.get("image_b64")
     if path is not None and inline is not None:
         raise BadRequest(f"{where} has both image_path and image_b64: send one of them")
     if path is not None:
-        return _open(read_image_file(path, f"{where}.image_path"), f"{where}.image_path")
+        return open_image_file(path, f"{where}.image_path", files)
     if inline is not None:
         return _open(_decode_b64(inline, f"{where}.image_b64"), f"{where}.image_b64")
     return None
-
-
-def read_image_file(path: Any, where: str) -> bytes:
-    if not isinstance(path, str) or not os.path.isabs(path):
-        shown = repr(path) if isinstance(path, str) else _kind(path)
-        raise BadRequest(f"{where} must be an absolute file path or null, got {shown}")
-    try:  # plain os calls (no file object): this runs for every image of every batch
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
-        try:
-            size = os.fstat(fd)
-            if not stat.S_ISREG(size.st_mode):
-                raise BadRequest(f"{where}: {path} is not a regular file")
-            data = os.read(fd, size.st_size)
-            while more := os.read(fd, 1024 * 1024):  # a short read, or a file that grew: rare
-                data += more
-            return data
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise BadRequest(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _decode_b64(value: Any, where: str) -> bytes:
@@ -175,7 +176,7 @@ def _decode_b64(value: Any, where: str) -> bytes:
         raise BadRequest(f"{where} is not valid base64: {exc}") from None
 
 
-def _open(data: bytes, where: str) -> Image.Image:
+def _open(data: bytes | MappedFile, where: str) -> Image.Image:
     try:
         return open_image(data)
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:

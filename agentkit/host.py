@@ -148,4 +148,6 @@ class AgentHost:
         except Exception:  # respond answers its own failures; this one must never stop serving
             traceback.print_exc()
         finally:
+            del outcome  # an exception's traceback holds the batch's images
+            job.batch.release()  # before the next batch is read: its files' space is freed
             job.done.set()

@@ -23,6 +23,8 @@ from typing import Any
 
 from PIL import Image
 
+from agentkit.image_files import BatchFiles
+
 ITEM_PROTOCOLS = ("visual-rag",)
 
 
@@ -37,9 +39,9 @@ class CandidateImage:
 
     def open(self) -> Image.Image:
         """The image, its pixels not decoded yet (the file is read whole first)."""
-        from agentkit.batch import open_image, read_image_file
+        from agentkit.batch import open_image_file
 
-        return open_image(read_image_file(self.path, f"candidate {self.id}"))
+        return open_image_file(self.path, f"candidate {self.id}")
 
 
 @dataclass(frozen=True)
@@ -58,21 +60,23 @@ class VisualRAGItem:
     k: int | None
 
 
-def parse_items(protocol: Any, items: list[Any], opener: Any) -> list[VisualRAGItem]:
-    """The ``items`` of a batch for ``protocol``; ``opener(path, where)`` opens a given image."""
+def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[VisualRAGItem]:
+    """The ``items`` of a batch for ``protocol``, their images mapped for ``files``."""
     if protocol not in ITEM_PROTOCOLS:
         raise ItemError(f"protocol must be one of {ITEM_PROTOCOLS} with items, got {protocol!r}")
-    return [_item(item, f"items[{i}]", opener) for i, item in enumerate(items)]
+    return [_item(item, f"items[{i}]", files) for i, item in enumerate(items)]
 
 
-def _item(item: Any, where: str, opener: Any) -> VisualRAGItem:
+def _item(item: Any, where: str, files: BatchFiles) -> VisualRAGItem:
     if not isinstance(item, dict):
         raise ItemError(f"{where} must be an object")
     k = item.get("k")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ItemError(f"{where}.k must be a positive integer or null, got {k!r}")
+    from agentkit.batch import open_image_file
+
     images = [
-        GivenImage(image_id, opener(path, f"{where}.images[{j}].path"))
+        GivenImage(image_id, open_image_file(path, f"{where}.images[{j}].path", files))
         for j, (image_id, path) in enumerate(_images(item, "images", where))
     ]
     candidates = [CandidateImage(*pair) for pair in _images(item, "candidates", where)]

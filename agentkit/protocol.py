@@ -43,6 +43,7 @@ READY_PATH = "/ready"
 BATCH_PATH = "/batch"
 IMAGE_SEARCH_PATH = "/search/image"
 WEB_SEARCH_PATH = "/search/web"
+CANDIDATE_SEARCH_PATH = "/search/candidates"  # Visual-RAG: among one item's candidates
 
 MIN_BATCH_SIZE = 1
 MAX_BATCH_SIZE = 16

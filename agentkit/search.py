@@ -29,6 +29,7 @@ from typing import Any
 from PIL import Image
 
 from agentkit.protocol import (
+    CANDIDATE_SEARCH_PATH,
     ENV_SOCKET_DIR,
     ENV_TASK,
     IMAGE_SEARCH_PATH,
@@ -36,7 +37,7 @@ from agentkit.protocol import (
     WEB_SEARCH_PATH,
 )
 
-SOURCE_BYTES_ATTR = "_podium_source_bytes"  # the encoded bytes, set by agentkit.batch.open_image
+SOURCE_BYTES_ATTR = "_podium_source_bytes"  # the encoded source (bytes(...)), set by open_image
 IMAGE_ONLY_TASKS = ("single-source-augmentation",)
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 BMP_MODES = ("1", "L", "RGB")  # BMP keeps these exactly
@@ -111,6 +112,27 @@ class SearchPipeline:
             "an image file path, or a text query (image embeddings are not supported)"
         )
 
+    def search_candidates(
+        self, item: Any, query: str | Image.Image, k: int = 10
+    ) -> list[dict[str, Any]]:
+        """Visual-RAG: rank ``item``'s candidate images (a ``VisualRAGItem`` of the batch being
+        answered, or its ``item_id``) for ``query``, a text or an example image; the best ``k``
+        as ``[{"id": image id, "score": cosine}]``, best first. Only in the settings that give
+        candidates (retrieval, top-k), when the task enables image search."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        item_id = item if isinstance(item, str) else getattr(item, "item_id", None)
+        if not isinstance(item_id, str):
+            raise ValueError(f"item must be a VisualRAGItem or its item_id, got {item!r}")
+        payload: dict[str, Any] = {"item_id": item_id, "k": k}
+        if isinstance(query, Image.Image):
+            payload["image_b64"] = encode_image(query)
+        elif isinstance(query, str):
+            payload["query"] = query
+        else:
+            raise ValueError(f"query must be a text or a PIL image, got {type(query).__name__}")
+        return self._post(CANDIDATE_SEARCH_PATH, payload)
+
     def _post(self, path: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
         connection = _UnixHTTPConnection(self.socket_path, self.timeout_s)
         try:
@@ -152,7 +174,7 @@ def encode_image(image: Image.Image) -> str:
     """
     source = getattr(image, SOURCE_BYTES_ATTR, None)
     if source is not None and getattr(image, "tile", None):
-        return base64.b64encode(source).decode("ascii")
+        return base64.b64encode(bytes(source)).decode("ascii")
     if image.mode not in BMP_MODES + PNG_MODES:  # CMYK, YCbCr, LAB, HSV, F...
         image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
     buffer = io.BytesIO()

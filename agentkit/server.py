@@ -9,7 +9,6 @@ goes out in one write; a batch's reply is written by the main thread (``AgentHos
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import json
 import os
@@ -165,32 +164,11 @@ def _remove_stale_socket(path: str) -> None:
     os.unlink(path)
 
 
-KEPT_HEAP_BYTES = 64 * 1024 * 1024
-M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter
-
-
-def keep_freed_heap() -> bool:
-    """Have glibc keep up to ``KEPT_HEAP_BYTES`` of freed heap instead of trimming it.
-
-    Every batch reads its images into fresh buffers; with glibc's default trim threshold
-    (128 KiB) the last batch's buffers go back to the kernel once freed, and the next batch's
-    page-fault in again (about half the time of reading the files here). Not done when the agent
-    tunes malloc itself (``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``) or libc is not glibc.
-    """
-    if "MALLOC_TRIM_THRESHOLD_" in os.environ or "GLIBC_TUNABLES" in os.environ:
-        return False
-    try:
-        return ctypes.CDLL(None).mallopt(M_TRIM_THRESHOLD, KEPT_HEAP_BYTES) == 1
-    except (OSError, AttributeError):
-        return False
-
-
 def serve(agent_spec: str | None, socket_dir: str, task: str | None = None) -> None:
     """Listen on ``socket_dir/agent.sock``, load the agent, answer batches until terminated.
 
     The agent's search client talks to ``socket_dir/search.sock``.
     """
-    keep_freed_heap()
     search_socket = os.path.join(socket_dir, os.path.basename(SEARCH_SOCKET))
     host = AgentHost(agent_spec, task, search_socket)
     socket_path = os.path.join(socket_dir, AGENT_SOCKET_NAME)

@@ -21,7 +21,7 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
    /ready says ready), ``--starts`` times.
 
     python bench/runtime_overhead.py [--turns 1024] [--repeat 5] [--starts 5]
-                                     [--image-size 960x1280]
+                                     [--image-size 960x1280] [--drawn]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import docker
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFilter
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = "single-source-augmentation"
@@ -99,9 +99,14 @@ def build(directory: Path, tag: str, extra: dict[str, str], workdir: Path) -> Ag
     return build_context(tarball, tag=tag, timeout_s=600)
 
 
-def make_split(root: Path, turns: int, size: tuple[int, int]) -> tuple[Split, int]:
-    """``turns`` single-turn conversations, each with its own photo-sized JPEG."""
+def make_split(
+    root: Path, turns: int, size: tuple[int, int], photos: bool = True
+) -> tuple[Split, int]:
+    """``turns`` single-turn conversations, each with its own JPEG: photo-like (camera noise,
+    about 270 KB at 960x1280, so reading it costs what a real photo does) or, with
+    ``photos=False``, flat drawn shapes (about 60 KB)."""
     (root / "images").mkdir(parents=True)
+    grain = Image.effect_noise(size, 50).convert("RGB")
     conversations = []
     image_bytes = 0
     for i in range(turns):
@@ -110,6 +115,8 @@ def make_split(root: Path, turns: int, size: tuple[int, int]) -> tuple[Split, in
         for k in range(40):
             box = ((k * 53 + i) % size[0], (k * 97) % size[1])
             draw.ellipse((*box, box[0] + 120, box[1] + 90), fill=((k * 31) % 256, i % 256, 200))
+        if photos:
+            picture = Image.blend(grain, picture, 0.5).filter(ImageFilter.GaussianBlur(0.8))
         path = root / "images" / f"{i}.jpg"
         picture.save(path, format="JPEG", quality=85)
         image_bytes += path.stat().st_size
@@ -193,6 +200,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1024)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--image-size", default="960x1280")
+    parser.add_argument(
+        "--drawn", action="store_true", help="flat drawn JPEGs (~60 KB) instead of photo-like"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="runs of each agent (median shown)")
     args = parser.parse_args()
     size = tuple(int(v) for v in args.image_size.split("x"))
@@ -215,7 +225,7 @@ def main() -> None:
             )
             for kind in ("Sleeping", "Busy")
         }
-        split, mean_image = make_split(workdir / "split", args.turns, size)
+        split, mean_image = make_split(workdir / "split", args.turns, size, not args.drawn)
         print(f"split: {args.turns} turns, JPEG {size[0]}x{size[1]}, mean {mean_image} bytes")
 
         per_turn: list[float] = []

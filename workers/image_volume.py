@@ -20,8 +20,9 @@ So the agent can only ever read the images of the batch being asked: no image of
 never any ground truth. The volume is sized by the protocol's plan
 (``evaluator.protocols.agent_plan.AgentPlan.volume_bytes``) for two batches of the largest
 items, so it cannot overflow while only the runner writes; it could only fill up if the agent
-kept removed files open (their space is freed when the last descriptor closes):
-:class:`ImageDirFull`.
+kept removed files open or mapped (their space is freed when the last descriptor or mapping
+goes). agentkit maps a batch's files and copies what the agent keeps just after answering it,
+so staging waits a moment for that before it reports :class:`ImageDirFull`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,7 @@ from typing import Generic, TypeVar
 from agentkit.protocol import IMAGE_DIR
 
 SUFFIX = re.compile(r"\.[a-z0-9]{1,8}")
+FULL_WAIT_S, FULL_POLL_S = 1.0, 0.01
 HIDDEN, SHOWN = 0o700, 0o755
 T = TypeVar("T")
 
@@ -80,14 +83,27 @@ class ImageVolume:
     ``stage`` may run on another thread than ``show``, but not at the same time as it.
     """
 
-    def __init__(self, host_dir: Path) -> None:
+    def __init__(self, host_dir: Path, full_wait_s: float = FULL_WAIT_S) -> None:
         self.host_dir = host_dir
+        self.full_wait_s = full_wait_s
         self.shown: StagedBatch | None = None
         self._numbers = itertools.count(1)
 
     def stage(self, images: Sequence[Sequence[ImageFile]]) -> StagedBatch:
         """Write each item's ``images`` into a new hidden subdirectory, after removing those of
-        batches before the shown one."""
+        batches before the shown one. A full directory is tried again for ``full_wait_s``
+        (agentkit lets go of the batch before's files just after answering it), then
+        :class:`ImageDirFull`."""
+        waited_until = time.monotonic() + self.full_wait_s
+        while True:
+            try:
+                return self._stage(images)
+            except ImageDirFull:
+                if time.monotonic() >= waited_until:
+                    raise
+                time.sleep(FULL_POLL_S)
+
+    def _stage(self, images: Sequence[Sequence[ImageFile]]) -> StagedBatch:
         self._remove_all_but(self.shown)
         staged = StagedBatch(
             f"{next(self._numbers):06d}",

@@ -124,6 +124,7 @@ class _Run:
 
     def execute(self) -> RunReport:
         try:
+            self._embed_candidates()
             while True:
                 try:
                     self._attempt()
@@ -143,6 +144,20 @@ class _Run:
             self.stager.close()
             self.report.total_s = time.monotonic() - self.started
         return self.report
+
+    def _embed_candidates(self) -> None:
+        """Have the search process embed every image the run's items may search among, before
+        the agent starts: no search then waits for it (from its disk cache after a first run)."""
+        if self.search is None:
+            return
+        files = {
+            str(path)
+            for batch in self.plan.batches(1, self.answered)
+            for ref in batch
+            for _, path in self.plan.candidates(ref)
+        }
+        if files:
+            self.search.embed_candidates(sorted(files))
 
     def _attempt(self) -> None:
         box = AgentContainer(
@@ -222,7 +237,14 @@ class _Run:
             raise _Restart(str(full)) from None
         self.batch_number += 1
         if box.search_handle is not None:
-            box.search_handle.allow(self.limits.searches_per_item * len(batch))
+            box.search_handle.allow(
+                self.limits.searches_per_item * len(batch),
+                {
+                    self.plan.key(ref): [(image, str(path)) for image, path in candidates]
+                    for ref in batch
+                    if (candidates := self.plan.candidates(ref))
+                },
+            )
         fields = self.plan.requests(batch, image_paths, self._context(kit))
         body = encode_batch(str(self.batch_number), deadline_s, fields)
         # The next batch's images are staged while the agent works: not while this request is

@@ -88,6 +88,11 @@ class AgentPlan(ABC, Generic[RefT]):
     def image_files(self, ref: RefT) -> Sequence[Path]:
         """The files the agent may read while it answers this item, in the request's order."""
 
+    def candidates(self, ref: RefT) -> Sequence[tuple[str, Path]]:
+        """The images the agent may search among for this item (``(image id, file)``), through
+        the search service's candidate search; none by default."""
+        return ()
+
     @abstractmethod
     def requests(
         self, batch: Sequence[RefT], paths: Sequence[Sequence[str]], context: RequestContext

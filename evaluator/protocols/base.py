@@ -112,6 +112,9 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     unit: ClassVar[str]  # what a score block counts, plural ("turns", "queries")
     groups: ClassVar[str]  # what a split's items are grouped in ("conversations", "species")
     searches: ClassVar[bool] = False  # whether its agents may use Podium's search service
+    # ... over the challenge's corpus (image and web search); False: image search only, among
+    # each item's candidates (``AgentPlan.candidates``; no corpus needed)
+    search_corpus: ClassVar[bool] = True
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)

@@ -159,6 +159,11 @@ class Task(models.Model):
                     errors[name] = (
                         f"{self.declared().title} agents have no search service: turn it off"
                     )
+        elif not self.declared().search_corpus and self.web_search_enabled:
+            errors["web_search_enabled"] = (
+                f"{self.declared().title} agents search only their items' candidate images "
+                "(image search): turn web search off"
+            )
         declared = {m.name for m in self.declared().metrics if m.scale != "count"}
         if self.primary_metric not in declared:
             errors["primary_metric"] = (

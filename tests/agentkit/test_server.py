@@ -8,6 +8,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -265,6 +266,34 @@ def test_an_image_the_agent_keeps_outlives_its_file(start_agent, tmp_path):
     photo.unlink()  # the runner removes a batch's files once they are not needed
     status, body = agent.post(batch(turn("decode it now")))
     assert (status, body["responses"]) == (200, ["255"])
+
+
+def test_a_kept_undecoded_image_holds_no_removed_file(start_agent, tmp_path):
+    """Files are mapped while a batch is answered; what the agent keeps is copied after, so a
+    removed file's space is never held (the image directory is sized for two batches)."""
+    source = """
+        class Agent:
+            def __init__(self, search_pipeline):
+                self.kept = None
+            def get_batch_size(self): return 2
+            def batch_generate_response(self, queries, images, message_histories):
+                if self.kept is None:
+                    self.kept = images[0]  # undecoded
+                    return ["kept", "dropped"]
+                return [str(self.kept.convert("L").getpixel((0, 0))), self.kept.format]
+    """
+    agent = start_agent(source)
+    assert agent.wait_loaded()[0] == 200
+    kept, dropped = tmp_path / "kept.png", tmp_path / "dropped.png"
+    Image.new("RGB", (8, 8), "white").save(kept)
+    Image.new("RGB", (8, 8), "black").save(dropped)
+    second = turn("b", dropped, interaction_id="i2")
+    assert agent.post(batch(turn("a", kept), second))[1]["responses"] == ["kept", "dropped"]
+    maps = Path(f"/proc/{agent.process.pid}/maps").read_text()
+    assert str(kept) not in maps and str(dropped) not in maps
+    kept.unlink()
+    status, body = agent.post(batch(turn("c", dropped), second))
+    assert (status, body["responses"]) == (200, ["255", "PNG"])
 
 
 def test_bad_image_files_get_400_naming_the_turn(start_agent, tmp_path):

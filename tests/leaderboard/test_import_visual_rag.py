@@ -95,8 +95,10 @@ def test_a_visual_rag_task_cannot_turn_on_a_search_it_does_not_have(challenge) -
     task.primary_metric = "accuracy"
     with pytest.raises(ValidationError) as refused:
         task.clean()
-    assert set(refused.value.message_dict) == {"image_search_enabled", "web_search_enabled"}
-    assert "Visual-RAG agents have no search service" in str(refused.value)
-    task.image_search_enabled = task.web_search_enabled = False
+    assert set(refused.value.message_dict) == {"web_search_enabled"}
+    assert "search only their items' candidate images" in str(refused.value)
+    task.web_search_enabled = False
+    task.clean()  # image search: among each query's candidates
+    task.image_search_enabled = False
     task.clean()
     assert task.run_settings() == ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_5")

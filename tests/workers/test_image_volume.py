@@ -183,15 +183,25 @@ def test_the_agent_reads_only_the_shown_batch(docker_client, base_image):
 
 @pytest.mark.docker
 def test_a_full_image_directory_is_reported_and_leaves_no_partial_file(docker_client, base_image):
-    """A real image volume, mounted by a container, filled by files an agent keeps open."""
+    """A real image volume, mounted by a container, filled by files an agent keeps open; staging
+    waits a moment for them to be let go."""
     with mounted_volume(docker_client, base_image, 100 * 1024, read_only=False) as (_, host_dir):
-        images = ImageVolume(host_dir)
+        images = ImageVolume(host_dir, full_wait_s=0.2)
         first = images.stage([[ImageFile("a.jpg", b"a" * 40 * 1024)]])
         images.show(first)
         images.show(images.stage([[ImageFile("b.jpg", b"b" * 40 * 1024)]]))  # two batches fit
         with open(host_dir / first.directory / "a.jpg", "rb"):  # held, as a careless agent might
+            started = time.monotonic()
             with pytest.raises(ImageDirFull, match="keeps removed images open"):
                 images.stage([[ImageFile("c.jpg", b"c" * 40 * 1024)]])
+            assert 0.2 <= time.monotonic() - started < 2  # waited for the agent to let go
             assert os.listdir(host_dir) == [images.shown.directory]  # no partial directory
-        staged = images.stage([[ImageFile("c.jpg", b"c" * 40 * 1024)]])
-        assert images.show(staged) == [[f"{IMAGE_DIR}/{staged.directory}/c.jpg"]]
+        # let go while staging waits: staged as soon as the space is back
+        held = open(host_dir / images.shown.directory / "b.jpg", "rb")  # noqa: SIM115
+        images.show(images.stage([[ImageFile("c.jpg", b"c" * 40 * 1024)]]))
+        images.full_wait_s = 5.0
+        threading.Timer(0.3, held.close).start()
+        started = time.monotonic()
+        staged = images.stage([[ImageFile("d.jpg", b"d" * 40 * 1024)]])
+        assert 0.25 < time.monotonic() - started < 4
+        assert images.show(staged) == [[f"{IMAGE_DIR}/{staged.directory}/d.jpg"]]

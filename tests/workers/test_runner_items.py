@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.protocols.visual_rag.items import VisualSplit
@@ -89,3 +90,45 @@ def test_candidate_pools_are_readable_in_top_k(
     assert report.status == "completed", report.failure_reason
     answered = [r for r in recorder.results if r.outcome == "answered"]
     assert answered and all(json.loads(r.response)["answer"] == "topk_5 0 True" for r in answered)
+
+
+def test_an_agent_searches_only_its_items_candidates_through_podium(
+    agent_image, split: VisualSplit, tmp_path: Path, no_leftovers
+) -> None:
+    from workers.search.candidates import TEXT_NEEDS_CLIP, CandidateEmbeddings
+    from workers.search.encoders import ColourImageEncoder
+    from workers.search.engine import SearchEngine
+    from workers.search.process import SearchProcess
+
+    recorder = Recorder()
+    protocol = VisualRAG(("retrieval",))
+    plan = protocol.agent_plan(split, "visual-rag", {})
+    engine = SearchEngine(None, image_encoder="colour", cache_dir=tmp_path / "cache")
+    with SearchProcess(engine.spec) as search:
+        report = run_agent(
+            agent_image("agents/candidate_search"),
+            plan,
+            "visual-rag",
+            TEST_LIMITS,
+            recorder,
+            search=search,
+            policy=TEST_POLICY,
+        )
+    assert report.status == "completed", report.failure_reason
+    assert {r.outcome for r in recorder.results} == {"answered"}
+    # the run's candidates were embedded before the agent started: on disk now
+    assert len(list((tmp_path / "cache" / "candidates").rglob("*.npy"))) == len(
+        {image for query in split.queries for image in query.candidates}
+    )
+    direct = CandidateEmbeddings(ColourImageEncoder)
+    for result, query in zip(recorder.results, split.queries, strict=True):
+        reply = json.loads(result.response)
+        files = [(image, str(split.image_path(image))) for image in query.candidates]
+        with Image.open(files[0][1]) as first:
+            expected = direct.rank(files, first, 30)
+        assert reply["ranking"] == [r["id"] for r in expected]  # Podium's ranking, its own items
+        assert reply["ranking"][0] == query.candidates[0]
+    answers = [json.loads(r.response)["answer"] for r in recorder.results]
+    assert answers[0] == f"refused: {TEXT_NEEDS_CLIP}"
+    assert answers[1].startswith("refused: item 'retrieval/not-in-this-batch' is not in the batch")
+    assert set(answers[2:]) == {"searched"}

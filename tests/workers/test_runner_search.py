@@ -141,9 +141,10 @@ def test_each_batch_is_allowed_its_searches_and_no_more(
     allowed = []
     original = SearchSocket.allow
 
-    def recording(self, searches):
+    def recording(self, searches, candidates=None):
+        assert not candidates  # CRAG-MM items have no candidates to search among
         allowed.append(searches)
-        original(self, searches)
+        original(self, searches, candidates)
 
     monkeypatch.setattr(SearchSocket, "allow", recording)
     split = load_split(sample / TASK / "validation")

@@ -51,13 +51,15 @@ _search_lock = threading.Lock()
 
 
 def search_process(task: Task) -> Any:
-    """The search process over the challenge's corpus (``workers.search.process``), kept per
-    worker process and started again if it stopped; None when the task enables no search (or
-    its protocol has none)."""
-    if not (task.image_search_enabled or task.web_search_enabled) or not task.declared().searches:
+    """The search process over the challenge's corpus (``workers.search.process``; for a
+    protocol that searches items' candidates, one with no corpus), kept per worker process and
+    started again if it stopped; None when the task enables no search (or its protocol has
+    none)."""
+    protocol = task.declared()
+    if not (task.image_search_enabled or task.web_search_enabled) or not protocol.searches:
         return None
-    directory = corpus_dir(task.challenge)
-    if directory is None:
+    directory = corpus_dir(task.challenge) if protocol.search_corpus else None
+    if directory is None and protocol.search_corpus:
         raise PodiumFault(
             f"task {task}: search is enabled but challenge {task.challenge.slug!r} has no "
             "search corpus stored (workers.pipeline.bundles.store_corpus)"
@@ -65,13 +67,15 @@ def search_process(task: Task) -> Any:
     from workers.search.engine import SearchEngine  # faiss: only when searching
     from workers.search.process import SearchProcess
 
+    key = directory.name if directory is not None else ""
     with _search_lock:
-        process = _search_processes.get(directory.name)
+        process = _search_processes.get(key)
         if process is None or not process.alive:
             if process is not None:
                 process.close()
-            process = _search_processes[directory.name] = SearchProcess(
-                SearchEngine(directory).spec, settings.PODIUM_SEARCH_LIMITS
+            engine = SearchEngine(directory)
+            process = _search_processes[key] = SearchProcess(
+                engine.spec, settings.PODIUM_SEARCH_LIMITS
             )
         return process
 

@@ -21,7 +21,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -45,6 +45,15 @@ class ImageEncoder(Protocol):
 
     def encode(self, images: Sequence[Image.Image]) -> np.ndarray:
         """One float32 row per image, L2-normalised."""
+        ...
+
+
+@runtime_checkable
+class TextImageEncoder(ImageEncoder, Protocol):
+    """An image encoder with a text tower in the same space (CLIP): text ranks images."""
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text, L2-normalised, comparable with ``encode``'s rows."""
         ...
 
 
@@ -183,19 +192,39 @@ class SentenceTransformerTextEncoder:
 
 
 class ClipImageEncoder:
-    """A CLIP model loaded from a local directory with transformers (image tower only used)."""
+    """A CLIP model loaded from a local directory with transformers: images, and texts in the
+    same space (Visual-RAG's candidate search) when the directory has a tokenizer."""
 
     def __init__(self, model_dir: Path) -> None:
         import torch
         from transformers import CLIPImageProcessor, CLIPModel
 
         self._torch = torch
+        self.model_dir = model_dir
         self.device = _device()
         self.model = CLIPModel.from_pretrained(str(model_dir), local_files_only=True)
         self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' .to stub
         self.processor = CLIPImageProcessor.from_pretrained(str(model_dir), local_files_only=True)
+        self._tokenizer: Any = None
         self.id = f"clip:{model_dir.name}@{fingerprint(model_dir)}"
         self.spec = f"clip:{model_dir}"
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(
+                str(self.model_dir), local_files_only=True
+            )
+        tokens = self._tokenizer(
+            list(texts), padding=True, truncation=True, max_length=77, return_tensors="pt"
+        )
+        with self._torch.inference_mode():
+            output = self.model.get_text_features(
+                **{k: v.to(self.device) for k, v in tokens.items()}
+            )
+        features = output if isinstance(output, self._torch.Tensor) else output.pooler_output
+        return normalise(features.float().cpu().numpy())
 
     def encode(self, images: Sequence[Image.Image]) -> np.ndarray:
         pixels = self.processor(images=[i.convert("RGB") for i in images], return_tensors="pt")

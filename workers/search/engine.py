@@ -11,10 +11,12 @@ Mirrors the official ``cragmm_search`` ``UnifiedSearchPipeline``:
   refused with the official pipeline's ``ValueError`` message, ``TEXT_QUERY_REFUSED``.
 
 Indexes are built (or read from the cache) on first use, or up front with ``prepare(task)``.
+An engine without a corpus (Visual-RAG) searches only items' candidates (``candidates``).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -31,7 +33,16 @@ from tqdm import tqdm
 from agentkit.protocol import TASKS
 from workers.search import encoders
 from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, chunk_text
-from workers.search.index import IVF_THRESHOLD, SearchIndex, cache_key, load_or_build
+from workers.search.index import (
+    IVF_THRESHOLD,
+    SearchIndex,
+    cache_key,
+    default_cache_dir,
+    load_or_build,
+)
+
+if TYPE_CHECKING:
+    from workers.search.candidates import CandidateEmbeddings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,10 @@ WEB_SEARCH_TASKS = frozenset({"multi-source-augmentation", "multi-turn-qa"})
 TEXT_QUERY_REFUSED = (
     "Text input is not supported as web search is not enabled. Please provide image path, "
     "PIL image or image embeddings for image search."
+)
+NO_CORPUS = (
+    "this task has no search corpus: its agents search only their items' candidates "
+    "(search_pipeline.search_candidates)"
 )
 MAX_K = 1000
 MAX_IMAGE_PIXELS = 24_000_000  # checked before decoding, so a small file cannot expand to GBs
@@ -107,7 +122,7 @@ def _encode_in_batches(
 class EngineSpec:
     """What it takes to make the same engine again in another process (JSON-able)."""
 
-    corpus_dir: str
+    corpus_dir: str | None
     text_encoder: str
     image_encoder: str
     cache_dir: str | None
@@ -121,11 +136,12 @@ class EngineSpec:
 
 
 class SearchEngine:
-    """Image and web search over one corpus directory."""
+    """Image and web search over one corpus directory (None: no corpus), and search among
+    items' candidate images."""
 
     def __init__(
         self,
-        corpus_dir: Path | str,
+        corpus_dir: Path | str | None,
         *,
         text_encoder: str | encoders.TextEncoder | None = None,
         image_encoder: str | encoders.ImageEncoder | None = None,
@@ -135,7 +151,7 @@ class SearchEngine:
         prefer_gpu: bool | None = None,
     ) -> None:
         """Encoders are spec strings (loaded on first use) or loaded encoders to share."""
-        self.corpus = Corpus(Path(corpus_dir))
+        self.corpus = Corpus(Path(corpus_dir)) if corpus_dir is not None else None
         text_encoder = text_encoder or _configured(TEXT_ENCODER_ENV, encoders.DEFAULT_TEXT_ENCODER)
         image_encoder = image_encoder or _configured(
             IMAGE_ENCODER_ENV, encoders.DEFAULT_IMAGE_ENCODER
@@ -165,7 +181,7 @@ class SearchEngine:
     @property
     def spec(self) -> EngineSpec:
         return EngineSpec(
-            corpus_dir=str(self.corpus.root),
+            corpus_dir=str(self.corpus.root) if self.corpus is not None else None,
             text_encoder=self._text_spec,
             image_encoder=self._image_spec,
             cache_dir=str(self.cache_dir) if self.cache_dir is not None else None,
@@ -179,6 +195,9 @@ class SearchEngine:
 
     def prepare(self, task: str) -> None:
         """Load encoders and build or read the indexes ``task`` needs, before the first query."""
+        if self.corpus is None:
+            self._image_encoder_loaded()
+            return
         self._images()
         if web_search_enabled(task):
             self._web()
@@ -202,6 +221,7 @@ class SearchEngine:
 
     def web_search(self, query: str, k: int = 5, *, task: str | None = None) -> list[dict]:
         """Top pages for ``query``; refused when ``task`` is given and has no web search."""
+        self._corpus()
         if task is not None and not web_search_enabled(task):
             raise SearchRefused(TEXT_QUERY_REFUSED)
         k = check_k(k)
@@ -225,6 +245,15 @@ class SearchEngine:
             for page, (chunk, score) in ranked
         ]
 
+    @functools.cached_property
+    def candidates(self) -> CandidateEmbeddings:
+        """Search among items' candidate images (Visual-RAG), with this engine's image encoder."""
+        from workers.search.candidates import CandidateEmbeddings
+
+        return CandidateEmbeddings(
+            self._image_encoder_loaded, self.cache_dir or default_cache_dir()
+        )
+
     @property
     def indexes_built(self) -> dict[str, bool]:
         """For each loaded index, whether this process encoded it (False: read from cache)."""
@@ -246,11 +275,12 @@ class SearchEngine:
             return self._text_encoder
 
     def _images(self) -> tuple[list, SearchIndex]:
+        corpus = self._corpus()
         encoder = self._image_encoder_loaded()
         with self._lock:
             if self._image_side is None:
-                entries = self.corpus.image_entries()
-                key = cache_key("image", self.corpus.image_content_hash(entries), encoder.id)
+                entries = corpus.image_entries()
+                key = cache_key("image", corpus.image_content_hash(entries), encoder.id)
 
                 def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
                     return _encode_in_batches(
@@ -263,13 +293,12 @@ class SearchEngine:
             return self._image_side
 
     def _web(self) -> tuple[list, SearchIndex]:
+        corpus = self._corpus()
         encoder = self._text_encoder_loaded()
         with self._lock:
             if self._web_side is None:
-                pages = self.corpus.web_pages()
-                key = cache_key(
-                    "web", self.corpus.web_content_hash(), encoder.id, self.chunk_policy.id
-                )
+                pages = corpus.web_pages()
+                key = cache_key("web", corpus.web_content_hash(), encoder.id, self.chunk_policy.id)
 
                 def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
                     texts, page_rows, chunk_rows = [], [], []
@@ -286,6 +315,11 @@ class SearchEngine:
 
                 self._web_side = (pages, self._load_or_build(key, build))
             return self._web_side
+
+    def _corpus(self) -> Corpus:
+        if self.corpus is None:
+            raise SearchRefused(NO_CORPUS)
+        return self.corpus
 
     def _load_or_build(self, key: str, build: Callable) -> SearchIndex:
         return load_or_build(

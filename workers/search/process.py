@@ -58,9 +58,19 @@ class SearchSocket:
         self.process = process
         self.socket_path = socket_path
 
-    def allow(self, searches: int | None) -> None:
-        """From now on (a new batch), at most ``searches`` requests; None: no limit."""
-        self.process.call({"op": "allow", "socket": str(self.socket_path), "searches": searches})
+    def allow(
+        self, searches: int | None, candidates: dict[str, list[tuple[str, str]]] | None = None
+    ) -> None:
+        """From now on (a new batch), at most ``searches`` requests (None: no limit), and only
+        ``candidates`` (item id -> ``(image id, file)``) to search among."""
+        self.process.call(
+            {
+                "op": "allow",
+                "socket": str(self.socket_path),
+                "searches": searches,
+                "candidates": candidates or {},
+            }
+        )
 
     def close(self) -> None:
         if self.process.alive:
@@ -111,6 +121,13 @@ class SearchProcess:
         path = Path(socket_path)
         self.call({"op": "serve", "socket": str(path), "task": task}, SERVE_TIMEOUT_S)
         return SearchSocket(self, path)
+
+    def embed_candidates(self, files: list[str]) -> int:
+        """Have a run's candidate image files embedded before its agent starts (from the disk
+        cache where it has them); how many were encoded now."""
+        count = self.call({"op": "embed", "files": files}, SERVE_TIMEOUT_S)
+        assert isinstance(count, int)
+        return count
 
     def rag_context(self, query: str, image_path: str | None, task: str) -> str:
         """Kit B's ``rag_context`` for one turn (``workers.search.rag``)."""
@@ -212,7 +229,13 @@ class _Commands:
             self.engine.prepare(command["task"])
             self.sockets[path] = start_search_service(self.engine, path, command["task"])
         elif op == "allow":
-            self.sockets[path].allow(command["searches"])
+            candidates = {
+                item: [(image, file) for image, file in files]
+                for item, files in command.get("candidates", {}).items()
+            }
+            self.sockets[path].allow(command["searches"], candidates)
+        elif op == "embed":
+            return self.engine.candidates.embed(command["files"])
         elif op == "close":
             service = self.sockets.pop(path, None)
             if service is not None:

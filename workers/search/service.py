@@ -9,11 +9,15 @@ decoding).
 
 - ``POST /search/image`` ``{"image_b64": str, "k": int}`` -> 200 ``{"results": [...]}``
 - ``POST /search/web`` ``{"query": str, "k": int}`` -> 200 ``{"results": [...]}``
+- ``POST /search/candidates`` ``{"item_id": str, "query": str | "image_b64": str, "k": int}``
+  -> 200 ``{"results": [{"id", "score"}]}``: the item's candidates only, and only for an item
+  of the batch being answered (``workers.search.candidates``)
 
 Errors are ``{"error": str}``: 400 bad request (the message says which field), 403 web search
 in a task that does not enable it (the message is the official API's ``ValueError`` text, so
 agentkit raises the same exception), 404 unknown path, 405 not POST, 411 no Content-Length,
-413 body over ``MAX_BODY_BYTES``, 429 more searches than the runner allowed for the batch being
+413 body over ``MAX_BODY_BYTES``, 404 also an item that is not in the batch or has no candidates,
+429 more searches than the runner allowed for the batch being
 answered (``SearchService.allow``), 503 too many connections at once, 500 an unexpected server
 fault (logged here, not shown).
 
@@ -38,7 +42,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from agentkit.protocol import IMAGE_SEARCH_PATH, WEB_SEARCH_PATH
+from PIL import Image
+
+from agentkit.protocol import CANDIDATE_SEARCH_PATH, IMAGE_SEARCH_PATH, WEB_SEARCH_PATH
 from workers.search.engine import (
     BadQuery,
     SearchEngine,
@@ -75,14 +81,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             body = self._body()
-            if self.path not in (IMAGE_SEARCH_PATH, WEB_SEARCH_PATH):
+            search = {
+                IMAGE_SEARCH_PATH: self._image_search,
+                WEB_SEARCH_PATH: self._web_search,
+                CANDIDATE_SEARCH_PATH: self._candidate_search,
+            }.get(self.path)
+            if search is None:
                 raise _RequestError(HTTPStatus.NOT_FOUND, f"no such path {self.path!r}")
             if not self.server.take_search():
                 raise _RequestError(
                     HTTPStatus.TOO_MANY_REQUESTS,
                     f"more than the {self.server.allowed} searches allowed for this batch",
                 )
-            search = self._image_search if self.path == IMAGE_SEARCH_PATH else self._web_search
             results = self.server.searchers.submit(search, body).result()
         except _RequestError as exc:
             self._reply(exc.status, {"error": str(exc)})
@@ -130,14 +140,22 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _image_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        encoded = body.get("image_b64")
-        if not isinstance(encoded, str) or not encoded:
-            raise BadQuery("field 'image_b64' must be a non-empty base64 string")
-        try:
-            data = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise BadQuery(f"field 'image_b64' is not valid base64: {exc}") from exc
-        return self.server.engine.image_search(decode_image(data), body.get("k", 5))
+        return self.server.engine.image_search(_image(body), body.get("k", 5))
+
+    def _candidate_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        item = body.get("item_id")
+        candidates = self.server.candidates.get(item) if isinstance(item, str) else None
+        if not candidates:
+            raise _RequestError(
+                HTTPStatus.NOT_FOUND,
+                f"item {item!r} is not in the batch being answered, or has no candidates",
+            )
+        if ("query" in body) == ("image_b64" in body):
+            raise BadQuery("give one of 'query' (text) and 'image_b64' (an example image)")
+        query = _image(body) if "image_b64" in body else body["query"]
+        if (isinstance(query, str) and query.strip()) or isinstance(query, Image.Image):
+            return self.server.engine.candidates.rank(candidates, query, body.get("k", 10))
+        raise BadQuery("field 'query' must be a non-empty string")
 
     def _web_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         engine = self.server.engine
@@ -163,25 +181,41 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("search service: " + format, *args)
 
 
+def _image(body: dict[str, Any]) -> Image.Image:
+    encoded = body.get("image_b64")
+    if not isinstance(encoded, str) or not encoded:
+        raise BadQuery("field 'image_b64' must be a non-empty base64 string")
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadQuery(f"field 'image_b64' is not valid base64: {exc}") from exc
+    return decode_image(data)
+
+
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = 64  # connections waiting to be accepted (then counted, or refused)
 
     def __init__(self, socket_path: Path, engine: SearchEngine, task: str) -> None:
-        web_search_enabled(task)  # rejects an unknown task id before binding
+        if engine.corpus is not None:
+            web_search_enabled(task)  # rejects an unknown task id before binding
         self.engine = engine
         self.task = task
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.searchers = ThreadPoolExecutor(MAX_SEARCHES_AT_ONCE, thread_name_prefix="search")
         self.allowed: int | None = None  # searches the current batch may still make; None: any
         self.left = 0
+        self.candidates: dict[str, list[tuple[str, str]]] = {}  # the batch's items' candidates
         self._budget_lock = threading.Lock()
         super().__init__(str(socket_path), _Handler)
 
-    def allow(self, searches: int | None) -> None:
+    def allow(
+        self, searches: int | None, candidates: dict[str, list[tuple[str, str]]] | None = None
+    ) -> None:
         with self._budget_lock:
             self.allowed, self.left = searches, searches or 0
+            self.candidates = candidates or {}
 
     def take_search(self) -> bool:
         with self._budget_lock:
@@ -238,9 +272,12 @@ class SearchService:
         )
         self._thread.start()
 
-    def allow(self, searches: int | None) -> None:
-        """From now on (a new batch), at most ``searches`` requests; None: no limit."""
-        self._server.allow(searches)
+    def allow(
+        self, searches: int | None, candidates: dict[str, list[tuple[str, str]]] | None = None
+    ) -> None:
+        """From now on (a new batch), at most ``searches`` requests (None: no limit), and only
+        ``candidates`` (item id -> ``(image id, file)``) to search among."""
+        self._server.allow(searches, candidates)
 
     def close(self) -> None:
         self._server.shutdown()

@@ -73,6 +73,8 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
     table = "queries"
     groups = "species"
     unit = "queries"
+    searches = True  # image search among a query's candidates (retrieval, top-k settings)
+    search_corpus = False
     columns = grading.COLUMNS
     metrics = (
         Metric("accuracy", "Accuracy", scale="percent", where="settings", interval=True,

@@ -157,6 +157,9 @@ class SettingPlan(AgentPlan[AgentItem]):
     def image_files(self, ref: AgentItem) -> Sequence[Path]:
         return [self.split.image_path(image) for image in (*ref.images, *ref.candidates)]
 
+    def candidates(self, ref: AgentItem) -> Sequence[tuple[str, Path]]:
+        return [(image, self.split.image_path(image)) for image in ref.candidates]
+
     def requests(
         self, batch: Sequence[AgentItem], paths: Sequence[Sequence[str]], context: RequestContext
     ) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -63,3 +64,42 @@ def socket_dir() -> Iterator[Path]:
     path.chmod(0o711)
     yield path
     shutil.rmtree(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised, very small CLIP saved like a downloaded checkpoint, with a
+    tokenizer (one token per letter) for its text tower."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPTokenizer
+
+    torch.manual_seed(0)
+    config = CLIPConfig(
+        text_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "vocab_size": 100,
+        },
+        vision_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 32,
+            "patch_size": 8,
+        },
+        projection_dim=12,
+    )
+    path = tmp_path_factory.mktemp("tiny-clip") / "clip-tiny"
+    CLIPModel(config).save_pretrained(path)
+    letters = [token for c in "abcdefghijklmnopqrstuvwxyz" for token in (c, f"{c}</w>")]
+    vocab = {token: n for n, token in enumerate(["<|startoftext|>", "<|endoftext|>", *letters])}
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    (path / "merges.txt").write_text("#version: 0.2\n")
+    CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt")).save_pretrained(path)
+    CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    ).save_pretrained(path)
+    return path

@@ -16,39 +16,6 @@ from workers.search.encoders import (
 )
 
 
-@pytest.fixture(scope="module")
-def tiny_clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A randomly initialised, very small CLIP saved like a downloaded checkpoint."""
-    import torch
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
-
-    torch.manual_seed(0)
-    config = CLIPConfig(
-        text_config={
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "vocab_size": 100,
-        },
-        vision_config={
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 32,
-            "patch_size": 8,
-        },
-        projection_dim=12,
-    )
-    path = tmp_path_factory.mktemp("tiny-clip") / "clip-tiny"
-    CLIPModel(config).save_pretrained(path)
-    CLIPImageProcessor(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-    ).save_pretrained(path)
-    return path
-
-
 def test_clip_encoder_loads_a_local_checkpoint(tiny_clip_dir: Path) -> None:
     encoder = image_encoder(f"clip:{tiny_clip_dir}")
     assert isinstance(encoder, ClipImageEncoder)
