@@ -17,6 +17,7 @@ instead, constructed as ``Agent(search_pipeline=...)`` when its ``__init__`` nam
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import operator
 import os
@@ -97,6 +98,24 @@ def check_responses(responses: Any, expected: int) -> list[str]:
                 f"batch_generate_response: response {i} is {type(response).__name__}, expected str"
             )
     return list(responses)
+
+
+KIT_ENTRY_POINT = "agents.user_config:UserAgent"  # the CRAG-MM starter kit's
+
+
+def kit_entry_point() -> str:
+    """The agent when none is named: the kit's ``agents/user_config.py`` ``UserAgent``, as the
+    original platform loaded it; ``AgentLoadError`` when the image has no such module."""
+    try:
+        found = importlib.util.find_spec(KIT_ENTRY_POINT.partition(":")[0]) is not None
+    except ModuleNotFoundError:  # no agents package at all
+        found = False
+    if not found:
+        raise AgentLoadError(
+            "no agent given: set PODIUM_AGENT=module:Class (ENV in the Dockerfile), or ship the "
+            "kit's agents/user_config.py naming UserAgent"
+        )
+    return KIT_ENTRY_POINT
 
 
 def import_agent_class(spec: str) -> type[Any]:

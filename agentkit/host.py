@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import PIL
 
 from agentkit import __version__, deadline
-from agentkit.adapters import AgentLoadError, LoadedAgent, load_agent
+from agentkit.adapters import LoadedAgent, kit_entry_point, load_agent
 from agentkit.batch import BatchRequest
 from agentkit.protocol import PROTOCOL_VERSION
 
@@ -74,9 +74,8 @@ class AgentHost:
         """Import and construct the agent; a failure is kept for ``/ready``, never raised."""
         try:
             if not self.spec:
-                raise AgentLoadError(
-                    "no agent given: set PODIUM_AGENT=module:Class (ENV in the Dockerfile)"
-                )
+                self.spec = kit_entry_point()
+                print(f"agentkit: PODIUM_AGENT is not set; the kit's {self.spec}", flush=True)
             self.agent = load_agent(self.spec, self.task, self.search_socket)
         except (Exception, SystemExit) as exc:  # sys.exit() in the participant's code too
             self.error = f"{type(exc).__name__}: {exc}"

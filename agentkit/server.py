@@ -164,6 +164,23 @@ def _remove_stale_socket(path: str) -> None:
     os.unlink(path)
 
 
+def replaced_search_packages() -> list[str]:
+    """The ``cragmm_search`` packages an image installs besides Podium's stand-in (the official
+    package, pip-installed from a kit's requirements): the stand-in, first on the path, is the
+    one imported."""
+    try:
+        import cragmm_search
+    except ImportError:  # outside Podium's images
+        return []
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(cragmm_search.__file__)))
+    found = []
+    for entry in dict.fromkeys(os.path.abspath(e) for e in sys.path if e):
+        candidate = os.path.join(entry, "cragmm_search")
+        if entry != ours and os.path.isdir(candidate):
+            found.append(candidate)
+    return found
+
+
 def serve(agent_spec: str | None, socket_dir: str, task: str | None = None) -> None:
     """Listen on ``socket_dir/agent.sock``, load the agent, answer batches until terminated.
 
@@ -176,6 +193,12 @@ def serve(agent_spec: str | None, socket_dir: str, task: str | None = None) -> N
     thread = threading.Thread(target=server.serve_forever, name="agentkit-http", daemon=True)
     thread.start()
     print(f"agentkit {__version__}: listening on {socket_path}, loading {agent_spec}", flush=True)
+    for other in replaced_search_packages():
+        print(
+            f"agentkit: this image installs its own cragmm_search ({other}); Podium's stand-in "
+            "is imported instead: its UnifiedSearchPipeline reaches Podium's search service",
+            flush=True,
+        )
     try:
         host.load()
         if host.agent is not None:

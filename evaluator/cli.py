@@ -216,6 +216,8 @@ def convert(args: argparse.Namespace) -> int:
     from evaluator.protocols.crag_mm.hf import convert_hf
 
     split = convert_hf(args.src, args.out, hf_split=args.hf_split)
+    for note in split.notes:
+        print(f"converted: {note}", file=sys.stderr)
     print(f"wrote {len(split.conversations)} conversations to {args.out}", file=sys.stderr)
     return EXIT_OK
 

@@ -8,7 +8,8 @@ memory and wall-clock limit, so no upload, however built, can hold the caller (a
 longer than that or take its memory.
 
 Findings come back as data (``Refusal``: a code, the entry, a reason in Podium's words), for the
-caller to phrase.
+caller to phrase. The small manifests a build context may carry at its top level
+(``MANIFESTS``: the models it loads) come back as text.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import tarfile
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -30,6 +31,8 @@ from evaluator.archives import ArchiveLimits, LinkTracker, forget_members, membe
 
 CHUNK_BYTES = 1024 * 1024
 MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz"}
+MANIFESTS = ("aicrowd.json", "podium.json")
+MAX_MANIFEST_BYTES = 64 * 1024
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -39,6 +42,7 @@ class TarScan:
     size: int
     compression: str  # "", "gz", "bz2" or "xz"
     has_required: bool  # the required member is a file at the top level
+    manifests: dict[str, str] = field(default_factory=dict)  # MANIFESTS found at the top level
 
 
 @dataclass
@@ -85,6 +89,7 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
     compression = compression_of(head)
     reader = _HashingReader(stream)
     found = False
+    manifests: dict[str, str] = {}
     members = unpacked = 0
     links = LinkTracker()
     try:
@@ -96,8 +101,16 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
                 members, unpacked = members + 1, unpacked + member.size
                 if members > limits.max_members or unpacked > limits.max_bytes:
                     raise Refusal("over_budget", "takes the archive past its budget", member.name)
-                top_level = posixpath.normpath(member.name) == required
-                found = found or (top_level and (member.isfile() or member.islnk()))
+                name = posixpath.normpath(member.name)
+                found = found or (name == required and (member.isfile() or member.islnk()))
+                if name in MANIFESTS and member.isfile():
+                    if member.size > MAX_MANIFEST_BYTES:
+                        raise Refusal(
+                            "over_budget", f"is over {MAX_MANIFEST_BYTES} bytes", member.name
+                        )
+                    data = archive.extractfile(member)
+                    assert data is not None  # a regular file
+                    manifests[name] = data.read().decode("utf-8", errors="replace")
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         why = "the file is empty" if reader.size == 0 else str(exc) or type(exc).__name__
         raise Refusal("not_tar", why) from None
@@ -105,7 +118,7 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
         raise Refusal("unsafe_member", why)
     while reader.read(CHUNK_BYTES):  # hash what follows the end-of-archive marker too
         pass
-    return TarScan(reader.sha256.hexdigest(), reader.size, compression, found)
+    return TarScan(reader.sha256.hexdigest(), reader.size, compression, found, manifests)
 
 
 def scan_file(

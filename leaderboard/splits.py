@@ -80,10 +80,12 @@ def import_split_dir(
     hf_split: str | None = None,
     visibility: str | None = None,
     reveal_at: datetime | None = None,
+    notes: list[str] | None = None,
 ) -> Split:
     """Validate ``directory`` (Podium's format or the benchmark's released layout) with the
     task's protocol and store it as the ``kind`` split of ``task``, replacing an earlier bundle
-    of that split. ``hf_split``: CRAG-MM's Hugging Face split to read."""
+    of that split. ``hf_split``: CRAG-MM's Hugging Face split to read. ``notes`` gets what
+    loading changed in released data (``Protocol.split_notes``)."""
     if kind not in Split.Kind.values:
         raise SplitImportError(
             f"split kind {kind!r}: expected one of {', '.join(Split.Kind.values)}"
@@ -101,6 +103,8 @@ def import_split_dir(
             data = protocol.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
         except EvaluatorError as e:
             raise SplitImportError(str(e)) from e
+        if notes is not None:
+            notes.extend(protocol.split_notes(data))
         with tempfile.TemporaryFile() as bundle:
             sha256 = write_bundle(data.root, protocol.bundle_files(data), bundle)
             counts = protocol.split_counts(data)

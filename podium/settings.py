@@ -183,6 +183,8 @@ STATIC_ROOT = VAR_DIR / "static"
 # Serve /static/ from the app itself (the one-machine setup has no front web server).
 PODIUM_SERVE_STATIC = _env_bool("PODIUM_SERVE_STATIC", True)
 MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
+# This node's copies of the models challenges let agents load by hub id (workers.model_store).
+PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
 
 S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
 if S3_BUCKET:

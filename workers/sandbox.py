@@ -15,7 +15,10 @@ fresh for every container start:
 Docker mounts each tmpfs at the volume's host ``Mountpoint`` while the container runs; the
 runner (root on the Docker host) reaches ``agent.sock`` there, places ``search.sock`` next to it
 and writes the batches' images. The root filesystem is read-only; ``/tmp`` is a
-size-capped tmpfs for scratch. Nothing from the split's ground truth is ever mounted or passed
+size-capped tmpfs for scratch. The models a submission declared (``workers.model_store``) are
+mounted read-only into a Hugging Face cache at ``MODEL_DIR`` (``HF_HOME``; a small writable
+tmpfs holding them, for the locks libraries write), the hub set offline. Nothing from the
+split's ground truth is ever mounted or passed
 in the environment. ``NVIDIA_VISIBLE_DEVICES`` is always set: CUDA base images default it to
 ``all``, which on a host whose default runtime is nvidia would expose every GPU.
 """
@@ -25,12 +28,14 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import docker
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from agentkit.protocol import ENV_TASK, IMAGE_DIR, SOCKET_DIR
+from workers.model_store import MODEL_DIR, model_environment
 
 AGENT_UID = 10001
 AGENT_GID = 10001
@@ -55,6 +60,8 @@ class SandboxPolicy:
     socket_dir_bytes: int = 1 * MiB  # tmpfs volume at /podium/sock
     log_max_bytes: int = 1 * MiB  # json-file log kept by Docker, one file
     gpus: str | None = None
+    # the model store folders (``model_store.stored``) of the models the agent may load
+    models: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -102,6 +109,7 @@ class SandboxPolicy:
                 ENV_TASK: task,
                 "HOME": "/tmp",
                 "NVIDIA_VISIBLE_DEVICES": self.visible_devices(),
+                **model_environment(),
             },
             "labels": {LABEL_RUN: run_id, LABEL_IMAGE: image},
             "hostname": "agent",
@@ -109,10 +117,22 @@ class SandboxPolicy:
             "network_mode": "none",
             "read_only": True,
             # exec: JIT compilers (triton, inductor) load the code they write to scratch.
-            "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={self.scratch_bytes},mode=1777"},
+            "tmpfs": {
+                "/tmp": f"rw,exec,nosuid,nodev,size={self.scratch_bytes},mode=1777",
+                MODEL_DIR: "rw,noexec,nosuid,nodev,size=16m,mode=1777",
+            },
             "mounts": [
                 Mount(target=SOCKET_DIR, source=socket_volume, type="volume"),
                 Mount(target=IMAGE_DIR, source=image_volume, type="volume", read_only=True),
+                *(
+                    Mount(
+                        target=f"{MODEL_DIR}/hub/{folder.name}",
+                        source=str(folder),
+                        type="bind",
+                        read_only=True,
+                    )
+                    for folder in self.models
+                ),
             ],
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],

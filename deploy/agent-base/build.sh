@@ -5,9 +5,9 @@
 #   bash deploy/agent-base/build.sh cuda     # podium/agent-base:cuda12, pulls nvidia/cuda
 #
 # cpu (default):
-#   1. debootstrap Debian bookworm (minbase + python3 + python3-pil) into a cached rootfs tarball
-#      (first run only, about 35 s; later runs reuse the tarball);
-#   2. import it as podium/debian-python:bookworm (skipped when that image exists);
+#   1. debootstrap Debian bookworm (minbase + python3, python3-pil, python3-numpy, python3-venv)
+#      into a cached rootfs tarball (first run only, about 45 s; later runs reuse the tarball);
+#   2. import it as podium/debian-python:bookworm-<packages hash> (skipped when it exists);
 #   3. docker build Dockerfile on it with agentkit inside.
 # cuda: docker build Dockerfile.cuda (on NVIDIA's CUDA runtime image; needs a registry).
 # Step 3 is skipped when the image already carries the same build hash (agentkit's sources, the
@@ -25,8 +25,10 @@ repo="$(cd "$here/../.." && pwd)"
 flavour="${1:-cpu}"
 cache="${PODIUM_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/podium}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-os_image="podium/debian-python:bookworm"
-rootfs="$cache/debian-bookworm-minbase-python3.tar"
+packages="python3,python3-pil,python3-numpy,python3-venv"
+packages_hash="$(printf '%s' "$packages" | sha256sum | cut -c1-8)"
+os_image="podium/debian-python:bookworm-$packages_hash"
+rootfs="$cache/debian-bookworm-minbase-python3-$packages_hash.tar"
 force="${FORCE:-0}"
 
 log() { printf 'agent-base: %s\n' "$*" >&2; }
@@ -45,7 +47,7 @@ build_rootfs() {
     dir="$(mktemp -d -p "$cache")"
     trap 'rm -rf "$dir"' RETURN
     log "debootstrap bookworm into $dir (first run only)"
-    debootstrap --variant=minbase --include=python3,python3-pil bookworm "$dir" "$mirror" \
+    debootstrap --variant=minbase --include="$packages" bookworm "$dir" "$mirror" \
         >"$cache/debootstrap.log" 2>&1 || die "debootstrap failed; see $cache/debootstrap.log"
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/tmp/* \
         "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/info/* \
@@ -79,7 +81,7 @@ esac
 agentkit_files() { (cd "$repo" && find agentkit -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort); }
 agentkit_hash="$(cd "$repo" && agentkit_files | xargs sha256sum | sha256sum | cut -c1-16)"
 build_hash="$(printf '%s\n' "$agentkit_hash" \
-    "$(cat "$dockerfile" "$here/install-agentkit.sh" "$here"/cragmm_search/*.py)" \
+    "$(cat "$dockerfile" "$here/install-agentkit.sh" "$here"/cragmm_search/*.py "$here"/stand-in/*)" \
     "$base_id" | sha256sum | cut -c1-16)"
 version="$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$repo/agentkit/__init__.py")"
 [ -n "$version" ] || die "agentkit/__init__.py has no __version__"
@@ -95,7 +97,7 @@ build_log="$(mktemp)"
 trap 'rm -rf "$context" "$build_log"' EXIT
 cp "$dockerfile" "$context/Dockerfile"
 cp "$here/install-agentkit.sh" "$context/"
-cp -r "$here/cragmm_search" "$context/"
+cp -r "$here/cragmm_search" "$here/stand-in" "$context/"
 rm -rf "$context/cragmm_search/__pycache__"
 (cd "$repo" && agentkit_files | xargs cp --parents -t "$context")
 

@@ -195,6 +195,11 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """How big ``split`` is: its groups (CRAG-MM: conversations; Visual-RAG: species) and
         the items one run answers (turns; queries)."""
 
+    def split_notes(self, split: SplitT) -> list[str]:
+        """What loading ``split`` changed in the benchmark's released data (the official
+        evaluation's own corrections), for the organiser who imports it; none by default."""
+        return []
+
     def run_settings(self) -> tuple[str, ...]:
         """The settings a task evaluates, one run each; ``("",)`` when the protocol has none."""
         return ("",)

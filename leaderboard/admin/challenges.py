@@ -10,7 +10,7 @@ from django.http import HttpRequest
 
 from evaluator.protocols import PROTOCOLS
 from leaderboard.admin.settings_form import settings_fields, task_form
-from leaderboard.models import Challenge, Phase, Split, Task
+from leaderboard.models import Challenge, HubModel, Phase, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
 
 
@@ -164,3 +164,29 @@ class PhaseAdmin(admin.ModelAdmin):
     list_display = ("name", "challenge", "starts_at", "ends_at")
     list_filter = ("challenge",)
     search_fields = ("name", "challenge__name")
+
+
+@admin.register(HubModel)
+class HubModelAdmin(admin.ModelAdmin):
+    """The models a challenge provides. They are added with ``manage.py register_model`` on the
+    worker nodes (the files go into each node's model store); here they are listed, and removed
+    to stop new submissions from declaring them."""
+
+    list_display = (
+        "hub_id",
+        "revision",
+        "challenge",
+        "short_snapshot",
+        "size_bytes",
+        "registered_at",
+    )
+    list_filter = ("challenge",)
+    search_fields = ("hub_id", "challenge__slug")
+    readonly_fields = ("challenge", "hub_id", "revision", "snapshot", "size_bytes", "registered_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="snapshot")
+    def short_snapshot(self, model: HubModel) -> str:
+        return model.snapshot[:12]

@@ -1,6 +1,7 @@
 """Podium's data model; the modules group it by who writes it."""
 
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
+from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
     EntryComparison,
     ItemAnswer,
@@ -15,6 +16,7 @@ __all__ = [
     "Challenge",
     "EntryComparison",
     "EvaluationRun",
+    "HubModel",
     "InvalidTransition",
     "Invitation",
     "ItemAnswer",

@@ -36,6 +36,8 @@ class Submission(models.Model):
     artifact_size = models.BigIntegerField(null=True, blank=True)
     registry_ref = models.CharField(max_length=500, blank=True)
     image_digest = models.CharField(max_length=100, blank=True)
+    # the hub models the agent loads ({"hub_id", "revision"}), from its aicrowd.json/podium.json
+    declared_models = models.JSONField(default=list, blank=True)
     method_name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     paper_url = models.URLField(blank=True)

@@ -68,6 +68,7 @@ class ArchiveFacts:
     sha256: str
     size: int
     compression: str  # "", "gz", "bz2" or "xz"
+    manifests: dict[str, str] | None = None  # None: not read yet (the build stage reads them)
 
     @property
     def suffix(self) -> str:
@@ -139,7 +140,7 @@ def _check(path: Path, kind: str, label: str, timeout_s: float) -> ArchiveFacts:
         raise ValidationError(message, code=refusal.code) from None
     if not scan.has_required:
         raise ValidationError(f"{label}: {WHY_REQUIRED[Kind(kind)]}", code=f"no_{required}")
-    return ArchiveFacts(sha256=scan.sha256, size=scan.size, compression=scan.compression)
+    return ArchiveFacts(scan.sha256, scan.size, scan.compression, dict(scan.manifests))
 
 
 def _unchecked_facts(path: Path) -> ArchiveFacts:

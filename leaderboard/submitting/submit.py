@@ -27,6 +27,7 @@ from leaderboard import permissions
 from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
 from leaderboard.quotas import check_quotas
 from leaderboard.submitting.artifacts import check_reference, inspect_archive
+from leaderboard.submitting.hub_models import allowed_models
 from leaderboard.tasks import dispatch_stage
 
 Kind = Submission.ArtifactKind
@@ -169,6 +170,13 @@ def _check_artifact(artifact: Artifact, tasks: list[Task], submission: Submissio
         raise ValidationError({"artifact": exc.messages}) from None
     if facts.size > limit:  # a file object may not know its size before it is read
         raise ValidationError({"artifact": _too_large(artifact.label, facts.size, limit)})
+    if facts.manifests is not None:  # else the build stage reads them
+        try:
+            submission.declared_models = allowed_models(
+                facts.manifests, submission.challenge, artifact.label
+            )
+        except ValidationError as exc:
+            raise ValidationError({"artifact": exc.messages}) from None
     submission.artifact_sha256, submission.artifact_size = facts.sha256, facts.size
     return f"{artifact.kind}-{facts.sha256}{facts.suffix}"
 

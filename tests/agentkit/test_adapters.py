@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from agentkit.adapters import (
@@ -107,3 +109,33 @@ def test_check_responses_accepts_lists_and_tuples_of_str_only():
     assert check_responses(("a", "b"), 2) == ["a", "b"]
     with pytest.raises(AgentProtocolError, match="response 0 is bytes"):
         check_responses([b"a"], 1)
+
+
+def test_without_podium_agent_the_kits_user_config_is_the_agent(monkeypatch, tmp_path):
+    """The starter kit names its agent in agents/user_config.py (UserAgent), and the original
+    platform loaded that: so does agentkit when PODIUM_AGENT is not set."""
+    from agentkit.adapters import KIT_ENTRY_POINT, AgentLoadError, kit_entry_point
+    from agentkit.host import READY, AgentHost
+
+    for name in ("agents", "agents.user_config", "agents.my_agent"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(AgentLoadError, match=r"agents/user_config\.py naming UserAgent"):
+        kit_entry_point()
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents/__init__.py").write_text("")
+    (tmp_path / "agents/my_agent.py").write_text(
+        "class MyAgent:\n"
+        "    def __init__(self, search_pipeline): pass\n"
+        "    def get_batch_size(self): return 3\n"
+        "    def batch_generate_response(self, queries, images, message_histories):\n"
+        "        return ['kit'] * len(queries)\n"
+    )
+    (tmp_path / "agents/user_config.py").write_text(
+        "from agents.my_agent import MyAgent\n\nUserAgent = MyAgent\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert kit_entry_point() == KIT_ENTRY_POINT == "agents.user_config:UserAgent"
+    host = AgentHost(None, "single-source-augmentation")
+    host.load()
+    assert host.state == READY, host.error
+    assert host.spec == KIT_ENTRY_POINT and host.agent is not None and host.agent.batch_size == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import subprocess
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,3 +206,104 @@ def test_visual_rag_colour_agent_answers_items_in_the_sandbox(client, start_agen
     status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
     assert status == 200, answer
     assert answer["responses"] == [{"answer": "orange", "ranking": ["clue", "plain"]}]
+
+
+def wheel(directory: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel, made by hand: ``files`` are its modules (path -> source)."""
+    import zipfile
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    path = directory / f"{dist}-py3-none-any.whl"
+    meta = {
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: podium-test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    entries = {**files, **meta}
+    record = "".join(f"{name},,\n" for name in entries) + f"{dist}.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in {**entries, f"{dist}.dist-info/RECORD": record}.items():
+            archive.writestr(member, text)
+    return path
+
+
+KIT_AGENT = """
+import numpy
+import podium_test_dep
+from cragmm_search.search import UnifiedSearchPipeline
+
+
+class UserAgent:
+    def __init__(self, search_pipeline: UnifiedSearchPipeline):
+        self.search_pipeline = search_pipeline
+
+    def get_batch_size(self) -> int:
+        return 2
+
+    def batch_generate_response(self, queries, images, message_histories):
+        import cragmm_search.search as search
+
+        total = int(numpy.asarray(images[0].convert("L")).sum() > 0)
+        return [f"{podium_test_dep.VALUE} {total} {search.__file__}" for _ in queries]
+"""
+
+
+def test_a_kit_style_agent_pip_installs_its_requirements_and_keeps_podiums_search(
+    client, start_agent, tmp_path
+):
+    """pip and a virtual environment in the base image: a build installs wheels it ships (no
+    network in Podium's builds); the official search package, even forced in, never replaces
+    Podium's stand-in, and the agent's log says so; numpy is there."""
+    from workers.builds import build_context
+    from workers.images import AgentImage
+
+    context = tmp_path / "kit"
+    (context / "agents").mkdir(parents=True)
+    (context / "wheels").mkdir()
+    (context / "agents/__init__.py").write_text("")
+    (context / "agents/user_agent.py").write_text(KIT_AGENT)
+    wheel(context / "wheels", "podium-test-dep", "1.0", {"podium_test_dep.py": "VALUE = 'wheel'"})
+    official = wheel(
+        context / "wheels",
+        "cragmm-search-pipeline",
+        "0.5.1",
+        {
+            "cragmm_search/__init__.py": "",
+            "cragmm_search/search.py": "raise RuntimeError('the official package was imported')",
+        },
+    )
+    (context / "requirements.txt").write_text("podium-test-dep\ncragmm-search-pipeline>=0.2.12\n")
+    (context / "Dockerfile").write_text(
+        f"FROM {BASE_IMAGE}\nCOPY . /agent\n"
+        "RUN pip install --no-index --find-links /agent/wheels -r /agent/requirements.txt\n"
+        f"RUN pip install --no-index --no-deps --force-reinstall /agent/wheels/{official.name}\n"
+        "ENV PODIUM_AGENT=agents.user_agent:UserAgent\n"
+    )
+    tarball = tmp_path / "kit.tar"
+    with tarfile.open(tarball, "w") as tar:
+        for path in sorted(context.iterdir()):
+            tar.add(path, arcname=path.name)
+    image: AgentImage = build_context(tarball, tag="podium-test/kit-style:latest")
+    socket_dir, container = start_agent(image.ref, "single-source-augmentation")
+    status, answer = request(
+        socket_dir / "agent.sock", "POST", "/batch", batch(turn("What?", jpeg_bytes((8, 8))))
+    )
+    assert (status, answer["responses"]) == (
+        200,
+        ["wheel 1 /opt/podium/cragmm_search/search.py"],
+    )
+    log = container.logs().decode()
+    assert (
+        "this image installs its own cragmm_search (/opt/venv/lib/python3.11/site-packages/" in log
+    )
+
+    # a kit's requirements.txt naming the official package: already satisfied by the stand-in
+    satisfied = client.containers.run(
+        BASE_IMAGE,
+        ["-m", "pip", "install", "--no-index", "cragmm-search-pipeline>=0.2.12"],
+        entrypoint="python3",
+        network_mode="none",
+        remove=True,
+    ).decode()
+    assert "Requirement already satisfied: cragmm-search-pipeline>=0.2.12" in satisfied
+    assert "(0.5.1+podium)" in satisfied

@@ -168,7 +168,7 @@ def test_load_failures_are_reported_with_the_participants_error(start_agent):
             "has no method batch_generate_response()",
         ),
         ("class Agent: pass\n", "agent", "'module:Class'"),
-        ("class Agent: pass\n", None, "PODIUM_AGENT"),
+        ("class Agent: pass\n", None, "PODIUM_AGENT"),  # and no kit user_config either
         (
             "class Agent:\n    def __init__(self, search_pipeline): pass\n"
             "    def get_batch_size(self): return 'eight'\n"

@@ -11,6 +11,7 @@ from datasets import ClassLabel, Features, Value
 from PIL import Image
 
 from evaluator.protocols.crag_mm.hf import convert_hf, is_hf_layout
+from evaluator.protocols.crag_mm.official_data import IMAGE_URL_UPDATES, SKIPPED_SESSIONS
 from evaluator.protocols.crag_mm.split import load_split
 from evaluator.records import EvaluatorError
 
@@ -229,3 +230,38 @@ def test_not_hugging_face_data(tmp_path: Path) -> None:
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(EvaluatorError, match=r"broken\.parquet: not a readable parquet file"):
         convert_hf(tmp_path, tmp_path / "out")
+
+
+def test_the_official_corrections_are_applied_and_reported(tmp_path: Path) -> None:
+    """The official evaluation leaves two sessions out and gives one single-turn session an
+    archived image URL; a multi-turn conversation with that id keeps its own URL."""
+    skipped = "04d98259-27af-41b1-a7be-5798fd1b8e95"
+    updated = "0df99a9a-6a5d-4ff4-b8e4-e3ee90209dfe"
+    one_turn = [("u-0", "Which car?", 0, 0, 0, 0, "head")]
+    conversations = [
+        CONVERSATIONS[0],
+        (skipped, JPEG, None, [("x-0", "What?", 0, 0, 0, 0, "head")], [("x-0", "a")]),
+        (updated, None, "https://upload.wikimedia.org/gone.jpg", one_turn, [("u-0", "a BMW")]),
+        CONVERSATIONS[1],
+    ]
+    columnar(conversations).to_parquet(tmp_path / "validation-00000-of-00001.parquet")
+    split = convert_hf(tmp_path, tmp_path / "out")
+    assert [c.session_id for c in split.conversations] == ["s1", updated, "s2"]
+    fixed = split.conversations[1]
+    assert fixed.image_url == IMAGE_URL_UPDATES[updated]
+    assert fixed.image_url.startswith("https://web.archive.org/web/20250521025904/")
+    assert split.notes == (
+        f"left out session {skipped} (the official SESSIONS_TO_SKIP)",
+        f"session {updated}: image_url replaced by the official archived copy (SESSIONS_TO_UPDATE)",
+    )
+    assert load_split(tmp_path / "out").conversations[1].image_url == fixed.image_url
+    assert {skipped, "695b4b5c-7c65-4f7b-8968-50fe10482a16"} == SKIPPED_SESSIONS
+
+    two_turns = [*one_turn, ("u-1", "Its year?", 0, 0, 0, 0, "head")]
+    multi = [
+        (updated, None, "https://example.org/own.jpg", two_turns, [("u-0", "a"), ("u-1", "b")])
+    ]
+    (tmp_path / "multi").mkdir()
+    columnar(multi).to_parquet(tmp_path / "multi" / "validation.parquet")
+    kept = convert_hf(tmp_path / "multi", tmp_path / "out-multi")
+    assert kept.conversations[0].image_url == "https://example.org/own.jpg" and kept.notes == ()

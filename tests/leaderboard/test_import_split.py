@@ -125,17 +125,21 @@ def test_hugging_face_layout_is_stored_in_podium_format(task, tmp_path):
             ),
         }
     )
+    skipped = "695b4b5c-7c65-4f7b-8968-50fe10482a16"  # left out by the official evaluation
     rows = {
-        "session_id": ["h1"],
-        "image": [{"bytes": jpeg.getvalue(), "path": None}],
-        "image_url": [""],
-        "turns": [{"interaction_id": ["h1-0"], "query": ["What food?"], "domain": [1],
-                   "query_category": [1], "dynamism": [0], "image_quality": [1]}],
-        "answers": [{"interaction_id": ["h1-0"], "ans_full": ["a pie"]}],
+        "session_id": ["h1", skipped],
+        "image": [{"bytes": jpeg.getvalue(), "path": None}] * 2,
+        "image_url": ["", ""],
+        "turns": [{"interaction_id": [f"{s}-0"], "query": ["What food?"], "domain": [1],
+                   "query_category": [1], "dynamism": [0], "image_quality": [1]}
+                  for s in ("h1", skipped)],
+        "answers": [{"interaction_id": [f"{s}-0"], "ans_full": ["a pie"]} for s in ("h1", skipped)],
     }  # fmt: skip
     datasets.Dataset.from_dict(rows, features=features).save_to_disk(str(tmp_path / "hf"))
-    import_split(tmp_path / "hf", "--kind", "validation")
+    out = import_split(tmp_path / "hf", "--kind", "validation")
+    assert f"converted: left out session {skipped} (the official SESSIONS_TO_SKIP)" in out
     split = Split.objects.get(task=task, kind="validation")
+    assert (split.groups, split.items) == (1, 1)
     with tarfile.open(fileobj=io.BytesIO(stored_bytes(split))) as tar:
         record = json.loads(tar.extractfile("sessions.jsonl").read())
     assert record["turns"][0]["domain"] == "food"  # the ClassLabel's name, not its number

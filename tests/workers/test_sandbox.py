@@ -26,7 +26,8 @@ def test_defaults_turn_every_protection_on():
     mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in kwargs["mounts"]}
     assert mounts == {SOCKET_DIR: ("vol", False), IMAGE_DIR: ("img", True)}
     assert "volumes" not in kwargs, "nothing but the socket and image volumes is mounted"
-    assert set(kwargs["tmpfs"]) == {"/tmp"} and "size=" in kwargs["tmpfs"]["/tmp"]
+    assert set(kwargs["tmpfs"]) == {"/tmp", "/podium/hf"}  # scratch; the model cache's locks
+    assert all("size=" in options for options in kwargs["tmpfs"].values())
     assert kwargs["log_config"]["Type"] == "json-file"
     assert kwargs["log_config"]["Config"] == {"max-size": str(1024 * 1024), "max-file": "1"}
     assert kwargs["environment"]["PODIUM_TASK"] == "multi-turn-qa"
@@ -45,6 +46,20 @@ def test_gpu_requests_and_the_visible_devices_match():
         assert kwargs["environment"]["NVIDIA_VISIBLE_DEVICES"] == visible, gpus
     with pytest.raises(ValueError, match="gpus"):
         SandboxPolicy(gpus=",").device_requests()
+
+
+def test_declared_models_are_bound_read_only_into_an_offline_cache(tmp_path):
+    folder = tmp_path / "hub" / "models--org--tiny"
+    kwargs = SandboxPolicy(models=(folder,)).container_kwargs("i", "multi-turn-qa", "v", "w", "r")
+    (bound,) = [m for m in kwargs["mounts"] if m["Type"] == "bind"]
+    assert bound["Target"] == "/podium/hf/hub/models--org--tiny"
+    assert bound["Source"] == str(folder) and bound["ReadOnly"] is True
+    assert kwargs["environment"]["HF_HOME"] == "/podium/hf"
+    assert kwargs["environment"]["HF_HUB_OFFLINE"] == kwargs["environment"]["TRANSFORMERS_OFFLINE"]
+    assert "/podium/hf" in kwargs["tmpfs"] and "noexec" in kwargs["tmpfs"]["/podium/hf"]
+    none = SandboxPolicy().container_kwargs("i", "multi-turn-qa", "v", "w", "r")
+    assert not [m for m in none["mounts"] if m["Type"] == "bind"]
+    assert none["environment"]["HF_HUB_OFFLINE"] == "1"  # offline whether or not models come
 
 
 @pytest.mark.parametrize("field", ["memory_bytes", "pids_limit", "nofile", "cpus", "shm_bytes"])

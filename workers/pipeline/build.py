@@ -22,6 +22,7 @@ from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.submitting.artifacts import check_stored_archive
+from leaderboard.submitting.hub_models import allowed_models
 from workers.builds import BaseImageMissing, build_context
 from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
@@ -65,9 +66,13 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
         return pull(submission.registry_ref, client)
     with _artifact_file(submission) as path:
         try:
-            check_stored_archive(path, submission.artifact_kind, UPLOAD_NAME)
+            facts = check_stored_archive(path, submission.artifact_kind, UPLOAD_NAME)
+            models = allowed_models(facts.manifests or {}, submission.challenge, UPLOAD_NAME)
         except ValidationError as exc:  # the team's upload: its own words, Podium's reason
             raise ImageError(" ".join(exc.messages)) from None
+        if models != submission.declared_models:
+            submission.declared_models = models
+            submission.save(update_fields=["declared_models"])
         try:
             if submission.artifact_kind == Kind.IMAGE_ARCHIVE:
                 return load_archive(path, client)

@@ -11,21 +11,24 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from evaluator.records import EvaluatorError
-from leaderboard.models import EvaluationRun, ItemAnswer, Task
+from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import Limits
+from workers.model_store import ModelStoreError, stored
 from workers.outcomes import ItemResult, RunReport
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
 from workers.pipeline.claims import RunLost, beat_if_mine, hand_over
 from workers.pipeline.judge import run_protocol
 from workers.runner import run_agent
+from workers.sandbox import SandboxPolicy
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
@@ -44,6 +47,18 @@ def limits_for(task: Task) -> Limits:
         timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],  # type: ignore[arg-type]
         error_policy=ERROR_POLICIES[task.error_policy],  # type: ignore[arg-type]
     )
+
+
+def model_folders(submission: Submission) -> tuple[Path, ...]:
+    """This node's model store folders of the models ``submission`` declared; one missing is
+    the organiser's to register here (``manage.py register_model``), not the team's fault."""
+    try:
+        return tuple(
+            stored(settings.PODIUM_MODEL_STORE, model["hub_id"], model["revision"])
+            for model in submission.declared_models
+        )
+    except ModelStoreError as exc:
+        raise PodiumFault(f"submission #{submission.pk}: {exc}") from None
 
 
 _search_processes: dict[str, Any] = {}
@@ -181,6 +196,7 @@ def run_stage(run: EvaluationRun) -> None:
             AnswerSink(run, len(answered)),
             search=search,
             answered=answered,
+            policy=SandboxPolicy(models=model_folders(run.submission)),
             client=client,
         )
     finally:

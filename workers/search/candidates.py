@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from workers.search import encoders
-from workers.search.engine import SearchRefused, check_k
+from workers.search.queries import SearchRefused, check_k
 
 EMBED_BATCH = 64
 TEXT_NEEDS_CLIP = (

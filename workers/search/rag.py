@@ -21,7 +21,8 @@ from typing import Any
 
 from PIL import Image
 
-from workers.search.engine import SearchEngine, web_search_enabled
+from workers.search.engine import SearchEngine
+from workers.search.queries import web_search_enabled
 
 IMAGE_RESULTS = 30
 IMAGE_SCORE_THRESHOLD = 0.75

@@ -4,7 +4,7 @@ HTTP/1.1 with JSON bodies over a Unix socket (``agentkit/protocol.py``), keep-al
 Bounded per run, whatever the agent does: at most ``MAX_CONNECTIONS`` connections at once (one
 thread each; one more is answered 503 and closed at once, no thread made), searches worked on
 by a pool of ``MAX_SEARCHES_AT_ONCE`` threads (the others wait their turn),
-bodies up to ``MAX_BODY_BYTES``, images up to ``engine.MAX_IMAGE_PIXELS`` (checked before
+bodies up to ``MAX_BODY_BYTES``, images up to ``queries.MAX_IMAGE_PIXELS`` (checked before
 decoding).
 
 - ``POST /search/image`` ``{"image_b64": str, "k": int}`` -> 200 ``{"results": [...]}``
@@ -45,13 +45,8 @@ from typing import Any
 from PIL import Image
 
 from agentkit.protocol import CANDIDATE_SEARCH_PATH, IMAGE_SEARCH_PATH, WEB_SEARCH_PATH
-from workers.search.engine import (
-    BadQuery,
-    SearchEngine,
-    SearchRefused,
-    decode_image,
-    web_search_enabled,
-)
+from workers.search.engine import SearchEngine
+from workers.search.queries import BadQuery, SearchRefused, decode_image, web_search_enabled
 
 log = logging.getLogger(__name__)
 

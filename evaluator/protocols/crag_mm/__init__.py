@@ -186,6 +186,9 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     def split_counts(self, split: Split) -> tuple[int, int]:
         return len(split.conversations), sum(len(c.turns) for c in split.conversations)
 
+    def split_notes(self, split: Split) -> list[str]:
+        return list(split.notes)  # the official data corrections made converting it
+
     def agent_plan(self, split: Split, task: str, answered: Mapping[str, str]) -> TurnPlan:
         if self.truncator is None:
             self.truncator = load_truncator()

@@ -12,6 +12,7 @@ not labels and are left out.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -26,6 +27,7 @@ import datasets
 import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
+from evaluator.protocols.crag_mm.official_data import DataFixes
 from evaluator.protocols.crag_mm.records import STANDARD_LABELS, Conversation, Split
 from evaluator.protocols.crag_mm.split import (
     SESSIONS_FILE,
@@ -55,8 +57,12 @@ def _is_saved_dataset(root: Path) -> bool:
 
 
 def convert_hf(src: str | Path, out_dir: str | Path, *, hf_split: str | None = None) -> Split:
-    """Convert Hugging Face CRAG-MM data to a Podium split directory (images saved as files)."""
-    return write_split(hf_conversations(src, hf_split=hf_split), out_dir)
+    """Convert Hugging Face CRAG-MM data to a Podium split directory (images saved as files),
+    with the official evaluation's corrections (``official_data``); the split's ``notes`` say
+    which were made."""
+    fixes = DataFixes()
+    split = write_split(hf_conversations(src, hf_split=hf_split, fixes=fixes), out_dir)
+    return dataclasses.replace(split, notes=tuple(fixes.describe()))
 
 
 def load_hf(
@@ -90,14 +96,19 @@ def default_cache_dir() -> Path:
 
 
 def hf_conversations(
-    src: str | Path, *, hf_split: str | None = None
+    src: str | Path, *, hf_split: str | None = None, fixes: DataFixes | None = None
 ) -> Iterator[tuple[Conversation, bytes | None]]:
-    """Validated conversations with their image bytes, in the dataset's order."""
+    """Validated conversations with their image bytes, in the dataset's order, corrected as the
+    official evaluation corrects them (``fixes`` records what was changed)."""
     features, rows = _open(Path(src), hf_split)
     schema = _Schema.from_features(features, str(src))
     ids = UniqueIds()
+    fixes = fixes if fixes is not None else DataFixes()
     for index, (where, row) in enumerate(rows):
-        record, image_bytes = schema.record(row, where)
+        read, image_bytes = schema.record(row, where)
+        record = fixes.apply(read)
+        if record is None:
+            continue
         if image_bytes is not None:
             safe_id = SAFE_CHARS.sub("_", str(record["session_id"]))[:48]
             record["image"] = f"images/{index:06d}-{safe_id}.{_image_extension(image_bytes, where)}"

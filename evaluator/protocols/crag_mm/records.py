@@ -49,6 +49,7 @@ class Conversation:
 class Split:
     root: Path
     conversations: list[Conversation]
+    notes: tuple[str, ...] = ()  # what loading it changed (the official data corrections)
 
     def image_path(self, conversation: Conversation) -> Path | None:
         return self.root / conversation.image if conversation.image else None

@@ -49,6 +49,7 @@ class Command(BaseCommand):
                 raise SplitImportError(
                     f"task {task} is a {task.protocol} task, not {options['protocol']}"
                 )
+            notes: list[str] = []
             split = import_split_dir(
                 task,
                 options["kind"],
@@ -56,9 +57,12 @@ class Command(BaseCommand):
                 hf_split=options["hf_split"],
                 visibility=options["visibility"],
                 reveal_at=options["reveal_at"],
+                notes=notes,
             )
         except SplitImportError as e:
             raise CommandError(str(e)) from e
+        for note in notes:
+            self.stdout.write(f"converted: {note}")
         protocol = task.declared()
         self.stdout.write(
             f"imported {split}: {split.groups} {protocol.groups}, {split.items} "

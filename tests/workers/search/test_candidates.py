@@ -15,7 +15,8 @@ from PIL import Image
 from tests.workers.search.helpers import CountingEncoder, draw_entity
 from workers.search.candidates import TEXT_NEEDS_CLIP, CandidateEmbeddings
 from workers.search.encoders import ColourImageEncoder, image_encoder
-from workers.search.engine import NO_CORPUS, SearchEngine, SearchRefused
+from workers.search.engine import SearchEngine
+from workers.search.queries import NO_CORPUS, SearchRefused
 from workers.search.service import start_search_service
 
 

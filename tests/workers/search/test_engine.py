@@ -16,7 +16,8 @@ from tests.workers.search.helpers import (
     web_pages,
 )
 from workers.search.corpus import ChunkPolicy, CorpusError, chunk_text
-from workers.search.engine import TEXT_QUERY_REFUSED, BadQuery, SearchEngine, SearchRefused
+from workers.search.engine import SearchEngine
+from workers.search.queries import TEXT_QUERY_REFUSED, BadQuery, SearchRefused
 
 TASK1, TASK2, TASK3 = "single-source-augmentation", "multi-source-augmentation", "multi-turn-qa"
 

@@ -19,7 +19,8 @@ import pytest
 from PIL import Image
 
 from tests.workers.search.helpers import draw_entity, entity_name
-from workers.search.engine import TEXT_QUERY_REFUSED, SearchEngine
+from workers.search.engine import SearchEngine
+from workers.search.queries import TEXT_QUERY_REFUSED
 from workers.search.service import (
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
