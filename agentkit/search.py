@@ -101,11 +101,8 @@ class SearchPipeline:
                     data = f.read()
                 payload = {"image_b64": base64.b64encode(data).decode("ascii"), "k": k}
                 return self._post(IMAGE_SEARCH_PATH, payload)
-            if image_or_text.startswith("http"):
-                raise ValueError(
-                    "image URLs cannot be searched: the agent has no network, so the image "
-                    "cannot be downloaded; search with the PIL image instead"
-                )
+            if image_or_text.startswith("http"):  # the corpus' own image URLs resolve
+                return self._post(IMAGE_SEARCH_PATH, {"image_url": image_or_text, "k": k})
             return self._post(WEB_SEARCH_PATH, {"query": image_or_text, "k": k})
         raise ValueError(
             f"cannot search with a {type(image_or_text).__name__}: pass a PIL image, "

@@ -80,14 +80,20 @@ def test_task_1_refuses_text_queries_with_value_error(stub):
 def test_inputs_the_pipeline_cannot_search_raise_value_error(stub):
     server = stub()
     search = SearchPipeline(server.server_address)
-    with pytest.raises(ValueError, match="no network"):
-        search("https://example.org/car.jpg")
     with pytest.raises(ValueError, match="cannot search with a list"):
         search([0.1, 0.2])
     for k in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="k must be a positive integer"):
             search("text", k=k)
     assert server.requests == []
+
+
+def test_an_image_url_is_sent_for_the_service_to_resolve_in_the_corpus(stub):
+    server = stub()
+    SearchPipeline(server.server_address)("https://example.org/car.jpg", k=3)
+    assert server.requests == [
+        ("/search/image", {"image_url": "https://example.org/car.jpg", "k": 3})
+    ]
 
 
 def test_service_failures_and_absence_raise_clear_errors(stub, tmp_path):

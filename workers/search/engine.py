@@ -30,7 +30,7 @@ from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from workers.search import encoders
-from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, chunk_text
+from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, page_chunks
 from workers.search.index import (
     IVF_THRESHOLD,
     SearchIndex,
@@ -79,6 +79,7 @@ class EngineSpec:
     cache_dir: str | None
     chunk_words: int
     chunk_overlap: int
+    chunk_max: int
     ivf_threshold: int
     prefer_gpu: bool | None
 
@@ -124,7 +125,7 @@ class SearchEngine:
             text_encoder=spec.text_encoder,
             image_encoder=spec.image_encoder,
             cache_dir=spec.cache_dir,
-            chunk_policy=ChunkPolicy(spec.chunk_words, spec.chunk_overlap),
+            chunk_policy=ChunkPolicy(spec.chunk_words, spec.chunk_overlap, spec.chunk_max),
             ivf_threshold=spec.ivf_threshold,
             prefer_gpu=spec.prefer_gpu,
         )
@@ -138,6 +139,7 @@ class SearchEngine:
             cache_dir=str(self.cache_dir) if self.cache_dir is not None else None,
             chunk_words=self.chunk_policy.words,
             chunk_overlap=self.chunk_policy.overlap,
+            chunk_max=self.chunk_policy.max_chunks,
             ivf_threshold=self.ivf_threshold,
             prefer_gpu=self.prefer_gpu,
         )
@@ -170,6 +172,18 @@ class SearchEngine:
             for row, score in index.search(query, k)
         ]
 
+    def corpus_image(self, url: str) -> Image.Image:
+        """The corpus image whose URL is ``url`` (the official pipeline downloads an image URL;
+        agents have no network, so only the corpus' own URLs resolve), or ``BadQuery``."""
+        entries, _ = self._images()
+        for entry in entries:
+            if entry.url == url:
+                return _open(entry.image)
+        raise BadQuery(
+            f"image_url {url[:200]!r} names no image of this challenge's corpus: agents have no "
+            "network, so only the corpus' own image URLs can be searched"
+        )
+
     def web_search(self, query: str, k: int = 5, *, task: str | None = None) -> list[dict]:
         """Top pages for ``query``; refused when ``task`` is given and has no web search."""
         self._corpus()
@@ -192,6 +206,7 @@ class SearchEngine:
                 "page_name": pages[page].page_name,
                 "page_snippet": pages[page].page_snippet,
                 "page_url": pages[page].page_url,
+                "page_content": pages[page].text,
             }
             for page, (chunk, score) in ranked
         ]
@@ -254,7 +269,7 @@ class SearchEngine:
                 def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
                     texts, page_rows, chunk_rows = [], [], []
                     for number, page in enumerate(pages):
-                        for n, text in enumerate(chunk_text(page.text, self.chunk_policy)):
+                        for n, text in enumerate(page_chunks(page, self.chunk_policy)):
                             texts.append(text)
                             page_rows.append(number)
                             chunk_rows.append(n)

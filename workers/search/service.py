@@ -7,7 +7,8 @@ by a pool of ``MAX_SEARCHES_AT_ONCE`` threads (the others wait their turn),
 bodies up to ``MAX_BODY_BYTES``, images up to ``queries.MAX_IMAGE_PIXELS`` (checked before
 decoding).
 
-- ``POST /search/image`` ``{"image_b64": str, "k": int}`` -> 200 ``{"results": [...]}``
+- ``POST /search/image`` ``{"image_b64": str, "k": int}`` (or ``"image_url"``: a URL of one of
+  the corpus' images) -> 200 ``{"results": [...]}``
 - ``POST /search/web`` ``{"query": str, "k": int}`` -> 200 ``{"results": [...]}``
 - ``POST /search/candidates`` ``{"item_id": str, "query": str | "image_b64": str, "k": int}``
   -> 200 ``{"results": [{"id", "score"}]}``: the item's candidates only, and only for an item
@@ -135,7 +136,12 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _image_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return self.server.engine.image_search(_image(body), body.get("k", 5))
+        engine, url = self.server.engine, body.get("image_url")
+        if url is not None:
+            if "image_b64" in body or not isinstance(url, str):
+                raise BadQuery("give one of 'image_b64' and 'image_url' (a string)")
+            return engine.image_search(engine.corpus_image(url), body.get("k", 5))
+        return engine.image_search(_image(body), body.get("k", 5))
 
     def _candidate_search(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         item = body.get("item_id")

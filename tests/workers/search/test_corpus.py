@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from tests.workers.search.helpers import CorpusFiles, entity_name
-from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, chunk_text
+from workers.search.corpus import (
+    ChunkPolicy,
+    Corpus,
+    CorpusError,
+    WebPage,
+    chunk_index,
+    chunk_text,
+    page_chunks,
+)
 
 
 def test_loads_entries_in_order_with_entities(corpus: CorpusFiles) -> None:
@@ -28,6 +36,19 @@ def test_chunks_overlap_and_cover_every_word() -> None:
     assert chunks[-1].split()[-1] == "w49"
     assert chunk_text("one two", ChunkPolicy()) == ["one two"]
     assert chunk_index("https://a/b", 2) == "https://a/b_chunk_2"
+
+
+def test_pages_are_chunked_as_the_official_index_builder_chunks_them() -> None:
+    """Chunk 0: "<page_name> <page_snippet>"; then 512-word windows, none shared; 50 at most."""
+    words = [f"w{i}" for i in range(1100)]
+    page = WebPage("https://a/b", "Name", "The snippet.", " ".join(words))
+    chunks = page_chunks(page, ChunkPolicy())
+    assert chunks[0] == "Name The snippet."
+    assert [len(c.split()) for c in chunks[1:]] == [512, 512, 76]
+    assert chunks[1].split()[0] == "w0" and chunks[2].split()[0] == "w512"
+    long_page = WebPage("https://a/c", "N", "S", " ".join(["x"] * 512 * 60))
+    assert len(page_chunks(long_page, ChunkPolicy())) == 50
+    assert page_chunks(WebPage("https://a/d", "N", "S", ""), ChunkPolicy()) == ["N S"]
 
 
 @pytest.mark.parametrize(("words", "overlap"), [(0, 0), (10, 10), (10, -1)])

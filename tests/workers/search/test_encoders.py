@@ -43,8 +43,18 @@ def test_minilm_text_embeddings_are_normalised_and_meaningful(minilm) -> None:
     assert rows.shape == (3, 384)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert rows[0] @ rows[1] > rows[0] @ rows[2]
-    assert minilm.id.startswith("sentence-transformers:model@")
+    assert minilm.id.startswith("hf-mean:model@")  # pooled as the official web index pools
     assert minilm_dir().is_dir()
+
+
+def test_mean_pooling_matches_sentence_transformers_up_to_its_256_tokens(minilm) -> None:
+    """MiniLM's own pooling is the mean too, over at most 256 tokens; the official index
+    truncates at 512, so only longer texts differ."""
+    own = text_encoder(f"sentence-transformers:{minilm_dir()}")
+    short = ["a red sports car", "the lighthouse keeper lights the lamp at dusk"]
+    assert np.allclose(minilm.encode(short), own.encode(short), atol=1e-5)
+    long = [" ".join(f"word{i % 97} fact{i}" for i in range(300))]  # well over 256 tokens
+    assert not np.allclose(minilm.encode(long), own.encode(long), atol=1e-3)
 
 
 def test_colour_encoder_is_deterministic_and_normalised() -> None:

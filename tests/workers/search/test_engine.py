@@ -15,7 +15,7 @@ from tests.workers.search.helpers import (
     entity_name,
     web_pages,
 )
-from workers.search.corpus import ChunkPolicy, CorpusError, chunk_text
+from workers.search.corpus import ChunkPolicy, CorpusError, WebPage, page_chunks
 from workers.search.engine import SearchEngine
 from workers.search.queries import TEXT_QUERY_REFUSED, BadQuery, SearchRefused
 
@@ -74,7 +74,8 @@ def test_web_search_finds_the_page_with_the_fact_and_dedupes_by_page(
 ) -> None:
     results = engine.web_search(f"When was the {entity_name(7)} first made?", k=10)
     top = results[0]
-    assert list(top) == ["index", "score", "page_name", "page_snippet", "page_url"]
+    assert list(top) == ["index", "score", "page_name", "page_snippet", "page_url", "page_content"]
+    assert "Town07" in top["page_content"]
     assert top["page_url"] == "https://example.org/07"
     assert top["page_name"] == f"About the {entity_name(7)}"
     assert top["page_snippet"] == f"Everything on the {entity_name(7)} by {brand(7)}."
@@ -95,7 +96,7 @@ def test_web_results_are_deduplicated_by_page(engine: SearchEngine) -> None:
 def test_the_chunk_returned_is_the_one_holding_the_fact(engine: SearchEngine) -> None:
     top = engine.web_search(f"{entity_name(11)} made in town Town11", k=20)[0]
     n = int(top["index"].rsplit("_chunk_", 1)[1])
-    assert "Town11." in chunk_text(web_pages()[11]["text"], SMALL_CHUNKS)[n]
+    assert "Town11." in page_chunks(WebPage(**web_pages()[11]), SMALL_CHUNKS)[n]
 
 
 def test_task_one_refuses_text_queries_like_the_official_api(engine: SearchEngine) -> None:

@@ -69,9 +69,19 @@ def test_image_and_web_search_over_the_socket(engine: SearchEngine, socket_dir: 
         assert reply.status_code == 200
         web = reply.json()["results"]
         assert web[0]["page_url"] == "https://example.org/08"
-        assert set(web[0]) == {"index", "score", "page_name", "page_snippet", "page_url"}
+        fields = {"index", "score", "page_name", "page_snippet", "page_url", "page_content"}
+        assert set(web[0]) == fields
+        assert "1908" in web[0]["page_content"]  # the page's text, from the corpus
         default_k = client.post("/search/image", json={"image_b64": _png_b64(1)}).json()
         assert len(default_k["results"]) == 5
+
+        # an image URL (the official pipeline downloads it): the corpus' own URLs resolve
+        by_url = client.post("/search/image", json={"image_url": "https://img/6", "k": 3})
+        assert by_url.status_code == 200 and by_url.json()["results"][0]["url"] == "https://img/6"
+        elsewhere = client.post("/search/image", json={"image_url": "https://other/x.jpg"})
+        assert elsewhere.status_code == 400 and "no network" in elsewhere.json()["error"]
+        both = client.post("/search/image", json={"image_url": "https://img/6", "image_b64": "x"})
+        assert both.status_code == 400 and "one of 'image_b64' and 'image_url'" in both.text
 
 
 def test_task_one_service_refuses_web_search_with_the_official_message(
