@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from workers.search import encoders
+from workers.search.engine import open_rgb
 from workers.search.queries import SearchRefused, check_k
 
 EMBED_BATCH = 64
@@ -66,7 +67,7 @@ class CandidateEmbeddings:
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
             for path, row in zip(
-                batch, encoder.encode([_rgb(path) for path in batch]), strict=True
+                batch, encoder.encode([open_rgb(Path(path)) for path in batch]), strict=True
             ):
                 self._keep(path, row)
                 if store is not None:
@@ -101,11 +102,6 @@ class CandidateEmbeddings:
         if self._cache_dir is None:
             return None
         return self._cache_dir / "candidates" / hashlib.sha256(encoder.id.encode()).hexdigest()[:16]
-
-
-def _rgb(path: str) -> Image.Image:
-    with Image.open(path) as image:
-        return image.convert("RGB")
 
 
 def _save(path: Path, row: np.ndarray) -> None:

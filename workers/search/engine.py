@@ -178,7 +178,7 @@ class SearchEngine:
         entries, _ = self._images()
         for entry in entries:
             if entry.url == url:
-                return _open(entry.image)
+                return open_rgb(entry.image)
         raise BadQuery(
             f"image_url {url[:200]!r} names no image of this challenge's corpus: agents have no "
             "network, so only the corpus' own image URLs can be searched"
@@ -250,7 +250,7 @@ class SearchEngine:
 
                 def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
                     return _encode_in_batches(
-                        lambda batch: encoder.encode([_open(e.image) for e in batch]),
+                        lambda batch: encoder.encode([open_rgb(e.image) for e in batch]),
                         entries,
                         "images",
                     ), {}
@@ -297,7 +297,8 @@ class SearchEngine:
         )
 
 
-def _open(path: Path) -> Image.Image:
+def open_rgb(path: Path) -> Image.Image:
+    """A stored image (the corpus', a split's), decoded as RGB; ``CorpusError`` naming it."""
     try:
         with Image.open(path) as image:
             return image.convert("RGB")
