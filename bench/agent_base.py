@@ -7,6 +7,7 @@ its OS image, and how long the image's Python takes to import what agents use (a
 numpy) in a container with no network.
 
     python bench/agent_base.py [--fresh] [--tag podium/agent-base:py3.11]
+    python bench/agent_base.py --flavour cuda   # podium/agent-base:cuda12 (wheels cached)
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ IMPORTS = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fresh", action="store_true", help="debootstrap again (first build)")
-    parser.add_argument("--tag", default="podium/agent-base:py3.11")
+    parser.add_argument("--flavour", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--tag", help="default: podium/agent-base:py3.11, or :cuda12")
     args = parser.parse_args()
+    args.tag = args.tag or f"podium/agent-base:{'cuda12' if args.flavour == 'cuda' else 'py3.11'}"
     client = docker.from_env()
     if args.fresh:
         cache = Path(os.environ.get("PODIUM_ROOTFS_CACHE", Path.home() / ".cache/podium"))
@@ -41,7 +44,7 @@ def main() -> None:
                 client.images.remove(tag)
     started = time.monotonic()
     subprocess.run(
-        ["bash", str(REPO / "deploy/agent-base/build.sh")],
+        ["bash", str(REPO / "deploy/agent-base/build.sh"), args.flavour],
         env={**os.environ, "FORCE": "1", "AGENT_BASE_IMAGE": args.tag},
         check=True,
         capture_output=True,

@@ -1,9 +1,10 @@
 """Building a team's build context: only from Podium's base images, with nothing shared.
 
 The Dockerfile is checked and its base images pinned to image IDs before the engine sees it
-(``workers.dockerfile``); the build runs without network, without the build cache (no layer of
-another team's build is reused, nor can its existence be probed), under a memory and time limit,
-and its image is known by ID only: no tag another team could name in a ``FROM``.
+(``workers.dockerfile``); the build runs without network (or, where the challenge names a
+package index, reaching that index only: ``workers.package_index``), without the build cache
+(no layer of another team's build is reused, nor can its existence be probed), under a memory
+and time limit, and its image is known by ID only: no tag another team could name in a ``FROM``.
 
 Disk: the legacy builder has no quota, so ``_StepWatch`` polls the writable layer of the step
 running now (every ``WATCH_S``) and kills a step that has written more than ``max_layer_bytes``
@@ -31,6 +32,7 @@ import urllib3.exceptions
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
 from workers.images import AgentImage, ImageError, agent_image, check_tag, copy_tar, full_reference
+from workers.package_index import BUILD_ARG_NAMES, Gate, PackageIndex, index_gate
 
 # The base images a Dockerfile may start from, unless a task names others.
 DEFAULT_BASE_IMAGES = ("podium/agent-base:py3.11", "podium/agent-base:cuda12")
@@ -135,10 +137,12 @@ def build_context(
     memory_bytes: int = 8 * 1024**3,
     max_layer_bytes: int = DEFAULT_MAX_LAYER_BYTES,
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+    package_index: PackageIndex | None = None,
     client: docker.DockerClient | None = None,
 ) -> AgentImage:
     """Build a tarball holding a Dockerfile, with no network and within ``timeout_s``; a step
-    may write at most ``max_layer_bytes``, the image hold at most ``max_image_bytes``.
+    may write at most ``max_layer_bytes``, the image hold at most ``max_image_bytes``. With a
+    ``package_index``, the steps reach that index and nothing else (``workers.package_index``).
 
     ``tag`` is for Podium's own images and tests; a submission's image is built untagged.
     """
@@ -149,7 +153,11 @@ def build_context(
         check_tag(tag, str(tar_path))
     client = client or docker.from_env()
     try:
-        dockerfile = pin_base_images(_dockerfile(tar_path), _resolver(base_images, client))
+        dockerfile = pin_base_images(
+            _dockerfile(tar_path),
+            _resolver(base_images, client),
+            BUILD_ARG_NAMES if package_index else (),
+        )
     except DockerfileError as exc:
         raise ImageError(f"{tar_path}: {exc}") from None
     with tempfile.TemporaryFile(prefix="podium-build-") as context:
@@ -157,7 +165,12 @@ def build_context(
             copy_tar(tar_path, context, {"Dockerfile": lambda _: dockerfile.encode()})
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ImageError(f"{tar_path}: not a readable tar archive ({exc})") from None
-        image_id = _build(tar_path, context, tag, labels, timeout_s, memory_bytes, max_layer_bytes)
+        limits = (timeout_s, memory_bytes, max_layer_bytes)
+        if package_index is None:
+            image_id = _build(tar_path, context, tag, labels, limits, None)
+        else:
+            with index_gate(client, package_index, base_images[0]) as gate:
+                image_id = _build(tar_path, context, tag, labels, limits, gate)
     image = client.images.get(image_id)
     size = image.attrs.get("Size") or 0
     if size > max_image_bytes:
@@ -174,13 +187,13 @@ def _build(
     context: IO[bytes],
     tag: str | None,
     labels: Mapping[str, str] | None,
-    timeout_s: float,
-    memory_bytes: int,
-    max_layer_bytes: int,
+    limits: tuple[float, int, int],  # timeout_s, memory_bytes, max_layer_bytes
+    gate: Gate | None,
 ) -> str:
     # A private client (same engine settings, from the environment): closing it hangs up on the
     # engine, which cancels the build. The per-read timeout bounds a silent build step; the
     # loop below bounds a chatty one.
+    timeout_s, memory_bytes, max_layer_bytes = limits
     api = docker.from_env().api
     tail: collections.deque[str] = collections.deque(maxlen=BUILD_LOG_TAIL_LINES)
     image_id = None
@@ -192,7 +205,8 @@ def _build(
             custom_context=True,
             tag=tag,
             labels=dict(labels or {}),
-            network_mode="none",
+            network_mode=gate.network_mode if gate else "none",
+            buildargs=gate.build_args if gate else None,
             pull=False,
             nocache=True,
             rm=True,
@@ -212,6 +226,11 @@ def _build(
                     why = (
                         f"a build step wrote {_gib(watch.wrote)}, more than the "
                         f"{_gib(max_layer_bytes)} one step may write; it was stopped"
+                    )
+                if gate is not None and gate.proxy.refused:
+                    why += (
+                        f" (the build asked for {', '.join(dict.fromkeys(gate.proxy.refused))}: "
+                        "builds reach the challenge's package index and no other host)"
                     )
                 raise ImageError(_build_failure(tar_path, why, tail))
             if isinstance(event.get("aux"), dict) and "ID" in event["aux"]:

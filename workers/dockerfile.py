@@ -11,7 +11,7 @@ Anything else is refused before building, naming the line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -98,8 +98,12 @@ def _pin_flag(flag: str, pin: Callable[[str], str]) -> str:
     return f"--{option}={','.join(parts)}"
 
 
-def pin_base_images(text: str, resolve: Callable[[str], str | None]) -> str:
-    """``text`` with every base image reference pinned to an image ID.
+def pin_base_images(
+    text: str, resolve: Callable[[str], str | None], stage_args: Sequence[str] = ()
+) -> str:
+    """``text`` with every base image reference pinned to an image ID, and ``ARG <name>``
+    declared for each of ``stage_args`` at the start of every stage (so build arguments Podium
+    passes reach the stage's ``RUN`` steps).
 
     ``resolve(reference)`` gives the image ID of an allowed base image, or None when the
     reference is not one. Raises ``DockerfileError`` naming the line of any other reference.
@@ -113,6 +117,7 @@ def pin_base_images(text: str, resolve: Callable[[str], str | None]) -> str:
         keyword, args = words[0].upper(), words[1:]
         if keyword == "FROM":
             rewritten = _from(line.first, args, stages, resolve)
+            rewritten += "".join(f"\nARG {name}" for name in stage_args)
         elif keyword in ("COPY", "ADD", "RUN"):
             rewritten = line.text
             pin = partial(_check, line.first, keyword, stages=stages, resolve=resolve)

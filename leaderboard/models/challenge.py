@@ -16,6 +16,14 @@ from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
 from evaluator.protocols import get_protocol, protocol_class
 from evaluator.protocols.base import Protocol as BenchmarkProtocol
 from evaluator.records import EvaluatorError
+from workers.package_index import IndexURLError, PackageIndex
+
+
+def _package_index_url(value: str) -> None:
+    try:
+        PackageIndex.parse(value)
+    except IndexURLError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 class Challenge(models.Model):
@@ -28,10 +36,22 @@ class Challenge(models.Model):
     is_published = models.BooleanField(
         default=True, help_text="Unpublished challenges are shown to organisers only."
     )
+    package_index = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[_package_index_url],
+        help_text="A PyPI mirror (pip's --index-url, e.g. https://pypi.example.org/simple/) that "
+        "teams' builds may install from: their build steps reach this host and no other. "
+        "Empty: builds have no network and ship their wheels. Agents never have a network.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ("-created_at",)
+
+    def build_index(self) -> PackageIndex | None:
+        """The package index teams' builds reach, if the challenge names one."""
+        return PackageIndex.parse(self.package_index) if self.package_index else None
 
     def __str__(self) -> str:
         return self.name

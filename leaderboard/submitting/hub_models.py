@@ -6,6 +6,10 @@ A build context declares them at its top level, as the original platform read th
 - ``aicrowd.json``: ``{"hf_models": [{"repo_id": "org/name", "revision": "main"}, ...]}``;
 - ``podium.json``: ``{"models": ["org/name", {"hub_id": "org/name", "revision": "main"}, ...]}``.
 
+An image (an archive or a registry reference) declares them in its label ``org.podium.models``,
+a JSON list in ``podium.json``'s form (``LABEL org.podium.models='["org/name"]'``), read when the
+build stage has loaded it.
+
 A model not registered for the challenge (or at another revision) refuses the submission, with
 the list of those that are.
 """
@@ -32,17 +36,29 @@ def allowed_models(
     return models
 
 
+MODELS_LABEL = "org.podium.models"
+
+
+def image_models(labels: Mapping[str, str], challenge: Challenge) -> list[dict[str, str]]:
+    """The models an image's ``org.podium.models`` label declares, each registered for
+    ``challenge``; raises ``ValidationError`` in the team's terms."""
+    text = labels.get(MODELS_LABEL)
+    if text is None:
+        return []
+    where = f"the image's label {MODELS_LABEL}"
+    entries = _parsed(text, where, list, "a JSON list of hub ids")
+    found = dict.fromkeys(_model(e, f"{where}[{i}]") for i, e in enumerate(entries))
+    models = [{"hub_id": hub_id, "revision": revision} for hub_id, revision in found]
+    check_allowed(models, challenge)
+    return models
+
+
 def declared_models(manifests: Mapping[str, str], label: str) -> list[dict[str, str]]:
     """The ``{"hub_id", "revision"}`` an upload's manifests name, in order, each once."""
     found: dict[tuple[str, str], None] = {}
     for name, text in sorted(manifests.items()):
         where = f"{label}: {name}"
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ValidationError(f"{where} is not JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ValidationError(f"{where} must hold a JSON object")
+        data = _parsed(text, where, dict, "a JSON object")
         key = "hf_models" if name == "aicrowd.json" else "models"
         entries = data.get(key, [])
         if not isinstance(entries, list):
@@ -50,6 +66,16 @@ def declared_models(manifests: Mapping[str, str], label: str) -> list[dict[str, 
         for index, entry in enumerate(entries):
             found[_model(entry, f"{where}: {key}[{index}]")] = None
     return [{"hub_id": hub_id, "revision": revision} for hub_id, revision in found]
+
+
+def _parsed(text: str, where: str, kind: type, what: str) -> Any:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"{where} is not JSON: {exc}") from None
+    if not isinstance(data, kind):
+        raise ValidationError(f"{where} must hold {what}")
+    return data
 
 
 def _model(entry: Any, where: str) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from docker.models.containers import Container
 
 from agentkit.protocol import IMAGE_DIR
 from tests.agentkit.conftest import REPO, batch, jpeg_bytes, request, turn
+from tests.package_index import wheel
 
 pytestmark = pytest.mark.docker
 
@@ -206,25 +207,6 @@ def test_visual_rag_colour_agent_answers_items_in_the_sandbox(client, start_agen
     status, answer = request(socket_dir / "agent.sock", "POST", "/batch", body)
     assert status == 200, answer
     assert answer["responses"] == [{"answer": "orange", "ranking": ["clue", "plain"]}]
-
-
-def wheel(directory: Path, name: str, version: str, files: dict[str, str]) -> Path:
-    """A pure-Python wheel, made by hand: ``files`` are its modules (path -> source)."""
-    import zipfile
-
-    dist = f"{name.replace('-', '_')}-{version}"
-    path = directory / f"{dist}-py3-none-any.whl"
-    meta = {
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: podium-test\n"
-        "Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    entries = {**files, **meta}
-    record = "".join(f"{name},,\n" for name in entries) + f"{dist}.dist-info/RECORD,,\n"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, text in {**entries, f"{dist}.dist-info/RECORD": record}.items():
-            archive.writestr(member, text)
-    return path
 
 
 KIT_AGENT = """

@@ -289,8 +289,12 @@ def test_a_kept_undecoded_image_holds_no_removed_file(start_agent, tmp_path):
     Image.new("RGB", (8, 8), "black").save(dropped)
     second = turn("b", dropped, interaction_id="i2")
     assert agent.post(batch(turn("a", kept), second))[1]["responses"] == ["kept", "dropped"]
-    maps = Path(f"/proc/{agent.process.pid}/maps").read_text()
-    assert str(kept) not in maps and str(dropped) not in maps
+    # released just after the answer is sent (before the next batch is read): wait for it
+    maps = Path(f"/proc/{agent.process.pid}/maps")
+    deadline = time.monotonic() + 5
+    while str(kept) in maps.read_text() or str(dropped) in maps.read_text():
+        assert time.monotonic() < deadline, "the batch's files are still mapped"
+        time.sleep(0.01)
     kept.unlink()
     status, body = agent.post(batch(turn("c", dropped), second))
     assert (status, body["responses"]) == (200, ["255", "PNG"])

@@ -196,3 +196,51 @@ def test_an_image_over_the_total_size_is_removed_and_refused(docker_client, base
         or marker in json.dumps(image.history())
     ]
     assert not kept, "the refused image (or one of its layers) was kept"
+
+
+def test_a_build_installs_from_the_package_index_and_reaches_nothing_else(
+    docker_client, base_image, tmp_path
+):
+    """With a package index, the build's steps reach it through the gate (pip as usual, no
+    wheels shipped); any other host, the Docker host included, stays out of reach, and the
+    gate is gone after the build."""
+    from tests.package_index import serve_index, wheel
+    from workers.package_index import LABEL_GATE, PackageIndex
+
+    (tmp_path / "index/files").mkdir(parents=True)
+    wheel(tmp_path / "index/files", "podium-test-dep", "1.0", {"podium_test_dep.py": "V = 7\n"})
+    direct = "import socket; socket.create_connection(('172.17.0.1', 22), timeout=3)"
+    dockerfile = (
+        f"FROM {base_image}\n"
+        "RUN pip install --no-cache-dir podium-test-dep==1.0\n"
+        f'RUN python3 -c "{direct}" 2>&1 | grep -q "unreachable"\n'
+        'RUN python3 -c "import podium_test_dep; assert podium_test_dep.V == 7"\n'
+    )
+    with serve_index(tmp_path / "index") as (url, requests):
+        index = PackageIndex.parse(url)
+        image = build_context(
+            context(tmp_path, dockerfile), package_index=index, client=docker_client
+        )
+        assert "/simple/podium-test-dep/" in requests
+        assert any(r.endswith("podium_test_dep-1.0-py3-none-any.whl") for r in requests)
+        config = docker_client.images.get(image.image_id).attrs["Config"]
+        assert not any("PIP_INDEX_URL" in e or "PROXY" in e.upper() for e in config["Env"] or [])
+
+        elsewhere = "import urllib.request as u; u.urlopen('http://example.org/', timeout=5)"
+        with pytest.raises(ImageError) as failure:
+            build_context(
+                context(tmp_path, f'FROM {base_image}\nRUN python3 -c "{elsewhere}"\n', "b.tar"),
+                package_index=index,
+                client=docker_client,
+            )
+    message = str(failure.value)
+    assert "HTTP Error 403" in message
+    assert (
+        "(the build asked for example.org:80: builds reach the challenge's package index and no "
+        "other host)" in message
+    )
+    assert docker_client.containers.list(all=True, filters={"label": LABEL_GATE}) == []
+
+    # and without an index, the same pip install has no network
+    with pytest.raises(ImageError, match="build failed"):
+        build_context(context(tmp_path, dockerfile, "c.tar"), client=docker_client)

@@ -156,3 +156,56 @@ def test_an_unreachable_docker_engine_is_retried_until_it_answers(
     pipeline.start_worker("connected")
     (run,) = pipeline.wait_finished(submission, timeout_s=120)
     assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
+
+
+@pytest.mark.docker
+def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken(
+    challenge_with_split, team_member, tmp_path
+):
+    import io
+
+    import docker
+
+    from leaderboard.models import HubModel
+
+    team, user = team_member
+    HubModel.objects.create(challenge=challenge_with_split, hub_id="org/tiny", snapshot="a" * 40)
+    engine = docker.from_env()
+
+    def send(name: str, label: str) -> Submission:
+        dockerfile = f"FROM podium/agent-base:py3.11\nLABEL org.podium.models='{label}'\n"
+        image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), rm=True)
+        archive = b"".join(image.save(named=False))
+        return submit(
+            team,
+            challenge_with_split,
+            user,
+            Artifact(
+                kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
+                file=SimpleUploadedFile(f"{name}.tar", archive),
+            ),
+            MethodInfo(method_name=name),
+        )
+
+    refused = send("absent", '["org/tiny", "org/absent"]')
+    run = EvaluationRun.objects.get(submission=refused)
+    assert tasks.prepare_run(run_id=run.pk) == State.FAILED
+    refused.refresh_from_db()
+    assert refused.failure_reason == (
+        "your agent image could not be prepared: Stages does not provide org/absent@main: "
+        "the models agents may load are org/tiny@main"
+    )
+    malformed = send("malformed", '{"models": "org/tiny"}')
+    run = EvaluationRun.objects.get(submission=malformed)
+    assert tasks.prepare_run(run_id=run.pk) == State.FAILED
+    malformed.refresh_from_db()
+    assert malformed.failure_reason == (
+        "your agent image could not be prepared: the image's label org.podium.models must hold "
+        "a JSON list of hub ids"
+    )
+
+    taken = send("tiny", '["org/tiny"]')
+    run = EvaluationRun.objects.get(submission=taken)
+    assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
+    taken.refresh_from_db()
+    assert taken.declared_models == [{"hub_id": "org/tiny", "revision": "main"}]

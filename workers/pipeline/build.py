@@ -22,10 +22,11 @@ from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.submitting.artifacts import check_stored_archive
-from leaderboard.submitting.hub_models import allowed_models
+from leaderboard.submitting.hub_models import allowed_models, image_models
 from workers.builds import BaseImageMissing, build_context
 from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
+from workers.package_index import IndexURLError
 from workers.pipeline.claims import hand_over
 
 State = EvaluationRun.State
@@ -62,6 +63,24 @@ def _artifact_file(submission: Submission) -> Iterator[Path]:
 
 
 def _materialise(submission: Submission, client: docker.DockerClient) -> AgentImage:
+    image = _image(submission, client)
+    if submission.artifact_kind != Kind.BUILD_CONTEXT:  # an image declares models by label
+        labels = client.images.get(image.image_id).labels or {}
+        try:
+            models = image_models(labels, submission.challenge)
+        except ValidationError as exc:
+            raise ImageError(" ".join(exc.messages)) from None
+        _declare(submission, models)
+    return image
+
+
+def _declare(submission: Submission, models: list[dict[str, str]]) -> None:
+    if models != submission.declared_models:
+        submission.declared_models = models
+        submission.save(update_fields=["declared_models"])
+
+
+def _image(submission: Submission, client: docker.DockerClient) -> AgentImage:
     if submission.artifact_kind == Kind.REGISTRY_REF:
         return pull(submission.registry_ref, client)
     with _artifact_file(submission) as path:
@@ -70,9 +89,11 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
             models = allowed_models(facts.manifests or {}, submission.challenge, UPLOAD_NAME)
         except ValidationError as exc:  # the team's upload: its own words, Podium's reason
             raise ImageError(" ".join(exc.messages)) from None
-        if models != submission.declared_models:
-            submission.declared_models = models
-            submission.save(update_fields=["declared_models"])
+        try:
+            package_index = submission.challenge.build_index()
+        except IndexURLError as exc:
+            raise PodiumFault(f"{submission.challenge.slug}: package index: {exc}") from None
+        _declare(submission, models)
         try:
             if submission.artifact_kind == Kind.IMAGE_ARCHIVE:
                 return load_archive(path, client)
@@ -83,6 +104,7 @@ def _materialise(submission: Submission, client: docker.DockerClient) -> AgentIm
                 timeout_s=BUILD_TIMEOUT_S,
                 max_layer_bytes=settings.PODIUM_BUILD_MAX_LAYER_BYTES,
                 max_image_bytes=settings.PODIUM_BUILD_MAX_IMAGE_BYTES,
+                package_index=package_index,
                 client=client,
             )
         except ImageError as exc:  # name the upload, not a path on Podium's disk
