@@ -15,6 +15,8 @@ refused. A step can write a little past the limit before the next poll sees it.
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import re
 import tarfile
 import tempfile
@@ -41,6 +43,11 @@ DEFAULT_MAX_LAYER_BYTES = 10 * 1024**3  # one step's writes: model weights fit
 DEFAULT_MAX_IMAGE_BYTES = 30 * 1024**3  # the whole image, base included
 WATCH_S = 0.25
 _STEP = re.compile(r"---> Running in ([0-9a-f]{12,64})")
+NOTICE_CHECK_S = 30
+# Run in the built image: any cragmm_search it installs besides Podium's stand-in.
+_FIND_SEARCH = (
+    "from agentkit.server import replaced_search_packages as r; print(*r()[:5], sep='\\n')"
+)
 
 
 def _gib(n: int) -> str:
@@ -167,10 +174,10 @@ def build_context(
             raise ImageError(f"{tar_path}: not a readable tar archive ({exc})") from None
         limits = (timeout_s, memory_bytes, max_layer_bytes)
         if package_index is None:
-            image_id = _build(tar_path, context, tag, labels, limits, None)
+            image_id, tail = _build(tar_path, context, tag, labels, limits, None)
         else:
             with index_gate(client, package_index, base_images[0]) as gate:
-                image_id = _build(tar_path, context, tag, labels, limits, gate)
+                image_id, tail = _build(tar_path, context, tag, labels, limits, gate)
     image = client.images.get(image_id)
     size = image.attrs.get("Size") or 0
     if size > max_image_bytes:
@@ -179,7 +186,43 @@ def build_context(
             f"{tar_path}: build failed: the image holds {_gib(size)}, more than the "
             f"{_gib(max_image_bytes)} allowed"
         )
-    return agent_image(image, tag)
+    log = "\n".join([*tail, *_notices(client, image_id)])
+    return dataclasses.replace(agent_image(image, tag), build_log=log)
+
+
+def _notices(client: docker.DockerClient, image_id: str) -> list[str]:
+    """Podium's notices on a built image: an official ``cragmm_search`` it installs, which
+    Podium's stand-in replaces. Run in the image with no network, for at most
+    ``NOTICE_CHECK_S``; an image whose Python does not answer gets no notice."""
+    try:
+        container = client.containers.run(
+            image_id,
+            ["-c", _FIND_SEARCH],
+            entrypoint="python3",
+            detach=True,
+            network_mode="none",
+            user="10001:10001",
+            read_only=True,
+            mem_limit="512m",
+            pids_limit=64,
+            environment={"HOME": "/tmp"},
+        )
+    except docker.errors.DockerException:
+        return []
+    try:
+        container.wait(timeout=NOTICE_CHECK_S)
+        found = container.logs(stdout=True, stderr=False).decode(errors="replace").splitlines()
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        found = []
+    finally:
+        with contextlib.suppress(docker.errors.DockerException):
+            container.remove(force=True)
+    return [
+        f"podium: this image installs its own cragmm_search ({path[:200]}); Podium's "
+        "stand-in (its search client) is imported instead"
+        for path in found
+        if path.strip()
+    ]
 
 
 def _build(
@@ -189,7 +232,8 @@ def _build(
     labels: Mapping[str, str] | None,
     limits: tuple[float, int, int],  # timeout_s, memory_bytes, max_layer_bytes
     gate: Gate | None,
-) -> str:
+) -> tuple[str, list[str]]:
+    """The built image's ID, and the last lines of the build's output."""
     # A private client (same engine settings, from the environment): closing it hangs up on the
     # engine, which cancels the build. The per-read timeout bounds a silent build step; the
     # loop below bounds a chatty one.
@@ -246,7 +290,7 @@ def _build(
         api.close()
     if image_id is None:
         raise ImageError(_build_failure(tar_path, "the engine reported no image", tail))
-    return image_id
+    return image_id, list(tail)
 
 
 def _build_failure(tar_path: Path, why: str, tail: collections.deque[str]) -> str:

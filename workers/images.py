@@ -42,6 +42,7 @@ class AgentImage:
     ref: str  # the tag when there is one, else the image ID
     image_id: str  # "sha256:...", content-addressed: what runs use
     repo_digests: tuple[str, ...] = ()
+    build_log: str = ""  # a built image's: the last lines of its build, and Podium's notices
 
     @property
     def digest(self) -> str:

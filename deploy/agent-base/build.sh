@@ -30,6 +30,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 flavour="${1:-cpu}"
+flavour="${flavour#--}"  # --cuda works as well
 cache="${PODIUM_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/podium}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 force="${FORCE:-0}"

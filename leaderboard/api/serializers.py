@@ -179,6 +179,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "is_baseline",
             "state",
             "failure_reason",
+            "build_log",
             "consumes_quota",
             "created_at",
             "runs",

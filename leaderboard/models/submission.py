@@ -46,6 +46,9 @@ class Submission(models.Model):
     is_baseline = models.BooleanField(default=False, help_text="set by organisers only")
     state = models.CharField(max_length=16, choices=State, default=State.RECEIVED)
     failure_reason = models.TextField(blank=True, help_text="shown to the team")
+    build_log = models.TextField(
+        blank=True, help_text="the last lines of the team's own build, and Podium's notices on it"
+    )
     consumes_quota = models.BooleanField(
         default=True, help_text="cleared (refund) when Podium, not the team, caused a failure"
     )

@@ -266,6 +266,12 @@ def test_a_kit_style_agent_pip_installs_its_requirements_and_keeps_podiums_searc
         for path in sorted(context.iterdir()):
             tar.add(path, arcname=path.name)
     image: AgentImage = build_context(tarball, tag="podium-test/kit-style:latest")
+    assert "Successfully installed cragmm-search-pipeline-0.5.1" in image.build_log
+    assert image.build_log.endswith(
+        "podium: this image installs its own cragmm_search "
+        "(/opt/venv/lib/python3.11/site-packages/cragmm_search); Podium's stand-in (its search "
+        "client) is imported instead"
+    )
     socket_dir, container = start_agent(image.ref, "single-source-augmentation")
     status, answer = request(
         socket_dir / "agent.sock", "POST", "/batch", batch(turn("What?", jpeg_bytes((8, 8))))

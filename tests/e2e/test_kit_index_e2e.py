@@ -72,6 +72,9 @@ def test_a_kit_repository_installs_from_the_package_index_and_is_scored(
         pipeline.start_worker("worker")
         (run,) = pipeline.wait_finished(submission, timeout_s=300)
     assert run.state == EvaluationRun.State.DONE, (run.failure_reason, run.operator_detail)
+    submission.refresh_from_db()  # the team's own build log, kept; no notice
+    assert "Successfully installed kit-answers-2.0" in submission.build_log
+    assert "podium: " not in submission.build_log
     assert "/simple/kit-answers/" in requests  # installed from the index, not shipped
     assert "/simple/cragmm-search-pipeline/" not in requests  # Podium's stand-in satisfies it
     answers = run.answers.filter(outcome=ItemAnswer.Outcome.ANSWERED)

@@ -48,6 +48,18 @@ def test_a_participant_sees_only_the_own_teams_submissions(client, world):
     assert "alpha-m" in page and "beta-m" not in page
 
 
+def test_a_build_log_is_shown_to_its_team_only(client, world):
+    Submission.objects.filter(pk=world["alpha_public"].submission_id).update(
+        build_log="Step 3/4 : RUN pip install <alpha-dep>"
+    )
+    client.force_login(world["alice"])
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "Build log (last lines)" in page and "RUN pip install &lt;alpha-dep&gt;" in page
+    client.force_login(world["bob"])
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "alpha-dep" not in page
+
+
 @pytest.mark.parametrize("name", ["run", "run-progress"])
 def test_another_teams_runs_do_not_exist_for_a_participant(client, world, name):
     client.force_login(world["bob"])

@@ -135,7 +135,9 @@ def submission_image(submission: Submission, client: docker.DockerClient) -> Age
             raise
         # The first digest recorded stays: it is what the leaderboard shows for the submission.
         Submission.objects.filter(pk=locked.pk).update(
-            image_digest=locked.image_digest or image.digest, state=Submission.State.READY
+            image_digest=locked.image_digest or image.digest,
+            state=Submission.State.READY,
+            build_log=image.build_log or locked.build_log,
         )
     submission.image_digest = locked.image_digest or image.digest
     return image
