@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
+from leaderboard import run_actions
 from leaderboard.models import (
     EntryComparison,
     EvaluationRun,
     ItemAnswer,
     ItemVerdict,
     JudgmentRecord,
+    RunAction,
     SliceScore,
     Split,
     Submission,
 )
+from leaderboard.run_actions import RunActionRefused
 from leaderboard.submitting import add_missing_runs
 
 
@@ -73,8 +81,54 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} refunded", messages.SUCCESS)
 
 
+def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
+    """An admin action asking why before it does ``perform`` (``leaderboard.run_actions``)."""
+
+    def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
+        error = ""
+        if "why" in request.POST:
+            try:
+                refused = perform(queryset, request.user, request.POST["why"])
+            except RunActionRefused as exc:
+                error = str(exc)
+            else:
+                done = queryset.count() - len(refused)
+                modeladmin.message_user(request, f"{label}: {done} run(s)", messages.SUCCESS)
+                for line in refused:
+                    modeladmin.message_user(request, f"not done: {line}", messages.WARNING)
+                return None
+        context = {
+            **modeladmin.admin_site.each_context(request),
+            "title": f"{label} {queryset.count()} run(s)?",
+            "label": label,
+            "help": help_text,
+            "runs": list(queryset),
+            "error": error,
+            "action": request.POST["action"],
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "opts": modeladmin.model._meta,
+        }
+        return TemplateResponse(request, "admin/leaderboard/run_action.html", context)
+
+    action.__name__ = perform.__name__
+    return admin.action(description=f"{label}…")(action)
+
+
+class RunActionInline(admin.TabularInline):
+    model = RunAction
+    extra = 0
+    fields = ("at", "kind", "by", "from_state", "why")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(admin.ModelAdmin):
+    """Runs are read here, never edited: organisers act through the actions, which are logged."""
+
     list_display = (
         "pk",
         "submission",
@@ -91,15 +145,50 @@ class EvaluationRunAdmin(admin.ModelAdmin):
     list_filter = ("state", "scores_complete", "split__kind", "task__challenge")
     search_fields = ("submission__method_name", "submission__team__name", "worker_id")
     list_select_related = ("submission__team", "split__task__challenge")
-    readonly_fields = (
-        "state",
-        "stage",
-        "started_at",
-        "finished_at",
-        "heartbeat_at",
-        "attempt",
-        "agent_log",
+    inlines = (RunActionInline,)
+    actions = (
+        _run_action(
+            "Re-run",
+            run_actions.rerun,
+            "A finished run starts again from nothing: its answers, verdicts and scores are "
+            "deleted. A run still in progress is refused: cancel it first.",
+        ),
+        _run_action(
+            "Re-judge",
+            run_actions.rejudge,
+            "A done run's verdicts are deleted and judged again by the task's judge as it is "
+            "configured now (the judgment cache answers what that judge already judged); its "
+            "answers stay. It leaves the leaderboard until it is scored again.",
+        ),
+        _run_action(
+            "Cancel",
+            run_actions.cancel,
+            "An unfinished run stops; its team reads that an organiser cancelled it.",
+        ),
     )
+
+    def get_readonly_fields(self, request, obj=None) -> list[str]:
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(RunAction)
+class RunActionAdmin(admin.ModelAdmin):
+    list_display = ("at", "kind", "run", "by", "from_state", "why")
+    list_filter = ("kind", "run__task__challenge")
+    search_fields = ("why", "by__username")
+    list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(ItemAnswer)

@@ -9,6 +9,7 @@ from leaderboard.models.results import (
     JudgmentRecord,
     SliceScore,
 )
+from leaderboard.models.run_action import RunAction
 from leaderboard.models.submission import EvaluationRun, InvalidTransition, Submission
 from leaderboard.models.team import Invitation, Membership, Team
 
@@ -24,6 +25,7 @@ __all__ = [
     "JudgmentRecord",
     "Membership",
     "Phase",
+    "RunAction",
     "SliceScore",
     "Split",
     "Submission",

@@ -86,6 +86,8 @@ class EvaluationRun(models.Model):
     # queued -> building -> running -> judging -> scoring -> done; any unfinished run can fail or
     # be cancelled; an active run is re-queued when its worker is lost, and a re-queued run goes
     # straight back to the stage it was in (answers and verdicts already stored are kept).
+    # Organisers (``leaderboard.run_actions``) re-run a finished run (back to queued, from
+    # nothing) and re-judge a done one (back to judging).
     TRANSITIONS: ClassVar[dict[str, frozenset[str]]] = {
         State.QUEUED: frozenset(
             {*ACTIVE_STATES, State.FAILED, State.CANCELLED},
@@ -94,9 +96,9 @@ class EvaluationRun(models.Model):
         State.RUNNING: frozenset({State.JUDGING, State.QUEUED, State.FAILED, State.CANCELLED}),
         State.JUDGING: frozenset({State.SCORING, State.QUEUED, State.FAILED, State.CANCELLED}),
         State.SCORING: frozenset({State.DONE, State.QUEUED, State.FAILED, State.CANCELLED}),
-        State.DONE: frozenset({State.SCORING}),  # re-scoring (e.g. after re-judging)
-        State.FAILED: frozenset(),
-        State.CANCELLED: frozenset(),
+        State.DONE: frozenset({State.SCORING, State.JUDGING, State.QUEUED}),
+        State.FAILED: frozenset({State.QUEUED}),
+        State.CANCELLED: frozenset({State.QUEUED}),
     }
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import User
 
+from leaderboard import run_actions
 from leaderboard.models import Challenge, EvaluationRun, ItemAnswer, SliceScore
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import make_task, pipeline, submit_agent, team_member, write_split
@@ -82,3 +84,18 @@ def test_a_kit_repository_installs_from_the_package_index_and_is_scored(
     assert all(a.response == f"answer {a.item_key}" for a in answers)
     overall = SliceScore.objects.get(run=run, dimension="all")
     assert overall.metrics["accuracy"] == 1.0
+
+    # An organiser re-judges it, then re-runs it: the worker takes both up from the queues.
+    organiser = User.objects.create_superuser("org", password="pw-secret-123")
+    assert run_actions.rejudge([run], organiser, "judge prompt fixed") == []
+    (run,) = pipeline.wait_finished(submission)
+    assert run.state == EvaluationRun.State.DONE and run.answers.count() == 6
+    assert SliceScore.objects.get(run=run, dimension="all").metrics == overall.metrics
+    first_answers = set(run.answers.values_list("pk", flat=True))
+    assert run_actions.rerun([run], organiser, "split corrected") == []
+    (run,) = pipeline.wait_finished(submission)
+    assert run.state == EvaluationRun.State.DONE, (run.failure_reason, run.operator_detail)
+    assert run.answers.count() == 6 and not first_answers & set(
+        run.answers.values_list("pk", flat=True)
+    )
+    assert [a.kind for a in run.actions.order_by("at")] == ["rejudge", "rerun"]

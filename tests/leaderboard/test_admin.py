@@ -4,7 +4,7 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
-from leaderboard.models import EvaluationRun, HubModel, Submission
+from leaderboard.models import EvaluationRun, HubModel, RunAction, Submission
 
 
 @pytest.fixture
@@ -31,9 +31,10 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         info = (model._meta.app_label, model._meta.model_name)
         listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
         assert listing.status_code == 200, model
-        # HubModel: added by manage.py register_model on the nodes, which copies the files
+        # HubModel: added by manage.py register_model on the nodes, which copies the files;
+        # runs: by submitting; run actions: by acting on runs
         addable = model_admin.has_add_permission(listing.wsgi_request)
-        assert addable == (model is not HubModel), model
+        assert addable == (model not in (HubModel, EvaluationRun, RunAction)), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])

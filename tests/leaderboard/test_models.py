@@ -47,7 +47,7 @@ def test_run_walks_the_happy_path_with_timings(run):
         ([], State.DONE),
         ([], State.JUDGING + "x"),
         ([State.BUILDING], State.SCORING),
-        ([State.RUNNING, State.FAILED], State.QUEUED),
+        ([State.RUNNING, State.FAILED], State.RUNNING),  # only back to queued (a re-run)
         ([State.CANCELLED], State.RUNNING),
     ],
 )

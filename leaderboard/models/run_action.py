@@ -1,0 +1,32 @@
+"""What organisers did to runs (re-run, re-judge, cancel): who, when, why, from which state."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from leaderboard.models.submission import EvaluationRun
+
+
+class RunAction(models.Model):
+    class Kind(models.TextChoices):
+        RERUN = "rerun", "re-run"
+        REJUDGE = "rejudge", "re-judge"
+        CANCEL = "cancel", "cancel"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="actions")
+    kind = models.CharField(max_length=16, choices=Kind)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    why = models.TextField()
+    from_state = models.CharField(max_length=16, choices=EvaluationRun.State)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("-at",)
+
+    def __str__(self) -> str:
+        when = f"{self.at:%Y-%m-%d %H:%M}"
+        return f"{self.get_kind_display()} of run #{self.run_id} by {self.by} ({when})"

@@ -1,0 +1,113 @@
+"""Organisers' actions on runs: re-run, re-judge, cancel. Each is logged (``RunAction``: who,
+why, from which state) and refused, with the reason, where the run's state does not allow it.
+
+- Re-run: a finished run (done, failed or cancelled) starts again from nothing: its answers,
+  verdicts, scores and comparisons go, the submission's image is built again if it never was.
+- Re-judge: a done run's verdicts go and it goes back to judging (then scoring) with the task's
+  judge as configured now; its answers stay. The judgment cache answers what that judge has
+  already judged.
+- Cancel: an unfinished run stops; a worker on it notices at its next heartbeat or batch. The
+  team reads a fixed reason; the organisers' words go to the operator detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+from django.db.models import Q
+
+from leaderboard.models import (
+    EntryComparison,
+    EvaluationRun,
+    ItemVerdict,
+    RunAction,
+    SliceScore,
+    Submission,
+)
+from leaderboard.tasks import dispatch_stage
+
+State = EvaluationRun.State
+Kind = RunAction.Kind
+CANCELLED_REASON = "An organiser cancelled this run."
+User = AbstractBaseUser | AnonymousUser
+
+
+class RunActionRefused(Exception):
+    """The run's state does not allow the action; the message says why."""
+
+
+def _act(kind: str, runs: Iterable[EvaluationRun], by: User, why: str, act: Callable) -> list[str]:
+    """``act`` on each run under a row lock, logged; the refusals, one line each."""
+    why = why.strip()
+    if not why:
+        raise RunActionRefused("say why: the reason is kept with the action")
+    refused = []
+    for run_id in [r.pk for r in runs]:
+        with transaction.atomic():
+            run = EvaluationRun.objects.select_for_update().select_related("task").get(pk=run_id)
+            previous = run.state
+            try:
+                act(run, by, why)
+            except RunActionRefused as exc:
+                refused.append(f"run #{run.pk}: {exc}")
+                continue
+            RunAction.objects.create(
+                run=run, kind=kind, by=by if by.is_authenticated else None, why=why,
+                from_state=previous,
+            )  # fmt: skip
+    return refused
+
+
+def rerun(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
+    return _act(Kind.RERUN, runs, by, why, _rerun)
+
+
+def rejudge(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
+    return _act(Kind.REJUDGE, runs, by, why, _rejudge)
+
+
+def cancel(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
+    return _act(Kind.CANCEL, runs, by, why, _cancel)
+
+
+def _rerun(run: EvaluationRun, by: User, why: str) -> None:
+    if run.state not in EvaluationRun.TERMINAL_STATES:
+        raise RunActionRefused(f"it is {run.state}; cancel it first")
+    run.answers.all().delete()  # their verdicts with them
+    SliceScore.objects.filter(run=run).delete()
+    EntryComparison.objects.filter(Q(run_a=run) | Q(run_b=run)).delete()
+    run.move_to(State.QUEUED, operator_detail=f"re-run by {by}: {why}")
+    fresh = {
+        "stage": "", "attempt": 0, "worker_id": "", "started_at": None, "finished_at": None,
+        "failure_reason": "", "items_done": 0, "agent_log": "", "transcript": "",
+        "judge_id": "", "prompt_version": "", "scored_with": {}, "scores_complete": False,
+        "unjudged_items": 0,
+    }  # fmt: skip
+    EvaluationRun.objects.filter(pk=run.pk).update(**fresh)
+    for name, value in fresh.items():
+        setattr(run, name, value)
+    Submission.objects.filter(pk=run.submission_id, state=Submission.State.FAILED).update(
+        state=Submission.State.RECEIVED, failure_reason=""
+    )
+    dispatch_stage(run, State.BUILDING)
+
+
+def _rejudge(run: EvaluationRun, by: User, why: str) -> None:
+    if run.state != State.DONE:
+        raise RunActionRefused(f"it is {run.state}; only a done run is re-judged")
+    ItemVerdict.objects.filter(answer__run=run).delete()
+    run.move_to(State.JUDGING, worker_id="", operator_detail=f"re-judged by {by}: {why}")
+    EvaluationRun.objects.filter(pk=run.pk).update(scores_complete=False, unjudged_items=0)
+    dispatch_stage(run, State.JUDGING)
+
+
+def _cancel(run: EvaluationRun, by: User, why: str) -> None:
+    if run.state in EvaluationRun.TERMINAL_STATES:
+        raise RunActionRefused(f"it is already {run.state}")
+    run.move_to(
+        State.CANCELLED,
+        failure_reason=CANCELLED_REASON,
+        operator_detail=f"cancelled by {by}: {why}",
+    )
