@@ -101,7 +101,9 @@ def main() -> None:
     user = User.objects.create_user(f"bench-{stamp}", password="bench-secret-123")
     team = Team.objects.create(name=f"bench {stamp}")
     Membership.objects.create(team=team, user=user)
-    challenge = Challenge.objects.create(name=f"bench {stamp}", slug=f"bench-{stamp}")
+    challenge = Challenge.objects.create(
+        name=f"bench {stamp}", slug=f"bench-{stamp}", is_published=True
+    )
     task = make_task(challenge, "multi-turn-qa", per_item_s=10.0)
     with tempfile.TemporaryDirectory() as scratch:
         split_dir = write_split(Path(scratch) / "split", args.conversations, args.turns)

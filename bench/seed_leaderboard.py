@@ -94,7 +94,9 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
 
     rng = random.Random(seed_value)
     now = timezone.now()
-    challenge = Challenge.objects.create(name="CRAG-MM 2026 (bench)", slug="crag-mm-bench")
+    challenge = Challenge.objects.create(
+        name="CRAG-MM 2026 (bench)", slug="crag-mm-bench", is_published=True
+    )
     splits = [
         Split.objects.create(
             task=Task.objects.create(challenge=challenge, task_id=task_id, name=task_id, order=i),

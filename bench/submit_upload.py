@@ -66,7 +66,7 @@ def setup_database(env: dict[str, str]) -> str:
         "from django.contrib.auth.models import User\n"
         "from rest_framework.authtoken.models import Token\n"
         "from leaderboard.models import Challenge, Membership, Split, Task, Team\n"
-        "c = Challenge.objects.create(name='Bench', slug='bench')\n"
+        "c = Challenge.objects.create(name='Bench', slug='bench', is_published=True)\n"
         "t = Task.objects.create(challenge=c, task_id='multi-turn-qa', name='MT', "
         "quota_per_day=None, quota_concurrent=None)\n"
         "for kind in ('validation', 'public-test', 'private-test'):\n"

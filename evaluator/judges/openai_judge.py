@@ -112,6 +112,20 @@ class OpenAIJudge(Judge):
         self._client: openai.AsyncOpenAI | None = None
         self._semaphore: asyncio.Semaphore | None = None
 
+    def probe(self, timeout_s: float = 5.0) -> str | None:
+        """Why the endpoint cannot judge now (it does not answer, or does not serve the model);
+        None when it lists the model. One request, no retry."""
+        options = {**self._client_options, "max_retries": 0, "timeout": timeout_s}
+        try:
+            with openai.OpenAI(**options) as client:
+                served = [model.id for model in client.models.list()]
+        except openai.OpenAIError as exc:
+            return f"the judge endpoint does not answer ({type(exc).__name__}: {exc})"
+        if self.model not in served:
+            offered = ", ".join(served[:10]) or "none"
+            return f"the judge endpoint does not serve {self.model!r} (it serves {offered})"
+        return None
+
     def verdict_settings(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.seed}
 

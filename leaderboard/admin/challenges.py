@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from evaluator.protocols import PROTOCOLS
+from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.models import Challenge, HubModel, Phase, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
@@ -28,12 +32,42 @@ class TaskInline(admin.TabularInline):
 
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
+    """A challenge starts as a draft; the Publish action publishes it once its checklist
+    (``leaderboard.publishing``) finds nothing wrong, and its page shows that checklist."""
+
     list_display = ("name", "slug", "is_published", "created_at")
     list_filter = ("is_published",)
     search_fields = ("name", "slug", "description")
     prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
     filter_horizontal = ("organisers",)
     inlines = (PhaseInline, TaskInline)
+    readonly_fields = ("is_published", "publish_checklist")
+    actions = ("publish", "unpublish")
+
+    @admin.display(description="before publishing")
+    def publish_checklist(self, challenge: Challenge) -> str:
+        if challenge.pk is None:
+            return "save the challenge, add its tasks and splits, then publish it"
+        problems = publishing.publish_problems(challenge)
+        if not problems:
+            return "nothing stops publishing" if not challenge.is_published else "published"
+        return format_html_join(mark_safe("<br>"), "✗ {}", ((p,) for p in problems))
+
+    @admin.action(description="Publish (after the checklist)")
+    def publish(self, request: HttpRequest, queryset: Any) -> None:
+        for challenge in queryset:
+            try:
+                publishing.publish(challenge)
+            except ValidationError as exc:
+                for problem in exc.messages:
+                    self.message_user(request, f"{challenge.name}: {problem}", messages.ERROR)
+                continue
+            self.message_user(request, f"{challenge.name} is published", messages.SUCCESS)
+
+    @admin.action(description="Unpublish (back to a draft)")
+    def unpublish(self, request: HttpRequest, queryset: Any) -> None:
+        count = queryset.update(is_published=False)
+        self.message_user(request, f"{count} back to draft", messages.SUCCESS)
 
 
 @admin.register(Task)

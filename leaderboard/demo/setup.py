@@ -27,6 +27,7 @@ from agentkit.protocol import TASKS
 from evaluator.protocols.crag_mm.sample import write_sample
 from evaluator.protocols.visual_rag.sample import write_sample as write_visual_rag_sample
 from leaderboard.models import Challenge, Membership, Split, Submission, Task, Team
+from leaderboard.publishing import publish
 from leaderboard.splits import import_split_dir
 from leaderboard.submitting import Artifact, MethodInfo, submit
 from workers.pipeline.bundles import store_corpus
@@ -131,6 +132,7 @@ def challenge(data: Path) -> Challenge:
         )
         _import_splits(task, data / task_id)
     store_corpus(found, data / "corpus")
+    publish(found)  # through the checklist, as an organiser would
     return found
 
 
@@ -160,6 +162,7 @@ def visual_rag_challenge(data: Path) -> Challenge:
         },
     )
     _import_splits(task, data)
+    publish(found)
     return found
 
 

@@ -34,7 +34,10 @@ class Challenge(models.Model):
         settings.AUTH_USER_MODEL, blank=True, related_name="organised_challenges"
     )
     is_published = models.BooleanField(
-        default=True, help_text="Unpublished challenges are shown to organisers only."
+        default=False,
+        help_text="A draft (unpublished) challenge is shown to its organisers only; it is "
+        "published by the admin's Publish action once its checklist passes "
+        "(leaderboard.publishing).",
     )
     package_index = models.CharField(
         max_length=500,

@@ -67,7 +67,9 @@ def test_a_kit_repository_installs_from_the_package_index_and_is_scored(
     (repo / "agents/echo_agent.py").write_text(ECHO_AGENT)
 
     with serve_index(index) as (url, requests):
-        challenge = Challenge.objects.create(name="Kit", slug="kit", package_index=url)
+        challenge = Challenge.objects.create(
+            name="Kit", slug="kit", package_index=url, is_published=True
+        )
         task = make_task(challenge, "multi-turn-qa")
         split = import_split_dir(task, "validation", write_split(tmp_path / "split", 3, 2))
         submission = submit_agent(team, user, challenge, repo, "kit-repository")

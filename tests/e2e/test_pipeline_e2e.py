@@ -105,7 +105,7 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     team, user = team_member
     sample = tmp_path / "sample"
     write_sample(sample)
-    challenge = Challenge.objects.create(name="CRAG-MM e2e", slug="crag-mm-e2e")
+    challenge = Challenge.objects.create(name="CRAG-MM e2e", slug="crag-mm-e2e", is_published=True)
     task = make_task(challenge, TASK, image_search_enabled=True)
     split_dir = sample / TASK / "validation"
     split = import_split_dir(task, "validation", split_dir)

@@ -69,7 +69,9 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
     team, user = team_member
     write_sample(tmp_path / "sample")
     split_dir = tmp_path / "sample" / "validation"
-    challenge = Challenge.objects.create(name="Visual-RAG e2e", slug="visual-rag-e2e")
+    challenge = Challenge.objects.create(
+        name="Visual-RAG e2e", slug="visual-rag-e2e", is_published=True
+    )
     task = make_task(
         challenge,
         "visual-rag",

@@ -56,7 +56,7 @@ def make_user(db):
 
 @pytest.fixture
 def challenge(db) -> Challenge:
-    return Challenge.objects.create(name="CRAG-MM 2026", slug="crag-mm-2026")
+    return Challenge.objects.create(name="CRAG-MM 2026", slug="crag-mm-2026", is_published=True)
 
 
 @pytest.fixture

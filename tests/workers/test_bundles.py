@@ -29,7 +29,8 @@ def split(settings, tmp_path):
         },
     }
     task = make_task(
-        Challenge.objects.create(name="Bundles", slug="bundles"), "single-source-augmentation"
+        Challenge.objects.create(name="Bundles", slug="bundles", is_published=True),
+        "single-source-augmentation",
     )
     return import_split_dir(task, "validation", write_split(tmp_path / "split", 3, 1))
 

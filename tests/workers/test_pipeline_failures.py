@@ -41,7 +41,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_no_turn_is_asked_twice(
     pipeline, team_member, tmp_path
 ):
     team, user = team_member
-    challenge = Challenge.objects.create(name="Kill", slug="kill")
+    challenge = Challenge.objects.create(name="Kill", slug="kill", is_published=True)
     task = make_task(challenge, "multi-turn-qa")
     split = import_split_dir(task, "validation", write_split(tmp_path / "split", 8, 3))
     submission = submit_agent(team, user, challenge, COUNTER, "counter")
@@ -90,7 +90,7 @@ def test_unjudged_items_wait_while_the_judge_is_down_and_complete_when_it_return
     team, user = team_member
     port = _free_port()
     endpoints = {"fake": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "fake-judge"}}
-    challenge = Challenge.objects.create(name="Judge down", slug="judge-down")
+    challenge = Challenge.objects.create(name="Judge down", slug="judge-down", is_published=True)
     task = make_task(
         challenge, "single-source-augmentation", judge_kind="openai", judge_model="fake-judge",
         judge_endpoint="fake",
@@ -136,7 +136,7 @@ def test_an_agent_cannot_leak_the_private_split_through_its_failure_reason(
     """The agent echoes each batch's queries in a malformed status line: its team reads them
     (quoted, capped, marked) for the validation split, never for the private test."""
     team, user = team_member
-    challenge = Challenge.objects.create(name="Leak", slug="leak")
+    challenge = Challenge.objects.create(name="Leak", slug="leak", is_published=True)
     task = make_task(challenge, "single-source-augmentation")
     for kind in ("validation", "private-test"):
         import_split_dir(task, kind, write_split(tmp_path / kind, 4, 1))
@@ -209,7 +209,7 @@ def test_a_search_process_killed_mid_run_is_replaced_and_no_turn_is_lost(
     team, user = team_member
     sample = tmp_path / "sample"
     write_sample(sample)
-    challenge = Challenge.objects.create(name="Search dies", slug="search-dies")
+    challenge = Challenge.objects.create(name="Search dies", slug="search-dies", is_published=True)
     task = make_task(challenge, "single-source-augmentation", image_search_enabled=True)
     split = import_split_dir(task, "validation", write_split(tmp_path / "split", 12, 1))
     store_corpus(challenge, sample / "corpus")

@@ -27,7 +27,7 @@ IDK = REPO / "examples/agents/idk"
 
 @pytest.fixture
 def challenge_with_split(pipeline, tmp_path):
-    challenge = Challenge.objects.create(name="Stages", slug="stages")
+    challenge = Challenge.objects.create(name="Stages", slug="stages", is_published=True)
     task = make_task(challenge, "single-source-augmentation")
     import_split_dir(task, "validation", write_split(tmp_path / "split", 3, 1))
     return challenge

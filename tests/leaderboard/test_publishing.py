@@ -1,0 +1,130 @@
+"""A challenge starts as a draft and is published only through its checklist: tasks and splits,
+a corpus for tasks that search, reveal times for private tests, a judge endpoint that answers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils import timezone
+
+from leaderboard.models import Challenge, Phase, Split, Task
+from leaderboard.publishing import publish, publish_problems
+from tests.fake_openai import FakeOpenAI
+from workers.pipeline.bundles import store_corpus
+
+
+@pytest.fixture
+def draft(db) -> Challenge:
+    return Challenge.objects.create(name="Draft", slug="draft-challenge")
+
+
+def corpus(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    for name in ("images.jsonl", "web.jsonl"):
+        (tmp_path / "corpus" / name).write_text("")
+    return tmp_path / "corpus"
+
+
+def test_a_new_challenge_is_a_draft_that_visitors_do_not_see(client, draft):
+    assert draft.is_published is False
+    assert client.get(reverse("leaderboard:challenge", args=[draft.slug])).status_code == 404
+
+
+def test_the_checklist_names_every_problem_and_publishing_waits_for_none(
+    client, draft, tmp_path, settings
+):
+    assert publish_problems(draft) == ["the challenge has no task"]
+    ends = timezone.now() + timedelta(days=30)
+    Phase.objects.create(challenge=draft, name="final", starts_at=timezone.now(), ends_at=ends)
+    searching = Task.objects.create(challenge=draft, task_id="multi-turn-qa", name="MT")
+    Task.objects.create(challenge=draft, task_id="single-source-augmentation", name="SS",
+                        image_search_enabled=False, web_search_enabled=False)  # fmt: skip
+    private = Split.objects.create(task=searching, kind=Split.Kind.PRIVATE_TEST)
+    problems = publish_problems(draft)
+    assert problems == [
+        "task multi-turn-qa lets agents search (image and web) but the challenge has no search "
+        "corpus: import one (manage.py import_corpus) or turn search off",
+        "split multi-turn-qa/private-test is a private test without a reveal time: set when "
+        "results appear",
+        "task single-source-augmentation has no split: import one",
+    ]
+    with pytest.raises(ValidationError):
+        publish(draft)
+    assert not Challenge.objects.get(pk=draft.pk).is_published
+
+    private.reveal_at = ends - timedelta(days=1)
+    private.save()
+    (early,) = [p for p in publish_problems(draft) if "revealed" in p]
+    assert "before the last phase ends" in early
+    private.reveal_at = ends + timedelta(hours=1)
+    private.save()
+    store_corpus(draft, corpus(tmp_path))
+    other = Task.objects.get(task_id="single-source-augmentation", challenge=draft)
+    Split.objects.create(task=other, kind=Split.Kind.VALIDATION)
+    assert publish_problems(draft) == []
+    publish(draft)
+    assert Challenge.objects.get(pk=draft.pk).is_published
+    assert client.get(reverse("leaderboard:challenge", args=[draft.slug])).status_code == 200
+
+
+def test_a_model_judge_must_answer_and_serve_its_model(draft, settings):
+    task = Task.objects.create(
+        challenge=draft, task_id="multi-turn-qa", name="MT", image_search_enabled=False,
+        web_search_enabled=False, judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge",
+    )  # fmt: skip
+    Split.objects.create(task=task, kind=Split.Kind.VALIDATION)
+    with FakeOpenAI() as judge:
+        settings.PODIUM_JUDGE_ENDPOINTS = {
+            "default": {"base_url": judge.url, "model": "fake-judge", "api_key_env": ""}
+        }
+        assert publish_problems(draft) == []
+        Task.objects.filter(pk=task.pk).update(judge_model="llama-judge")
+        (problem,) = publish_problems(draft)
+        assert problem == (
+            "task multi-turn-qa: the judge endpoint does not serve 'llama-judge' (it serves "
+            "fake-judge)"
+        )
+    (problem,) = publish_problems(draft)  # the server is gone
+    assert problem.startswith("task multi-turn-qa: the judge endpoint does not answer (")
+
+
+def test_the_admin_publishes_through_the_checklist(client, draft, make_user):
+    admin_user = make_user("root", staff=True)
+    admin_user.is_superuser = True
+    admin_user.save()
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:leaderboard_challenge_change", args=[draft.pk]))
+    html = page.content.decode()
+    assert "✗ the challenge has no task" in html
+    assert 'name="is_published"' not in html  # only the actions publish
+    changelist = reverse("admin:leaderboard_challenge_changelist")
+    chosen = {"action": "publish", helpers.ACTION_CHECKBOX_NAME: [draft.pk]}
+    shown = client.post(changelist, chosen, follow=True).content.decode()
+    assert "Draft: the challenge has no task" in shown
+    assert not Challenge.objects.get(pk=draft.pk).is_published
+
+
+def test_import_corpus_checks_then_stores_the_corpus(draft, tmp_path):
+    import shutil
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    from evaluator.protocols.crag_mm.sample import write_sample
+
+    write_sample(tmp_path / "sample")
+    out = StringIO()
+    call_command("import_corpus", str(tmp_path / "sample/corpus"), challenge=draft.slug, stdout=out)
+    assert "draft-challenge: corpus " in out.getvalue() and "(new)" in out.getvalue()
+    assert "web pages" in out.getvalue()
+    call_command("import_corpus", str(tmp_path / "sample/corpus"), challenge=draft.slug, stdout=out)
+    assert "(unchanged)" in out.getvalue()
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "sample/corpus", bad)
+    (bad / "web.jsonl").write_text('{"page_url": 3}\n')
+    with pytest.raises(CommandError, match=r"not imported: .*web\.jsonl, line 1"):
+        call_command("import_corpus", str(bad), challenge=draft.slug)
