@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, runs, submit
+from leaderboard.views import boards, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -17,6 +17,11 @@ urlpatterns = [
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
     path("submissions/", runs.my_submissions, name="my-submissions"),
+    path("account/", teams.account, name="account"),
+    path("teams/", teams.team_list, name="teams"),
+    path("teams/<int:team_id>/", teams.team_page, name="team"),
+    path("teams/<int:team_id>/<str:action>/", teams.team_action, name="team-action"),
+    path("invitations/<str:token>/", teams.invitation, name="invitation"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),

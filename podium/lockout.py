@@ -25,6 +25,16 @@ def client_address(request: HttpRequest) -> str | None:
     return BaseThrottle().get_ident(request)
 
 
+def username(request: HttpRequest, credentials: dict | None = None) -> str | None:
+    """The username a sign-in tried: ``username`` (the admin, the API token endpoint, allauth's
+    backend) or ``login`` (allauth's form: a username or an e-mail address)."""
+    for source in (credentials or {}, request.POST if request is not None else {}):
+        for field in ("username", "login", "email"):
+            if value := source.get(field):
+                return str(value)
+    return None
+
+
 def cooloff_s() -> int:
     return int(settings.AXES_COOLOFF_TIME.total_seconds())
 

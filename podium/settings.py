@@ -94,7 +94,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
-    "leaderboard",
+    "leaderboard",  # before allauth: its templates override allauth's layout
+    "allauth",
+    "allauth.account",
 ]
 
 MIDDLEWARE = [
@@ -105,6 +107,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers for a locked-out sign-in
 ]
@@ -114,7 +117,11 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
 ]
+# allauth's sign-in form names its username field "login"; the API token endpoint and the admin
+# say "username": podium.lockout.username reads whichever the request used.
+AXES_USERNAME_CALLABLE = "podium.lockout.username"
 AXES_FAILURE_LIMIT = _env_int("PODIUM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=_env_int("PODIUM_LOGIN_COOLOFF_MIN", 15, minimum=1))
 # One username from one address: an attacker elsewhere cannot lock a participant out.
@@ -168,7 +175,29 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "login"
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "/"
+# --- accounts (django-allauth): sign-up with a verified e-mail address, sign-in by
+# username, password reset and e-mail change by mail. The mail goes through Django's backend:
+# PODIUM_EMAIL_BACKEND (default: the console, as in the demo), SMTP settings as Django's.
+ACCOUNT_LOGIN_METHODS = {"username"}  # one key per account for the sign-in lock
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True  # the link, opened where one signed up, signs in
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_LOGOUT_ON_GET = False
+ACCOUNT_RATE_LIMITS = False  # sign-in attempts are limited by django-axes (above)
+EMAIL_BACKEND = _env(
+    "PODIUM_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend",
+    "<unset: e-mail printed on the console>",
+)
+EMAIL_HOST = os.environ.get("PODIUM_EMAIL_HOST", "localhost")
+EMAIL_PORT = _env_int("PODIUM_EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("PODIUM_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("PODIUM_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("PODIUM_EMAIL_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("PODIUM_EMAIL_FROM", "podium@localhost")
 LOGIN_REDIRECT_URL = "leaderboard:challenges"
 LOGOUT_REDIRECT_URL = "leaderboard:challenges"
 

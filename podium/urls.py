@@ -10,7 +10,7 @@ from django.urls import include, path, re_path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include("allauth.urls")),
     path("api/", include("leaderboard.api.urls")),
     path("", include("leaderboard.urls")),
 ]

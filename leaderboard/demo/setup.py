@@ -18,6 +18,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -35,6 +36,7 @@ from workers.pipeline.bundles import store_corpus
 SLUG = "crag-mm-demo"
 VISUAL_RAG_SLUG = "visual-rag-demo"
 VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
+DEMO_EMAIL = "demo@podium.localhost"
 LOGIN = ("demo", "podium-demo")
 TASK_NAMES = {
     "single-source-augmentation": "Task 1: single-source augmentation (image search)",
@@ -170,7 +172,10 @@ def demo_user(*on: Challenge) -> User:
     """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
     if user is None:
-        user = User.objects.create_superuser(LOGIN[0], password=LOGIN[1])
+        user = User.objects.create_superuser(LOGIN[0], password=LOGIN[1], email=DEMO_EMAIL)
+    EmailAddress.objects.get_or_create(  # the sign-in form wants a verified address
+        user=user, email=DEMO_EMAIL, defaults={"verified": True, "primary": True}
+    )
     for challenge in on:
         challenge.organisers.add(user)
     for agent in (*AGENTS, *VISUAL_RAG_AGENTS):

@@ -29,6 +29,7 @@ from leaderboard.quotas import check_quotas
 from leaderboard.submitting.artifacts import check_reference, inspect_archive
 from leaderboard.submitting.hub_models import allowed_models
 from leaderboard.tasks import dispatch_stage
+from leaderboard.teams import TeamError, check_one_team_per_challenge
 
 Kind = Submission.ArtifactKind
 
@@ -207,6 +208,11 @@ def submit(
     now = now or timezone.now()
     organiser = permissions.is_organiser(user, challenge)
     _check_allowed(user, team, challenge, organiser, is_baseline)
+    if not organiser:
+        try:
+            check_one_team_per_challenge(team, challenge)
+        except TeamError as exc:
+            raise ValidationError(str(exc)) from None
     _check_open(challenge, now, organiser)
     splits = evaluated_splits(challenge)
     if not splits:

@@ -42,7 +42,7 @@ def test_sign_in_submit_and_read_the_leaderboard_and_slice_chart(page, board, ar
     with broker_at(BROKER) as broker:
         page.goto("/c/crag-mm-2026/submit/")
         assert "/accounts/login/" in page.url
-        page.fill("#id_username", "ann")
+        page.fill("#id_login", "ann")
         page.fill("#id_password", "pw-secret-123")
         page.click("button:has-text('Sign in')")
         page.wait_for_url("**/c/crag-mm-2026/submit/")

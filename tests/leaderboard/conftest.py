@@ -9,6 +9,7 @@ from datetime import timedelta
 from itertools import count
 
 import pytest
+from allauth.account.models import EmailAddress
 from django.contrib.auth.models import User
 from django.utils import timezone
 
@@ -44,9 +45,13 @@ def _test_settings(settings, tmp_path):
 @pytest.fixture
 def make_user(db):
     def make(name: str | None = None, *, staff: bool = False, team: Team | None = None) -> User:
+        username = name or f"user{next(_ids)}"
+        email = f"{username}@example.org"
         user = User.objects.create_user(
-            name or f"user{next(_ids)}", password="pw-secret-123", is_staff=staff
+            username, email=email, password="pw-secret-123", is_staff=staff
         )
+        # a verified address, as one signed up through allauth has: sign-in needs it
+        EmailAddress.objects.create(user=user, email=email, verified=True, primary=True)
         if team is not None:
             Membership.objects.create(team=team, user=user)
         return user

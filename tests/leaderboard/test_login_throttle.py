@@ -40,8 +40,9 @@ def organiser(make_user):
 
 
 def _form(client, password, address="10.1.1.1", url=None, **headers):
-    url = url or reverse("login")
-    data = {"username": "ann", "password": password}
+    url = url or reverse("account_login")
+    field = "login" if url == reverse("account_login") else "username"  # allauth's, the admin's
+    data = {field: "ann", "password": password}
     return client.post(url, data, REMOTE_ADDR=address, **headers)
 
 

@@ -70,7 +70,7 @@ def test_another_teams_runs_do_not_exist_for_a_participant(client, world, name):
 @pytest.mark.parametrize("name", ["run", "run-progress"])
 def test_anonymous_users_are_sent_to_sign_in(client, world, name):
     response = client.get(run_url(world["alpha_public"], name))
-    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("account_login"))
 
 
 def test_per_turn_answers_only_off_the_private_test(client, world):

@@ -38,7 +38,7 @@ def _form(team, **fields):
 
 def test_signing_in_is_required(client, open_splits):
     response = client.get(URL)
-    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    assert response.status_code == 302 and response.url.startswith(reverse("account_login"))
 
 
 def test_the_page_shows_the_form_what_is_evaluated_and_the_quotas(browser, open_splits, teams):

@@ -1,0 +1,135 @@
+"""Teams run by their members: create one, invite by e-mail, accept, leave, pass the captaincy.
+
+- The creator is the team's captain (``Membership.Role.OWNER``); only the captain invites and
+  passes the captaincy on. A captain leaves once someone else is captain, or as the last member.
+- An invitation is a link mailed to an address; it is accepted once, before it expires, by a
+  signed-in user who has verified that address (so a forwarded link is no use to anyone else).
+- One team per challenge: a participant may not be in two teams that both take part in the same
+  challenge. Accepting an invitation that would break this is refused, and so is a submission.
+"""
+
+from __future__ import annotations
+
+from allauth.account.models import EmailAddress
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from leaderboard.models import Challenge, Invitation, Membership, Submission, Team
+
+Role = Membership.Role
+
+
+class TeamError(Exception):
+    """What the user asked cannot be done; the message says why, in their terms."""
+
+
+def captain(team: Team, user: AbstractBaseUser) -> bool:
+    return Membership.objects.filter(team=team, user=user, role=Role.OWNER).exists()
+
+
+def create_team(user: AbstractBaseUser, name: str) -> Team:
+    name = " ".join(name.split())
+    if not 2 <= len(name) <= 100:
+        raise TeamError("a team name has 2 to 100 characters")
+    if Team.objects.filter(name__iexact=name).exists():
+        raise TeamError(f"a team called {name!r} exists already: choose another name")
+    try:
+        with transaction.atomic():
+            team = Team.objects.create(name=name)
+            Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    except IntegrityError:
+        raise TeamError(f"a team called {name!r} exists already: choose another name") from None
+    return team
+
+
+def invite(team: Team, by: AbstractBaseUser, email: str, link_for) -> Invitation:
+    """Mail an invitation to ``email``; ``link_for(token)`` is the absolute URL to accept it."""
+    if not captain(team, by):
+        raise TeamError("only the team's captain invites")
+    email = email.strip().lower()
+    members = EmailAddress.objects.filter(user__memberships__team=team, email__iexact=email)
+    if members.exists():
+        raise TeamError(f"{email} is already in {team.name}")
+    invitation = Invitation.objects.create(team=team, email=email, invited_by=by)
+    send_mail(
+        f"Join {team.name} on Podium",
+        f"{by.get_username()} invites you to the team {team.name}.\n\n"
+        f"Sign in (or sign up with this address, {email}) and open:\n{link_for(invitation.token)}"
+        f"\n\nThe link works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.\n",
+        None,
+        [email],
+    )
+    return invitation
+
+
+def accept(invitation: Invitation, user: AbstractBaseUser) -> Membership:
+    if not invitation.is_usable():
+        used = invitation.accepted_at is not None
+        raise TeamError("this invitation was already used" if used else "this invitation expired")
+    if not EmailAddress.objects.filter(
+        user=user, email__iexact=invitation.email, verified=True
+    ).exists():
+        raise TeamError(
+            f"this invitation is for {invitation.email}: sign in with the account that has "
+            "verified that address (or add and verify it in your account)"
+        )
+    with transaction.atomic():
+        clash = _challenge_clash(invitation.team, [user.pk])
+        if clash:
+            raise TeamError(clash)
+        try:
+            return invitation.accept(user)
+        except ValueError as exc:
+            raise TeamError(str(exc)) from None
+
+
+def leave(team: Team, user: AbstractBaseUser) -> None:
+    membership = Membership.objects.filter(team=team, user=user).first()
+    if membership is None:
+        raise TeamError(f"you are not in {team.name}")
+    others = Membership.objects.filter(team=team).exclude(user=user)
+    if membership.role == Role.OWNER and others.exists():
+        raise TeamError("pass the captaincy to another member before you leave")
+    membership.delete()
+
+
+def pass_captaincy(team: Team, by: AbstractBaseUser, to: AbstractBaseUser) -> None:
+    if not captain(team, by):
+        raise TeamError("only the team's captain passes the captaincy on")
+    with transaction.atomic():
+        updated = Membership.objects.filter(team=team, user=to).update(role=Role.OWNER)
+        if updated != 1:
+            raise TeamError(f"{to.get_username()} is not in {team.name}")
+        Membership.objects.filter(team=team, user=by).update(role=Role.MEMBER)
+
+
+def _challenges(team_ids: QuerySet | list[int]) -> QuerySet:
+    return Challenge.objects.filter(submissions__team__in=team_ids).distinct()
+
+
+def _challenge_clash(team: Team, user_ids: list[int], challenge: Challenge | None = None) -> str:
+    """Why ``user_ids`` in ``team`` would be in two teams of one challenge; "" when not:
+    of ``challenge`` (which ``team`` is about to enter), else of those ``team`` is in."""
+    if challenge is not None:
+        entered = {challenge.pk}
+    else:
+        entered = set(_challenges([team.pk]).values_list("pk", flat=True))
+    others = Membership.objects.filter(user__in=user_ids).exclude(team=team)
+    for other in others.select_related("team", "user"):
+        both = Submission.objects.filter(team=other.team, challenge__in=entered)
+        shared = both.select_related("challenge").first()
+        if shared is not None:
+            return (
+                f"{other.user.get_username()} is also in {other.team.name}, which takes part in "
+                f"{shared.challenge.name}: a participant is in one team per challenge"
+            )
+    return ""
+
+
+def check_one_team_per_challenge(team: Team, challenge: Challenge) -> None:
+    """Refuse ``team`` entering ``challenge`` if a member is in another team entered there."""
+    members = list(team.memberships.values_list("user_id", flat=True))
+    if clash := _challenge_clash(team, members, challenge):
+        raise TeamError(clash)
