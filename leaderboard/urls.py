@@ -17,6 +17,7 @@ urlpatterns = [
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
     path("submissions/", runs.my_submissions, name="my-submissions"),
+    path("submissions/<int:submission_id>/final/", runs.choose_for_final, name="choose-final"),
     path("account/", teams.account, name="account"),
     path("teams/", teams.team_list, name="teams"),
     path("teams/<int:team_id>/", teams.team_page, name="team"),

@@ -5,14 +5,18 @@ A run another team owns answers 404, as if it did not exist.
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
+from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore, Task
 from leaderboard.models.results import ALL
+from leaderboard.submitting import set_flags
 
 ANSWERS_PER_PAGE = 200
 
@@ -33,20 +37,43 @@ def progress_record(run: EvaluationRun) -> dict:
 
 @login_required
 def my_submissions(request: HttpRequest) -> HttpResponse:
+    """The user's teams' submissions: each run's state, time, score (the task's primary metric,
+    with its interval) and board, and "choose for final" where a task ranks chosen entries."""
+    overall = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
+    runs = EvaluationRun.objects.select_related("task", "split").order_by(
+        "task", "split", "setting"
+    )
     submissions = (
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
         .prefetch_related(
-            Prefetch(
-                "runs",
-                EvaluationRun.objects.select_related("task", "split").order_by(
-                    "task", "split", "setting"
-                ),
-            )
+            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall)))
         )
         .order_by("-created_at")[:200]
     )
+    for submission in submissions:
+        submission.choosable = any(
+            run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
+        )
+        for run in submission.runs.all():
+            run.overall = next(iter(run.slice_scores.all()), None)
     return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
+
+
+@login_required
+@require_POST
+def choose_for_final(request: HttpRequest, submission_id: int) -> HttpResponse:
+    """The team's entry for the final ranking (one per team and challenge), or none."""
+    submission = get_object_or_404(permissions.visible_submissions(request.user), pk=submission_id)
+    chosen = request.POST.get("chosen") == "1"
+    try:
+        set_flags(submission, request.user, chosen_for_final=chosen)
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+    else:
+        what = "is your team's final entry" if chosen else "is no longer your final entry"
+        messages.success(request, f"#{submission.pk} {submission.method_name} {what}.")
+    return redirect("leaderboard:my-submissions")
 
 
 def _run(request: HttpRequest, run_id: int) -> EvaluationRun:

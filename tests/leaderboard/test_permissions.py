@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from leaderboard.models import EvaluationRun, ItemAnswer, Submission
+from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
 from leaderboard.splits import import_split_dir
 
 from .factories import write_small_split
@@ -213,3 +213,22 @@ def test_the_judge_transcript_goes_where_the_turns_go(client, world, make_user, 
     client.logout()
     anonymous = client.get(run_url(world["alpha_public"], "run-transcript"))
     assert anonymous.status_code == 302
+
+
+def test_my_submissions_shows_scores_boards_and_chooses_the_final_entry(client, world, task):
+    Task.objects.filter(pk=task.pk).update(entry_rule=Task.EntryRule.CHOSEN)
+    client.force_login(world["alice"])
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    board = reverse("leaderboard:leaderboard", args=[task.challenge.slug, task.task_id,
+                                                     "public-test"])  # fmt: skip
+    assert f'href="{board}"' in page
+    assert "truthfulness 0.300" in page  # the stored overall primary score
+    assert "Choose for final" in page
+    submission = world["alpha_public"].submission
+    url = reverse("leaderboard:choose-final", args=[submission.pk])
+    shown = client.post(url, {"chosen": "1"}, follow=True).content.decode()
+    assert "is your team&#x27;s final entry" in shown and "final entry</span>" in shown
+    assert Submission.objects.get(pk=submission.pk).chosen_for_final
+    client.force_login(world["bob"])  # another team's submission does not exist for bob
+    assert client.post(url, {"chosen": "0"}).status_code == 404
+    assert Submission.objects.get(pk=submission.pk).chosen_for_final

@@ -85,7 +85,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\nLeaderboards: http://{shown}:{port}/c/{setup.SLUG}/ and "
             f"http://{shown}:{port}/c/{setup.VISUAL_RAG_SLUG}/\n"
-            f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/).\n"
+            f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/), or "
+            "sign up at /accounts/signup/ (the confirmation mail is printed here).\n"
             "The worker keeps running: submissions from the web form are evaluated too. "
             "Ctrl-C stops everything."
         )
