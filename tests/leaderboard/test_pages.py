@@ -166,3 +166,15 @@ def test_pages_make_as_many_queries_for_many_entries_as_for_few(
     for i in range(25):
         make_entry(Team.objects.create(name=f"crowd{i}"), splits["public-test"], i / 50)
     assert queries() == few
+
+
+@pytest.mark.urls("tests.leaderboard.error_urls")
+def test_a_server_error_gets_a_page_that_says_what_to_do_and_no_server_path(db, settings):
+    from django.test import Client
+
+    settings.DEBUG = False
+    response = Client(raise_request_exception=False).get("/broken/")
+    page = response.content.decode()
+    assert response.status_code == 500
+    assert "Something went wrong on Podium" in page and "Try again in a minute" in page
+    assert "/srv/podium" not in page and "RuntimeError" not in page
