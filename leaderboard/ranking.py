@@ -114,8 +114,8 @@ def _headline_rows(split: Split, setting: str | None) -> QuerySet[SliceScore]:
 def entries(split: Split, setting: str = "") -> list[Entry]:
     """The leaderboard of a split in one of its task's settings (``Task.run_settings``; ""
     for a protocol without settings): one entry per team by the task's rule, plus every
-    baseline, ranked by the task's primary metric (incomplete results last, unranked ties share
-    a rank)."""
+    baseline, ranked by the task's primary metric (incomplete results last); equal scores share
+    a rank, or by the task's ``tie_rule`` the earlier submission ranks first."""
     task = split.task
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
@@ -135,6 +135,7 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
         .values_list(*ENTRY_FIELDS)
     )
     primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
+    shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission ranks first
     result: list[Entry] = []
     ranked = 0
     previous: tuple[float | None, int] | None = None
@@ -144,7 +145,8 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
             continue
         ranked += 1
         value = row[primary]
-        rank = previous[1] if previous and value is not None and previous[0] == value else ranked
+        tied = previous is not None and value is not None and previous[0] == value
+        rank = previous[1] if tied and shared and previous else ranked
         previous = (value, rank)
         result.append(Entry(rank, *row))
     return result

@@ -109,6 +109,10 @@ class Task(models.Model):
         LATEST = "latest", "latest entry of each team"
         CHOSEN = "chosen", "entry chosen for final (else best)"
 
+    class TieRule(models.TextChoices):
+        SHARED = "shared", "equal scores share a rank"
+        EARLIER = "earlier", "equal scores: the earlier submission ranks first"
+
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
     name = models.CharField(max_length=200)
@@ -142,6 +146,7 @@ class Task(models.Model):
     # One of the protocol's metrics (``Protocol.metrics``): it ranks the entries.
     primary_metric = models.CharField(max_length=64, default="truthfulness")
     entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)
+    tie_rule = models.CharField(max_length=16, choices=TieRule, default=TieRule.SHARED)
     # quotas per team (blank: unlimited)
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
     quota_total = models.PositiveIntegerField(null=True, blank=True)

@@ -72,6 +72,9 @@ def test_ties_share_a_rank_and_incomplete_results_come_last(teams, public, make_
         (3, "delta", "d"),
         (4, "alpha", "unjudged"),
     ]
+    Task.objects.filter(pk=public.task_id).update(tie_rule=Task.TieRule.EARLIER)
+    public.task.refresh_from_db()
+    assert board(public)[:2] == [(1, "beta", "b"), (2, "gamma", "g")]  # beta submitted first
 
 
 def test_entries_are_kept_apart_per_split(teams, splits, make_entry):
