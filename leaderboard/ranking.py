@@ -72,10 +72,22 @@ class Entry(NamedTuple):
         return record
 
 
-def columns(task: Task, setting: str = "") -> list[Metric]:
+def columns(task: Task, setting: str = "", split: Split | None = None) -> list[Metric]:
     """The leaderboard's metric columns in ``setting``: the primary metric first, then the
-    protocol's other headline metrics that runs of that setting have, in its order."""
-    metrics = [m for m in task.declared().metrics if task.declared().in_setting(m, setting)]
+    protocol's other headline metrics that runs of that setting have, in its order; on
+    ``split``, only those that mean something there (``Protocol.on_board``: no multi-turn
+    columns on a single-turn split)."""
+    protocol = task.declared()
+    metrics = [
+        m
+        for m in protocol.metrics
+        if protocol.in_setting(m, setting)
+        and (
+            split is None
+            or m.name == task.primary_metric
+            or protocol.on_board(m, split.groups, split.items)
+        )
+    ]
     primary = [m for m in metrics if m.name == task.primary_metric]
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
 

@@ -224,6 +224,11 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """Whether runs of ``setting`` have ``metric`` (the leaderboard's columns)."""
         return True
 
+    def on_board(self, metric: Metric, groups: int, items: int) -> bool:
+        """Whether ``metric`` means something on a split of ``groups`` groups holding ``items``
+        items (``split_counts``); a leaderboard shows no column that does not."""
+        return True
+
     @abstractmethod
     def agent_plan(self, split: SplitT, task: str, answered: Mapping[str, str]) -> AgentPlan[Any]:
         """One run's items as the runner asks them (``answered``: item key -> stored reply of

@@ -102,7 +102,7 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
             "page": page,
             "query": f"{shown['setting_query']}&" if shown["setting_query"] else "",
             "setting_query": shown["setting_query"],
-            "columns": ranking.columns(split.task, setting),
+            "columns": ranking.columns(split.task, setting, split),
             "count_label": split.task.declared().unit.capitalize(),
             "across": board_settings.across_settings(split.task, board, list(page.object_list)),
         }
@@ -117,7 +117,7 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
     asked = request.GET.get("dimension", "")
-    columns = ranking.columns(split.task, setting)
+    columns = ranking.columns(split.task, setting, split)
     metric = next((c for c in columns if c.name == request.GET.get("metric")), columns[0])
     if request.GET.get("metric", metric.name) != metric.name:
         raise Http404(f"unknown metric {request.GET['metric']!r}")
@@ -175,7 +175,7 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
     comparison = None
     if len(chosen) == 2 and chosen[0].run_id != chosen[1].run_id:
         comparison = ranking.stored_comparison(chosen[0].run_id, chosen[1].run_id)
-    columns = ranking.columns(split.task, setting)
+    columns = ranking.columns(split.task, setting, split)
     return render(
         request,
         "leaderboard/compare.html",

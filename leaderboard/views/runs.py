@@ -110,7 +110,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "unit": run.task.declared().unit,
             "answers_limit": ANSWERS_PER_PAGE,
             "headline": headline,
-            "columns": ranking.columns(run.task, run.setting),  # the metrics its setting has
+            "columns": ranking.columns(run.task, run.setting, run.split),  # what its split has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
             "progress": progress_record(run),
         },

@@ -178,3 +178,16 @@ def test_a_server_error_gets_a_page_that_says_what_to_do_and_no_server_path(db, 
     assert response.status_code == 500
     assert "Something went wrong on Podium" in page and "Try again in a minute" in page
     assert "/srv/podium" not in page and "RuntimeError" not in page
+
+
+@pytest.mark.parametrize(("groups", "items", "shown"), [(4, 4, False), (2, 6, True)])
+def test_multi_turn_columns_only_on_multi_turn_boards(
+    client, teams, splits, make_entry, groups, items, shown
+):
+    split = splits["public-test"]
+    Split.objects.filter(pk=split.pk).update(groups=groups, items=items)
+    make_entry(teams["alpha"], split, 0.3)
+    url = reverse("leaderboard:leaderboard", args=["crag-mm-2026", "multi-turn-qa", "public-test"])
+    page = client.get(url).content.decode()
+    assert "Truthfulness" in page and "Accuracy" in page
+    assert ("Early-stop rate" in page) is shown and ("Avg successful turns" in page) is shown

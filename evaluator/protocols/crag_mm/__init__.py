@@ -88,6 +88,10 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         Metric("conversations", "Conversations", scale="count"),
     )  # fmt: skip
     primary = "truthfulness"
+    # What only conversations of several turns have: not columns of a single-turn split.
+    multi_turn_metrics = frozenset(
+        {"early_stop_rate", "avg_successful_turns", "conversation_score"}
+    )
     settings_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
@@ -106,6 +110,9 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
         },
         "additionalProperties": False,
     }
+
+    def on_board(self, metric: Metric, groups: int, items: int) -> bool:
+        return metric.name not in self.multi_turn_metrics or items > groups
 
     def __init__(
         self,
