@@ -1,7 +1,10 @@
 """Geometry of the slice chart, drawn as inline SVG by a template (no JavaScript).
 
 A grouped horizontal bar chart: one group per slice value, one bar per leaderboard entry
-(the first ``MAX_SERIES`` entries), on a fixed axis per metric so charts stay comparable.
+(the first ``MAX_SERIES`` entries) with its 95 % interval drawn across it where the metric has
+one, on a fixed axis per metric so charts stay comparable: a signed metric's negative side only
+when a value (or an interval) goes below zero. Ticks are labelled in the table's units
+(``Metric.shown``); a zero bar is still drawn, as a thin mark.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class Bar:
     y: float
     width: float
     title: str
+    ci: tuple[float, float] | None = None  # the interval's ends, as x positions
 
 
 @dataclass(frozen=True)
@@ -53,17 +57,36 @@ class Chart:
 
 
 def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
-    """The metric's fixed axis (``Metric.axis``), or 0 to the largest value for the rest."""
+    """The metric's fixed axis (``Metric.axis``; from 0 when nothing is negative), or from
+    the lowest value (0 at most) to the largest (1 at least) for the rest."""
+    values = [
+        number
+        for _, cells in table.rows
+        for cell in cells.values()
+        for number in (_value(cell, metric), *(_interval(cell, metric) or ()))
+        if number is not None
+    ]
     fixed = metric.axis()
     if fixed is not None:
-        return fixed
-    values = [_value(cell, metric) for _, cells in table.rows for cell in cells.values()]
-    return 0.0, max([v for v in values if v is not None] + [1.0])
+        low, high = fixed
+        return (low if any(v < 0 for v in values) else max(low, 0.0)), high
+    return min([0.0, *values]), max([1.0, *values])
 
 
 def _value(cell: dict, metric: Metric) -> float | None:
     value = cell["metrics"].get(metric.name)
     return float(value) if isinstance(value, int | float) else None
+
+
+def _interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
+    ends = cell["metrics"].get(f"{metric.name}_ci95")
+    if (
+        isinstance(ends, list | tuple)
+        and len(ends) == 2
+        and all(isinstance(e, int | float) for e in ends)
+    ):
+        return float(ends[0]), float(ends[1])
+    return None
 
 
 def slice_chart(table: SliceTable, metric: Metric) -> Chart:
@@ -84,8 +107,14 @@ def slice_chart(table: SliceTable, metric: Metric) -> Chart:
             number = _value(cell, metric) if cell is not None else None
             if cell is not None and number is not None:
                 left, right = sorted((zero_x, x(number)))
-                title = f"{entry.method_name}: {metric.shown(number)} (n={cell['count']})"
-                bars.append(Bar(series, left, y + series * BAR_HEIGHT, max(right - left, 1), title))
+                interval = _interval(cell, metric)
+                shown = f"{entry.method_name}: {metric.shown(number)}"
+                if interval is not None:
+                    shown += f" [{metric.shown(interval[0])}, {metric.shown(interval[1])}]"
+                title = f"{shown} (n={cell['count']})"
+                ci = (x(interval[0]), x(interval[1])) if interval is not None else None
+                top = y + series * BAR_HEIGHT
+                bars.append(Bar(series, left, top, max(right - left, 2), title, ci))
         groups.append(Group(label=value, y=y, bars=bars))
         y += len(rows) * BAR_HEIGHT + GROUP_GAP
     ticks = [
