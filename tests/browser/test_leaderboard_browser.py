@@ -90,3 +90,23 @@ def test_sign_in_submit_and_read_the_leaderboard_and_slice_chart(page, board, ar
     assert cells.nth(2).inner_text().startswith(f"{100 * food_accuracy:.1f}")
     chart.screenshot(path=str(artifacts / "browser-slice-chart.png"))
     page.screenshot(path=str(artifacts / "browser-slices.png"), full_page=True)
+
+
+def test_pages_fit_a_phone_screen(chromium, live_server, board, artifacts):
+    """At 390 px nothing makes the page scroll sideways: tables scroll inside their box, the
+    chart scales down, the navigation wraps."""
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        for name, path in (
+            ("challenges", "/"),
+            ("leaderboard", BOARD),
+            ("slices", f"{BOARD}slices/?dimension=domain&metric=truthfulness"),
+            ("signup", "/accounts/signup/"),
+        ):
+            page.goto(path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, f"{path} is {width} px wide at 390 px"
+            page.screenshot(path=str(artifacts / f"phone-{name}.png"), full_page=True)
+    finally:
+        context.close()
