@@ -228,9 +228,10 @@ def submit_through_form(
     client: Any, challenge: Challenge, agents: dict[str, Path], teams: Sequence[Team]
 ) -> dict[str, Submission]:
     """Each agent directory submitted as a build context through the web form by its team (in
-    order), as the signed-in client; the submissions by method name."""
+    order), signed in as a member of that team; the submissions by method name."""
     url = reverse("leaderboard:submit", args=[challenge.slug])
     for (method, directory), by in zip(agents.items(), teams, strict=True):
+        client.force_login(by.members.first())
         response = client.post(
             url,
             {

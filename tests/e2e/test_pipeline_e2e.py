@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from evaluator.protocols.crag_mm.sample import write_sample
@@ -112,9 +113,11 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     store_corpus(challenge, sample / "corpus")
 
     other_team = Team.objects.create(name="Other team")  # one entry per team on the board
-    Membership.objects.create(team=other_team, user=user)
+    other = User.objects.create_user("other-lead", password="pw-secret-123")
+    Membership.objects.create(team=other_team, user=other)  # one team per challenge
     client.force_login(user)
     submissions = submit_through_form(client, challenge, AGENTS, (team, other_team))
+    client.force_login(user)  # the first team's member reads the pages
 
     pipeline.start_worker("worker")
     runs = {}
@@ -149,6 +152,7 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
             _same(row.metrics, block, f"{method} {row.dimension}={row.value}")
         assert row.run.scores_complete
         # The judge transcript the team downloads replays to the same numbers, no judge asked.
+        client.force_login(run.submission.team.members.first())  # the team's own
         page = client.get(reverse("leaderboard:run-transcript", args=[run.pk]))
         assert page.status_code == 200 and page["Content-Type"] == "application/x-ndjson"
         transcript = tmp_path / f"transcript-{run.pk}.jsonl"

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from evaluator.protocols.visual_rag import VisualRAG
@@ -81,9 +82,11 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
     )
     split = import_split_dir(task, "validation", split_dir)
     other_team = Team.objects.create(name="Other team")
-    Membership.objects.create(team=other_team, user=user)
+    other = User.objects.create_user("other-lead", password="pw-secret-123")
+    Membership.objects.create(team=other_team, user=other)  # one team per challenge
     client.force_login(user)
     submissions = submit_through_form(client, challenge, AGENTS, (team, other_team))
+    client.force_login(user)  # the first team's member reads the pages
 
     pipeline.start_worker("worker")
     runs: dict[tuple[str, str], EvaluationRun] = {}
@@ -107,6 +110,7 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
             _same(row.metrics, json.loads(json.dumps(block.metrics)), where)
             assert row.count == block.count, where
         # The transcript replays to the same numbers with no judge call.
+        client.force_login(run.submission.team.members.first())  # the team's own
         page = client.get(reverse("leaderboard:run-transcript", args=[run.pk]))
         assert page.status_code == 200
         transcript = tmp_path / f"transcript-{run.pk}.jsonl"

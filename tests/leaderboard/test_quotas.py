@@ -6,6 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connection
@@ -95,7 +96,8 @@ def test_concurrent_counts_submissions_with_unfinished_runs(open_splits, teams, 
     _finish(running, State.FAILED)
     assert _submit(member, teams["alpha"]).pk
     # Another team's quota is its own.
-    assert _submit(_member_of(teams["beta"], member), teams["beta"]).pk
+    bob = User.objects.create_user("bob", password="pw-secret-123")  # one team per challenge
+    assert _submit(_member_of(teams["beta"], bob), teams["beta"]).pk
 
 
 def _member_of(team, user):
