@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, runs, submit, teams
+from leaderboard.views import boards, organise, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -11,6 +11,11 @@ urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
+    path(
+        "c/<slug:slug>/submissions/",
+        organise.challenge_submissions,
+        name="challenge-submissions",
+    ),
     path(board, boards.leaderboard, name="leaderboard"),
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),

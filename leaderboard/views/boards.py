@@ -68,7 +68,12 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "leaderboard/challenge_detail.html",
-        {"challenge": challenge, "tasks": tasks, "phases": challenge.phases.all()},
+        {
+            "challenge": challenge,
+            "tasks": tasks,
+            "phases": challenge.phases.all(),
+            "organiser": organiser,
+        },
     )
 
 

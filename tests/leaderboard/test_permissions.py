@@ -232,3 +232,28 @@ def test_my_submissions_shows_scores_boards_and_chooses_the_final_entry(client, 
     client.force_login(world["bob"])  # another team's submission does not exist for bob
     assert client.post(url, {"chosen": "0"}).status_code == 404
     assert Submission.objects.get(pk=submission.pk).chosen_for_final
+
+
+def test_organisers_list_every_submission_and_the_images_two_teams_share(
+    client, world, make_user, challenge
+):
+    url = reverse("leaderboard:challenge-submissions", args=[challenge.slug])
+    client.force_login(world["alice"])
+    assert client.get(url).status_code == 403
+    alpha, beta = world["alpha_public"].submission, world["beta_run"].submission
+    Submission.objects.filter(pk__in=[alpha.pk, beta.pk]).update(image_digest="sha256:" + "a" * 64)
+    Submission.objects.filter(pk=beta.pk).update(state=Submission.State.FAILED)
+    organiser = make_user("org")
+    challenge.organisers.add(organiser)
+    client.force_login(organiser)
+    assert (
+        "Every submission (organisers)"
+        in client.get(reverse("leaderboard:challenge", args=[challenge.slug])).content.decode()
+    )
+    page = client.get(url).content.decode()
+    assert "alpha-m" in page and "beta-m" in page
+    assert "1 image submitted by more than one team" in page
+    assert "<strong>beta</strong>" in page and "<strong>alpha</strong>" in page
+    failed = client.get(url, {"state": "failed"}).content.decode()
+    assert "beta-m" in failed and "alpha-m" not in failed
+    assert "alpha-m" in client.get(url, {"team": "alp"}).content.decode()
