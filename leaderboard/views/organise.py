@@ -1,5 +1,6 @@
 """Organisers' pages of a challenge: everyone's submissions, with their state, runs and the
-images two teams share (a duplicate entry, or one team's agent re-submitted by another)."""
+images two teams share (a duplicate entry, or one team's agent re-submitted by another), and
+the challenge's figures: submissions per day, teams, failure reasons, run hours per team."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections import Counter, defaultdict
 
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Sum
+from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -50,5 +52,39 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         "team": team,
         "shared_images": sum(1 for names in teams_by_digest.values() if len(names) > 1),
         "total": everything.count(),
+        **_figures(challenge, everything),
     }
     return render(request, "leaderboard/challenge_submissions.html", context)
+
+
+def _figures(challenge: Challenge, submissions) -> dict:
+    """Host analytics: what organisers watch while a challenge runs."""
+    per_day = (
+        submissions.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("pk"))
+        .order_by("-day")[:30]
+    )
+    failures = (
+        submissions.exclude(failure_reason="")
+        .values("failure_reason")
+        .annotate(n=Count("pk"))
+        .order_by("-n")[:10]
+    )
+    took = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
+    hours = (
+        EvaluationRun.objects.filter(submission__challenge=challenge, finished_at__isnull=False)
+        .exclude(started_at=None)
+        .values("submission__team__name")
+        .annotate(time=Sum(took), runs=Count("pk"))
+        .order_by("-time")[:50]
+    )
+    return {
+        "per_day": list(per_day),
+        "teams_count": submissions.values("team").distinct().count(),
+        "failures": [(row["failure_reason"][:200], row["n"]) for row in failures],
+        "run_hours": [
+            (row["submission__team__name"], row["runs"], row["time"].total_seconds() / 3600)
+            for row in hours
+        ],
+    }

@@ -1,9 +1,13 @@
 """What participants and anonymous users must never see."""
 
+import re
+from datetime import timedelta
+
 import django.views.static
 import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
 from leaderboard.splits import import_split_dir
@@ -257,3 +261,14 @@ def test_organisers_list_every_submission_and_the_images_two_teams_share(
     failed = client.get(url, {"state": "failed"}).content.decode()
     assert "beta-m" in failed and "alpha-m" not in failed
     assert "alpha-m" in client.get(url, {"team": "alp"}).content.decode()
+    # the figures: per day, teams, failure reasons, run hours per team
+    Submission.objects.filter(pk=beta.pk).update(failure_reason="build failed: exit 3")
+    start = timezone.now() - timedelta(hours=3)
+    EvaluationRun.objects.filter(pk=world["beta_run"].pk).update(
+        started_at=start, finished_at=start + timedelta(hours=1, minutes=30)
+    )
+    page = client.get(url).content.decode()
+    assert "2 submissions from 2 teams" in page
+    figures = page[page.index('id="figures"') :]
+    assert "build failed: exit 3" in figures
+    assert re.search(r"<td>beta</td><td class=\"num\">1</td><td class=\"num\">1\.50</td>", figures)
