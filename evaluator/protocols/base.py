@@ -111,6 +111,9 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     table: ClassVar[str]  # the per-item table's file stem ("turns", "queries")
     unit: ClassVar[str]  # what a score block counts, plural ("turns", "queries")
     groups: ClassVar[str]  # what a split's items are grouped in ("conversations", "species")
+    # the per-item row's fields (``to_row``) holding the item's question and its ground truth:
+    # what a run page shows beside each answer of a public split
+    shown_fields: ClassVar[tuple[str, str]]
     searches: ClassVar[bool] = False  # whether its agents may use Podium's search service
     # ... over the challenge's corpus (image and web search); False: image search only, among
     # each item's candidates (``AgentPlan.candidates``; no corpus needed)

@@ -89,13 +89,24 @@ def _run(request: HttpRequest, run_id: int) -> EvaluationRun:
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _run(request, run_id)
     show_answers = permissions.can_see_answers(request.user, run)
-    answers = []
+    answers: list[ItemAnswer] = []
+    verdicts: list[str] = []
+    wanted = request.GET.get("verdict", "")
     if show_answers:
-        answers = (
-            ItemAnswer.objects.filter(run=run)
-            .select_related("verdict")
-            .order_by("group", "position")[:ANSWERS_PER_PAGE]
+        chosen = ItemAnswer.objects.filter(run=run)
+        verdicts = sorted(
+            set(chosen.exclude(verdict=None).values_list("verdict__verdict", flat=True))
         )
+        if wanted:
+            chosen = chosen.filter(verdict__verdict=wanted)
+        answers = list(
+            chosen.select_related("verdict").order_by("group", "position")[:ANSWERS_PER_PAGE]
+        )
+        question, truth = run.task.declared().shown_fields
+        for answer in answers:  # from the verdict's row: the item as the judge saw it
+            row = answer.verdict.detail if hasattr(answer, "verdict") else {}
+            answer.question = (row or {}).get(question)
+            answer.truth = (row or {}).get(truth)
     headline = None
     if show_answers or permissions.can_see_results(request.user, run.split):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
@@ -105,6 +116,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         {
             "run": run,
             "answers": answers,
+            "verdicts": verdicts,
+            "wanted_verdict": wanted,
             "show_answers": show_answers,
             "show_log": show_answers,  # the same rule as the answers
             "unit": run.task.declared().unit,

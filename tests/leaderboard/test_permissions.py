@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
+from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Submission, Task
 from leaderboard.splits import import_split_dir
 
 from .factories import write_small_split
@@ -272,3 +272,26 @@ def test_organisers_list_every_submission_and_the_images_two_teams_share(
     figures = page[page.index('id="figures"') :]
     assert "build failed: exit 3" in figures
     assert re.search(r"<td>beta</td><td class=\"num\">1</td><td class=\"num\">1\.50</td>", figures)
+
+
+def test_a_public_run_page_shows_each_question_ground_truth_and_filters_by_verdict(client, world):
+    run = world["alpha_public"]
+    first = ItemAnswer.objects.get(run=run)
+    wrong = ItemAnswer.objects.create(run=run, group="s1", item_key="i2", position=1, response="x")
+    for answer, verdict, query in (
+        (first, "correct", "What <b>fruit</b>?"),
+        (wrong, "hallucination", "Which car?"),
+    ):
+        ItemVerdict.objects.create(
+            answer=answer, verdict=verdict, judge_id="rules@1",
+            detail={"query": query, "ground_truth": f"truth of {answer.item_key}"},
+        )  # fmt: skip
+    client.force_login(world["alice"])
+    page = client.get(run_url(run)).content.decode()
+    assert "What &lt;b&gt;fruit&lt;/b&gt;?" in page and "truth of i1" in page  # escaped
+    assert "Which car?" in page and "truth of i2" in page
+    wrong_only = client.get(run_url(run), {"verdict": "hallucination"}).content.decode()
+    assert "Which car?" in wrong_only and "truth of i1" not in wrong_only
+    assert 'href="?verdict=correct"' in wrong_only  # the filter's choices
+    private = client.get(run_url(world["alpha_private"]), {"verdict": "correct"}).content.decode()
+    assert "truth of" not in private and "never shown" in private

@@ -71,6 +71,7 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     rubric = CragMMRubric()
     table = "turns"
     groups = "conversations"
+    shown_fields = ("query", "ground_truth")
     searches = True  # image search (tasks 1-3), web search (tasks 2-3): the official API
     unit = "turns"
     columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS

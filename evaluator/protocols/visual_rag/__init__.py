@@ -72,6 +72,7 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
     rubric = VisualRAGRubric()
     table = "queries"
     groups = "species"
+    shown_fields = ("question", "answers")
     unit = "queries"
     searches = True  # image search among a query's candidates (retrieval, top-k settings)
     search_corpus = False
