@@ -40,7 +40,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
     """The user's teams' submissions: each run's state, time, score (the task's primary metric,
     with its interval) and board, and "choose for final" where a task ranks chosen entries."""
     overall = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
-    runs = EvaluationRun.objects.select_related("task", "split").order_by(
+    runs = EvaluationRun.objects.select_related("task", "split__task__challenge").order_by(
         "task", "split", "setting"
     )
     submissions = (
@@ -51,12 +51,24 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         )
         .order_by("-created_at")[:200]
     )
+    organiser: dict[int, bool] = {}
     for submission in submissions:
         submission.choosable = any(
             run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
         )
+        if submission.challenge_id not in organiser:
+            organiser[submission.challenge_id] = permissions.is_organiser(
+                request.user, submission.challenge
+            )
         for run in submission.runs.all():
-            run.overall = next(iter(run.slice_scores.all()), None)
+            # as the run page: a private test's score only once its results are public
+            shown = (
+                organiser[submission.challenge_id]
+                or not run.split.is_private
+                or permissions.can_see_results(request.user, run.split)
+            )
+            run.overall = next(iter(run.slice_scores.all()), None) if shown else None
+            run.score_hidden = not shown
     return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
 
 

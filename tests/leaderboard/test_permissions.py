@@ -9,10 +9,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Submission, Task
+from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Split, Submission, Task
+from leaderboard.scores import store_scores
 from leaderboard.splits import import_split_dir
 
-from .factories import write_small_split
+from .factories import scores_dict, write_small_split
 
 SECRET_ANSWER = "the-private-answer-text"
 PUBLIC_ANSWER = "the-public-answer-text"
@@ -295,3 +296,13 @@ def test_a_public_run_page_shows_each_question_ground_truth_and_filters_by_verdi
     assert 'href="?verdict=correct"' in wrong_only  # the filter's choices
     private = client.get(run_url(world["alpha_private"]), {"verdict": "correct"}).content.decode()
     assert "truth of" not in private and "never shown" in private
+
+
+def test_my_submissions_hides_a_private_score_until_the_reveal(client, world, splits):
+    store_scores(world["alpha_private"], scores_dict(0.77))
+    client.force_login(world["alice"])
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "truthfulness 0.770" not in page and "hidden until" in page
+    Split.objects.filter(pk=splits["private-test"].pk).update(reveal_at=timezone.now())
+    page = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "truthfulness 0.770" in page
