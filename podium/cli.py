@@ -1,7 +1,7 @@
 """Podium's command line, over the REST API: submit an agent, follow it, read a leaderboard.
 
     python -m podium.cli submit --challenge crag-mm-2026 --archive agent.tar --method "My RAG"
-    python -m podium.cli status 42
+    python -m podium.cli status 42 --wait     # follow its runs until they finish
     python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
     python -m podium.cli leaderboard visual-rag-2026 visual-rag validation --setting gt_clue
 
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +24,11 @@ import httpx
 from tqdm import tqdm
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+FINISHED = ("done", "failed", "cancelled")  # a run's terminal states
+ENVIRONMENT = (
+    "environment: PODIUM_URL (the server, default http://127.0.0.1:8000), PODIUM_TOKEN (your "
+    "API token: create it on your account page, /account/, or POST /api/token/)"
+)
 # Upload and reading times out per network operation, not for the whole transfer.
 TIMEOUT = httpx.Timeout(60.0)
 
@@ -129,6 +135,32 @@ def status(client: Client, args: argparse.Namespace) -> dict:
     return client.call("GET", f"submissions/{args.submission_id}/")
 
 
+def finished(body: dict) -> bool:
+    runs = body.get("runs") or []
+    if body.get("state") == "failed":
+        return True
+    return bool(runs) and all(r["state"] in FINISHED for r in runs)
+
+
+def wait(client: Client, body: dict, args: argparse.Namespace) -> dict:
+    """Poll the submission every ``--every`` seconds until its runs have finished (or its
+    build failed), with a progress bar of the items answered; ``--timeout`` gives up."""
+    started = time.monotonic()
+    with tqdm(unit="item", desc=f"submission #{body['id']}", disable=args.quiet) as bar:
+        while True:
+            runs = body.get("runs") or []
+            bar.total = sum(r["items_total"] for r in runs) or None
+            bar.n = sum(r["items_done"] for r in runs)
+            states = sorted({r["state"] for r in runs}) or [body["state"]]
+            bar.set_postfix_str(", ".join(states))
+            if finished(body):
+                return body
+            if args.timeout and time.monotonic() - started > args.timeout:
+                raise CliError(f"submission #{body['id']} still running after {args.timeout} s")
+            time.sleep(args.every)
+            body = client.call("GET", f"submissions/{body['id']}/")
+
+
 def leaderboard(client: Client, args: argparse.Namespace) -> dict:
     split_id = client.split_id(args.challenge, args.task, args.split)
     params = {"setting": args.setting} if args.setting else {}
@@ -207,7 +239,9 @@ def format_leaderboard(body: dict) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="python -m podium.cli", description=__doc__.split("\n")[0])
+    root = argparse.ArgumentParser(
+        prog="python -m podium.cli", description=__doc__.split("\n")[0], epilog=ENVIRONMENT
+    )
     root.add_argument("--url", default=os.environ.get("PODIUM_URL", DEFAULT_URL))
     root.add_argument("--token", default=os.environ.get("PODIUM_TOKEN"))
     root.add_argument("--json", action="store_true", help="print the API's JSON answer")
@@ -225,10 +259,12 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--description", default="")
     sub.add_argument("--paper-url", default="")
     sub.add_argument("--code-url", default="")
+    _wait_options(sub)
     sub.set_defaults(run=submit, show=format_submission, needs_token=True)
 
     sub = commands.add_parser("status", help="a submission's state and its runs' progress")
     sub.add_argument("submission_id", type=int)
+    _wait_options(sub)
     sub.set_defaults(run=status, show=format_submission, needs_token=True)
 
     sub = commands.add_parser("leaderboard", help="a split's ranked entries")
@@ -242,17 +278,30 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def _wait_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--wait", action="store_true", help="follow the runs until they finish; exit 1 if any fails"
+    )
+    sub.add_argument("--every", type=float, default=5.0, help="seconds between polls (--wait)")
+    sub.add_argument("--timeout", type=float, default=0, help="give up after so many seconds")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.needs_token and not args.token:
         print("error: give --token or set PODIUM_TOKEN", file=sys.stderr)
         return 2
     try:
-        body = args.run(Client(args.url, args.token), args)
+        client = Client(args.url, args.token)
+        body = args.run(client, args)
+        if getattr(args, "wait", False):
+            body = wait(client, body, args)
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(body, indent=2) if args.json else args.show(body))
+    if getattr(args, "wait", False) and not all(r["state"] == "done" for r in body["runs"]):
+        return 1
     return 0
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from rest_framework.authtoken.models import Token
 
-from leaderboard.models import Submission, Task
+from leaderboard.models import EvaluationRun, Submission, Task
 from podium import cli
 
 from .submit_support import broker, image_archive, open_splits
@@ -105,3 +105,39 @@ def test_the_leaderboard_command_as_a_separate_process(
     assert lines[0].startswith("crag-mm-2026/multi-turn-qa/public-test: ranked by Truthfulness")
     assert lines[2].split()[:3] == ["1", "alpha", "alpha-m"] and "40.0" in lines[2]
     assert lines[3].split()[:3] == ["base", "beta", "beta-m"]
+
+
+def test_submit_wait_follows_the_runs_until_they_finish(live_server, capsys, open_splits, token):
+    import threading
+    import time as clock
+
+    from django.db import connection
+
+    def finish_later() -> None:
+        clock.sleep(1.0)
+        runs = EvaluationRun.objects.all()
+        runs.update(state=EvaluationRun.State.DONE, items_done=4, items_total=4)
+        runs.filter(split__kind="private-test").update(state=EvaluationRun.State.FAILED)
+        connection.close()
+
+    worker = threading.Thread(target=finish_later)
+    worker.start()
+    code, out, err = _run(
+        live_server, capsys, "submit", "--challenge=crag-mm-2026", "--ref=a/b:1", "--method=m",
+        "--wait", "--every=0.2", token=token,
+    )  # fmt: skip
+    worker.join()
+    assert code == 1  # one run failed
+    assert out.count("done") == 2 and out.count("failed") == 1
+    assert "12/12" in err  # the progress bar reached every item
+    code, out, _ = _run(
+        live_server, capsys, "status", str(Submission.objects.get().pk), "--wait", token=token
+    )
+    assert code == 1 and "failed" in out
+
+
+def test_help_names_the_environment(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    shown = capsys.readouterr().out
+    assert "PODIUM_URL" in shown and "PODIUM_TOKEN" in shown and "/account/" in shown
