@@ -12,6 +12,7 @@ from leaderboard.models.results import (
 from leaderboard.models.run_action import RunAction
 from leaderboard.models.submission import EvaluationRun, InvalidTransition, Submission
 from leaderboard.models.team import Invitation, Membership, Team
+from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
     "Challenge",
@@ -31,4 +32,5 @@ __all__ = [
     "Submission",
     "Task",
     "Team",
+    "TermsAcceptance",
 ]

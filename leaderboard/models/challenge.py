@@ -47,6 +47,19 @@ class Challenge(models.Model):
         "teams' builds may install from: their build steps reach this host and no other. "
         "Empty: builds have no network and ship their wheels. Agents never have a network.",
     )
+    # The challenge's pages, in Markdown (shown sanitised, leaderboard.pages); participants
+    # accept the rules before their first submission, and again when they change.
+    overview = models.TextField(blank=True, help_text="Markdown: what the challenge is")
+    rules = models.TextField(
+        blank=True,
+        help_text="Markdown: rules and terms; when set, each participant accepts them before "
+        "submitting (again whenever they change)",
+    )
+    evaluation = models.TextField(blank=True, help_text="Markdown: how entries are scored")
+    data = models.TextField(blank=True, help_text="Markdown: the data and what may be downloaded")
+    participate = models.TextField(
+        blank=True, help_text="Markdown: how to package and submit an agent, step by step"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -24,7 +24,16 @@ from django.utils import timezone
 
 from evaluator.records import EvaluatorError
 from leaderboard import permissions
-from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
+from leaderboard.models import (
+    Challenge,
+    EvaluationRun,
+    Split,
+    Submission,
+    Task,
+    Team,
+    TermsAcceptance,
+)
+from leaderboard.pages import must_accept_rules
 from leaderboard.quotas import check_quotas
 from leaderboard.submitting.artifacts import check_reference, inspect_archive
 from leaderboard.submitting.hub_models import allowed_models
@@ -213,6 +222,14 @@ def submit(
             check_one_team_per_challenge(team, challenge)
         except TeamError as exc:
             raise ValidationError(str(exc)) from None
+        if must_accept_rules(user, challenge):
+            raise ValidationError(
+                f"accept the rules of {challenge.name} first (the Rules tab of its page, "
+                f"/c/{challenge.slug}/?tab=rules); they changed since you last accepted them"
+                if TermsAcceptance.objects.filter(user=user, challenge=challenge).exists()
+                else f"accept the rules of {challenge.name} first (the Rules tab of its page, "
+                f"/c/{challenge.slug}/?tab=rules)"
+            )
     _check_open(challenge, now, organiser)
     splits = evaluated_splits(challenge)
     if not splits:

@@ -16,13 +16,14 @@ import dataclasses
 from collections.abc import Collection
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 
-from leaderboard import board_cache, permissions, ranking
+from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
 from leaderboard.views import board_settings
@@ -59,8 +60,18 @@ def challenge_list(request: HttpRequest) -> HttpResponse:
 
 
 def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """A challenge's tabs: its organisers' pages (those written) and its leaderboards; the
+    rules tab takes the participant's acceptance (``POST``)."""
     challenge = _challenge(request, slug)
     organiser = permissions.is_organiser(request.user, challenge)
+    written = [name for name in pages.PAGES if getattr(challenge, name).strip()]
+    tab = request.GET.get("tab") or (written[0] if written else "leaderboards")
+    if tab not in (*written, "leaderboards"):
+        raise Http404(f"{challenge.name} has no page {tab!r}")
+    if request.method == "POST" and tab == "rules" and request.user.is_authenticated:
+        pages.accept_rules(request.user, challenge)
+        messages.success(request, f"You accepted the rules of {challenge.name}.")
+        return redirect(f"{request.path}?tab=rules")
     tasks = []
     for task in challenge.tasks.prefetch_related("splits"):
         splits = [(s, organiser or s.is_revealed()) for s in task.splits.all()]
@@ -73,6 +84,10 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "tasks": tasks,
             "phases": challenge.phases.all(),
             "organiser": organiser,
+            "tabs": [*written, "leaderboards"],
+            "tab": tab,
+            "page": pages.rendered(getattr(challenge, tab)) if tab in written else "",
+            "accepted": pages.accepted_rules(request.user, challenge),
         },
     )
 

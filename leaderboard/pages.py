@@ -1,0 +1,49 @@
+"""A challenge's own pages (overview, rules, evaluation, data, participate), written by its
+organisers in Markdown and shown sanitised; and the rules each participant accepts before their
+first submission (again whenever the rules change)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import nh3
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+
+from leaderboard.models import Challenge, TermsAcceptance
+
+PAGES = ("overview", "rules", "evaluation", "data", "participate")
+# CommonMark with tables; raw HTML in the source is shown as text, and what the renderer makes
+# is sanitised again (links keep http, https and mailto only).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+def rendered(text: str) -> SafeString:
+    """Organiser Markdown as safe HTML."""
+    html = _MARKDOWN.render(text or "")
+    return mark_safe(nh3.clean(html, url_schemes={"http", "https", "mailto"}))
+
+
+def rules_version(challenge: Challenge) -> str:
+    return hashlib.sha256(challenge.rules.encode()).hexdigest()
+
+
+def accepted_rules(user: AbstractBaseUser, challenge: Challenge) -> TermsAcceptance | None:
+    """The user's acceptance of the challenge's current rules, if any."""
+    if not challenge.rules.strip() or not user.is_authenticated:
+        return None
+    return TermsAcceptance.objects.filter(
+        user=user, challenge=challenge, rules_sha256=rules_version(challenge)
+    ).first()
+
+
+def must_accept_rules(user: AbstractBaseUser, challenge: Challenge) -> bool:
+    return bool(challenge.rules.strip()) and accepted_rules(user, challenge) is None
+
+
+def accept_rules(user: AbstractBaseUser, challenge: Challenge) -> TermsAcceptance:
+    found, _ = TermsAcceptance.objects.get_or_create(
+        user=user, challenge=challenge, rules_sha256=rules_version(challenge)
+    )
+    return found
