@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from leaderboard.models import Invitation, Membership, Team
+from leaderboard.models import Invitation, Membership, Team, TermsAcceptance
 
 
 class MembershipInline(admin.TabularInline):
@@ -40,3 +40,19 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ("role",)
     search_fields = ("user__username", "user__email", "team__name")
     autocomplete_fields = ("user",)
+
+
+@admin.register(TermsAcceptance)
+class TermsAcceptanceAdmin(admin.ModelAdmin):
+    """Who accepted which version of a challenge's rules: a record, never edited by hand."""
+
+    list_display = ("accepted_at", "user", "challenge", "rules_sha256")
+    list_filter = ("challenge",)
+    search_fields = ("user__username", "challenge__slug")
+    list_select_related = ("user", "challenge")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
