@@ -15,10 +15,12 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from leaderboard.models import Challenge, Invitation, Membership, Submission, Team
 
 Role = Membership.Role
+MAX_OPEN_INVITATIONS = 20  # per team: a captain cannot mail strangers without end
 
 
 class TeamError(Exception):
@@ -52,6 +54,12 @@ def invite(team: Team, by: AbstractBaseUser, email: str, link_for) -> Invitation
     members = EmailAddress.objects.filter(user__memberships__team=team, email__iexact=email)
     if members.exists():
         raise TeamError(f"{email} is already in {team.name}")
+    open_now = team.invitations.filter(accepted_at=None, expires_at__gt=timezone.now())
+    if open_now.count() >= MAX_OPEN_INVITATIONS:
+        raise TeamError(
+            f"{team.name} has {MAX_OPEN_INVITATIONS} open invitations: wait until some are "
+            "accepted or expire"
+        )
     invitation = Invitation.objects.create(team=team, email=email, invited_by=by)
     send_mail(
         f"Join {team.name} on Podium",

@@ -30,6 +30,7 @@ import docker
 import docker.errors
 import requests.exceptions
 import urllib3.exceptions
+from docker.types import LogConfig
 
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
@@ -44,6 +45,7 @@ DEFAULT_MAX_IMAGE_BYTES = 30 * 1024**3  # the whole image, base included
 WATCH_S = 0.25
 _STEP = re.compile(r"---> Running in ([0-9a-f]{12,64})")
 NOTICE_CHECK_S = 30
+NOTICE_LINES, NOTICE_BYTES = 5, 4096  # what is read of the check's output, at most
 # Run in the built image: any cragmm_search it installs besides Podium's stand-in.
 _FIND_SEARCH = (
     "from agentkit.server import replaced_search_packages as r; print(*r()[:5], sep='\\n')"
@@ -203,15 +205,20 @@ def _notices(client: docker.DockerClient, image_id: str) -> list[str]:
             network_mode="none",
             user="10001:10001",
             read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
             mem_limit="512m",
             pids_limit=64,
             environment={"HOME": "/tmp"},
+            # the team's Python may print anything: Docker keeps at most this much of it
+            log_config=LogConfig(type="json-file", config={"max-size": "64k", "max-file": "1"}),
         )
     except docker.errors.DockerException:
         return []
     try:
         container.wait(timeout=NOTICE_CHECK_S)
-        found = container.logs(stdout=True, stderr=False).decode(errors="replace").splitlines()
+        output = container.logs(stdout=True, stderr=False, tail=NOTICE_LINES)
+        found = output[:NOTICE_BYTES].decode(errors="replace").splitlines()[:NOTICE_LINES]
     except (docker.errors.DockerException, requests.exceptions.RequestException):
         found = []
     finally:

@@ -42,6 +42,7 @@ GATE_PORT = 3128  # on the gate's loopback: where the build steps' proxy variabl
 GATE_READY_S = 20.0
 HEAD_MAX_BYTES = 16 * 1024  # a proxy request's line and headers
 MAX_CONNECTIONS = 32  # at once, per build
+REFUSED_KEPT = 10  # distinct refused destinations named in a failed build's reason
 CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 120.0  # a relayed connection with no byte either way for this long is closed
 LABEL_GATE = "org.podium.build-gate"
@@ -126,7 +127,8 @@ class IndexProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def __init__(self, path: Path, index: PackageIndex) -> None:
         self.index = index
-        self.refused: list[str] = []  # destinations asked for and refused, in order
+        # destinations asked for and refused, in order, each once (at most REFUSED_KEPT)
+        self.refused: list[str] = []
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(str(path), _ProxyHandler)
         os.chmod(path, 0o666)  # the gate's unprivileged user connects to it
@@ -195,7 +197,9 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
             destination = (parts.hostname.lower(), str(parts.port or 80))
             forward = f"{method} {path} {version}\r\n".encode() + _forwarded_headers(rest)
         if destination != (index.host, str(index.port)):
-            self.server.refused.append(":".join(destination))
+            refused, asked = self.server.refused, ":".join(destination)
+            if asked not in refused and len(refused) < REFUSED_KEPT:
+                refused.append(asked)
             return _answer(
                 client,
                 403,

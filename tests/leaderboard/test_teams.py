@@ -178,3 +178,18 @@ def test_bad_team_requests_get_clear_answers(client, make_user, teams):
         "a team name has 2 to 100"
         in client.post(reverse("leaderboard:teams"), {"name": "x"}, follow=True).content.decode()
     )
+
+
+def test_a_team_has_a_bounded_number_of_open_invitations(client, make_user, teams, monkeypatch):
+    from leaderboard import teams as team_logic
+
+    monkeypatch.setattr(team_logic, "MAX_OPEN_INVITATIONS", 2)
+    ann = make_user("ann", team=teams["alpha"])
+    Membership.objects.filter(user=ann).update(role="owner")
+    client.force_login(ann)
+    url = reverse("leaderboard:team-action", args=[teams["alpha"].pk, "invite"])
+    for n in range(2):
+        client.post(url, {"email": f"p{n}@example.org"})
+    shown = client.post(url, {"email": "p9@example.org"}, follow=True).content.decode()
+    assert "alpha has 2 open invitations" in shown
+    assert Invitation.objects.filter(team=teams["alpha"]).count() == 2

@@ -244,3 +244,19 @@ def test_a_build_installs_from_the_package_index_and_reaches_nothing_else(
     # and without an index, the same pip install has no network
     with pytest.raises(ImageError, match="build failed"):
         build_context(context(tmp_path, dockerfile, "c.tar"), client=docker_client)
+
+
+def test_a_flood_from_the_images_own_python_leaves_a_short_build_log(
+    docker_client, base_image, tmp_path
+):
+    """The notice check runs the team's image: whatever its python3 prints, the build log
+    keeps a few lines of it."""
+    flood = "#!/bin/sh\\nyes /flood/cragmm_search | head -c 20000000\\n"
+    python = "/opt/venv/bin/python3"
+    dockerfile = (
+        f"FROM {base_image}\nRUN rm {python} && printf '{flood}' > {python} && chmod +x {python}\n"
+    )
+    image = build_context(context(tmp_path, dockerfile), client=docker_client)
+    notices = [line for line in image.build_log.splitlines() if line.startswith("podium: ")]
+    assert len(notices) == 5 and "(/flood/cragmm_search)" in notices[0]
+    assert len(image.build_log) < 20_000

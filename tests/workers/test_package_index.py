@@ -140,3 +140,11 @@ def test_connections_past_the_cap_are_turned_away(tmp_path, index, monkeypatch):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_refused_destinations_are_named_once_and_only_the_first_few(proxy, monkeypatch):
+    monkeypatch.setattr(package_index, "REFUSED_KEPT", 3)
+    for host in ["a.org", "a.org", "b.org", "c.org", "d.org", "e.org"]:
+        answer = ask(Path(proxy.server_address), f"CONNECT {host}:443 HTTP/1.1\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 403")  # every one refused, only some named
+    assert proxy.refused == ["a.org:443", "b.org:443", "c.org:443"]
