@@ -21,6 +21,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 
+from leaderboard.duplicates import forget as forget_similarities
 from leaderboard.judge_choice import JudgeSpec
 from leaderboard.models import (
     EntryComparison,
@@ -92,6 +93,7 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     run.answers.all().delete()  # their verdicts with them
     SliceScore.objects.filter(run=run).delete()
     EntryComparison.objects.filter(Q(run_a=run) | Q(run_b=run)).delete()
+    forget_similarities(run)
     run.move_to(State.QUEUED, operator_detail=f"re-run by {by}: {why}")
     fresh = {
         "stage": "", "attempt": 0, "worker_id": "", "started_at": None, "finished_at": None,
@@ -113,6 +115,7 @@ def _rejudge(run: EvaluationRun, by: User, why: str, choice: dict[str, str]) -> 
     if run.state != State.DONE:
         raise RunActionRefused(f"it is {run.state}; only a done run is re-judged")
     ItemVerdict.objects.filter(answer__run=run).delete()
+    forget_similarities(run)
     run.move_to(State.JUDGING, worker_id="", operator_detail=f"re-judged by {by}: {why}")
     EvaluationRun.objects.filter(pk=run.pk).update(
         scores_complete=False, unjudged_items=0, judge_choice=choice

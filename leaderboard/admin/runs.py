@@ -16,6 +16,7 @@ from django.template.response import TemplateResponse
 from leaderboard import run_actions
 from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
+    AnswerSimilarity,
     EntryComparison,
     EvaluationRun,
     ItemAnswer,
@@ -247,3 +248,18 @@ class JudgmentRecordAdmin(admin.ModelAdmin):
         "raw",
         "created_at",
     )
+
+
+@admin.register(AnswerSimilarity)
+class AnswerSimilarityAdmin(admin.ModelAdmin):
+    """Flagged by the scoring stage (``leaderboard.duplicates``); read here, never edited."""
+
+    list_display = ("run_a", "run_b", "split", "share", "alike", "items", "computed_at")
+    list_filter = ("split__task__challenge",)
+    raw_id_fields = ("run_a", "run_b", "split")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
