@@ -5,6 +5,7 @@ private test and for organisers only."""
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from django.core.files.base import ContentFile
@@ -178,3 +179,25 @@ def test_the_agent_log_is_polled_live_with_the_run_pages_rule(client, world):
     assert client.get(private_url).json()["log"] == "loading model for private\n"
     client.logout()
     assert client.get(url).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_running_stage_stores_the_output_only_while_the_run_is_its_own(world):
+    from workers.pipeline.claims import worker_id
+    from workers.pipeline.run import log_sink
+
+    def from_the_runners_thread(text: str) -> None:  # as OutputWatch calls it
+        thread = threading.Thread(target=log_sink(run), args=(text,))
+        thread.start()
+        thread.join()
+
+    run = world["public"]
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        state=EvaluationRun.State.RUNNING, worker_id=worker_id(), agent_log=""
+    )
+    run.refresh_from_db()
+    from_the_runners_thread("step 1\n")
+    assert EvaluationRun.objects.get(pk=run.pk).agent_log == "step 1\n"
+    EvaluationRun.objects.filter(pk=run.pk).update(worker_id="other-host:1")
+    from_the_runners_thread("step 2\n")  # re-queued, taken by another worker: not ours
+    assert EvaluationRun.objects.get(pk=run.pk).agent_log == "step 1\n"
