@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, organise, runs, submit, teams
+from leaderboard.views import boards, organise, run_live, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -31,4 +31,10 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),
+    path("runs/<int:run_id>/log.json", run_live.run_log, name="run-log"),
+    path(
+        "runs/<int:run_id>/answers/<int:answer_id>/thumbnail.jpg",
+        run_live.answer_thumbnail,
+        name="answer-thumbnail",
+    ),
 ]

@@ -14,7 +14,9 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from leaderboard import run_actions
+from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
+    AnswerSimilarity,
     EntryComparison,
     EvaluationRun,
     ItemAnswer,
@@ -24,6 +26,7 @@ from leaderboard.models import (
     SliceScore,
     Split,
     Submission,
+    Task,
 )
 from leaderboard.run_actions import RunActionRefused
 from leaderboard.submitting import add_missing_runs
@@ -81,15 +84,20 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} refunded", messages.SUCCESS)
 
 
-def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
-    """An admin action asking why before it does ``perform`` (``leaderboard.run_actions``)."""
+def _run_action(label: str, perform: Callable, help_text: str, judges: bool = False) -> Callable:
+    """An admin action asking why (and, with ``judges``, which judge) before it does
+    ``perform`` (``leaderboard.run_actions``)."""
 
     def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
         error = ""
+        tasks = Task.objects.filter(challenge__tasks__runs__in=queryset).distinct()
         if "why" in request.POST:
             try:
-                refused = perform(queryset, request.user, request.POST["why"])
-            except RunActionRefused as exc:
+                chosen = {}
+                if judges:
+                    chosen["judge"] = chosen_judge(request.POST.get("judge", ""), tasks)
+                refused = perform(queryset, request.user, request.POST["why"], **chosen)
+            except (RunActionRefused, UnknownJudge) as exc:
                 error = str(exc)
             else:
                 done = queryset.count() - len(refused)
@@ -103,6 +111,7 @@ def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
             "label": label,
             "help": help_text,
             "runs": list(queryset),
+            "judges": judge_options(tasks) if judges else None,
             "error": error,
             "action": request.POST["action"],
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
@@ -117,7 +126,7 @@ def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
 class RunActionInline(admin.TabularInline):
     model = RunAction
     extra = 0
-    fields = ("at", "kind", "by", "from_state", "why")
+    fields = ("at", "kind", "by", "from_state", "why", "detail")
     readonly_fields = fields
     can_delete = False
 
@@ -156,9 +165,11 @@ class EvaluationRunAdmin(admin.ModelAdmin):
         _run_action(
             "Re-judge",
             run_actions.rejudge,
-            "A done run's verdicts are deleted and judged again by the task's judge as it is "
-            "configured now (the judgment cache answers what that judge already judged); its "
-            "answers stay. It leaves the leaderboard until it is scored again.",
+            "A done run's verdicts are deleted and judged again, by the task's judge as it is "
+            "configured now or by the judge chosen here (kept for the run's later judging); "
+            "the judgment cache answers what that judge already judged; its answers stay. It "
+            "leaves the leaderboard until it is scored again.",
+            judges=True,
         ),
         _run_action(
             "Cancel",
@@ -176,7 +187,7 @@ class EvaluationRunAdmin(admin.ModelAdmin):
 
 @admin.register(RunAction)
 class RunActionAdmin(admin.ModelAdmin):
-    list_display = ("at", "kind", "run", "by", "from_state", "why")
+    list_display = ("at", "kind", "run", "by", "from_state", "why", "detail")
     list_filter = ("kind", "run__task__challenge")
     search_fields = ("why", "by__username")
     list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
@@ -237,3 +248,18 @@ class JudgmentRecordAdmin(admin.ModelAdmin):
         "raw",
         "created_at",
     )
+
+
+@admin.register(AnswerSimilarity)
+class AnswerSimilarityAdmin(admin.ModelAdmin):
+    """Flagged by the scoring stage (``leaderboard.duplicates``); read here, never edited."""
+
+    list_display = ("run_a", "run_b", "split", "share", "alike", "items", "computed_at")
+    list_filter = ("split__task__challenge",)
+    raw_id_fields = ("run_a", "run_b", "split")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

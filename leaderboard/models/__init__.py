@@ -3,6 +3,7 @@
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
+    AnswerSimilarity,
     EntryComparison,
     ItemAnswer,
     ItemVerdict,
@@ -15,6 +16,7 @@ from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
+    "AnswerSimilarity",
     "Challenge",
     "EntryComparison",
     "EvaluationRun",

@@ -129,6 +129,11 @@ class EvaluationRun(models.Model):
     items_done = models.PositiveIntegerField(default=0)
     items_total = models.PositiveIntegerField(default=0)
     judge_id = models.CharField(max_length=200, blank=True)
+    judge_choice = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the judge chosen when re-judging ({}: the task's)",
+    )
     prompt_version = models.CharField(max_length=64, blank=True)
     scored_with = models.JSONField(
         default=dict, blank=True, help_text="the protocol's options its scores were computed with"

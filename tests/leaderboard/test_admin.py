@@ -4,7 +4,14 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
-from leaderboard.models import EvaluationRun, HubModel, RunAction, Submission, TermsAcceptance
+from leaderboard.models import (
+    AnswerSimilarity,
+    EvaluationRun,
+    HubModel,
+    RunAction,
+    Submission,
+    TermsAcceptance,
+)
 
 
 @pytest.fixture
@@ -34,9 +41,9 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs
         addable = model_admin.has_add_permission(listing.wsgi_request)
-        assert addable == (model not in (HubModel, EvaluationRun, RunAction, TermsAcceptance)), (
-            model
-        )
+        assert addable == (
+            model not in (AnswerSimilarity, HubModel, EvaluationRun, RunAction, TermsAcceptance)
+        ), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])
