@@ -91,7 +91,12 @@ def kit_splits(challenge: Challenge) -> tuple[list[Split], list[tuple[Split, str
     """
     included, withheld = [], []
     splits = Split.objects.filter(task__challenge=challenge).exclude(sha256="")
-    for split in splits.select_related("task").order_by("task__order", "task__task_id", "kind"):
+    kinds = list(Split.Kind.values)  # validation, public test, private test
+    ordered = sorted(
+        splits.select_related("task"),
+        key=lambda s: (s.task.order, s.task.task_id, kinds.index(s.kind)),
+    )
+    for split in ordered:
         if split.is_private:
             withheld.append((split, "a private test is never in the kit"))
         elif split.visibility == Split.Visibility.HIDDEN:
@@ -252,8 +257,10 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
         run.append("--corpus corpus")
     score = [
         f"python -m evaluator score{protocol} --split {directory}",
-        f"--predictions {out}/predictions.jsonl --out {out}/scores",
-        *_score_options(task, setting),
+        " ".join(
+            [f"--predictions {out}/predictions.jsonl --out {out}/scores"]
+            + _score_options(task, setting)
+        ),
     ]
     return TaskCommands(
         run=" \\\n    ".join(run), score=" \\\n    ".join(score), split=directory if mine else ""
