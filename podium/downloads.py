@@ -65,7 +65,9 @@ def download(
         with http.stream("GET", url, params=params) as response:
             if response.is_error:
                 response.read()
-                raise DownloadFailed(f"{response.status_code} {response.reason_phrase}", response)
+                raise DownloadFailed(
+                    f"{target.name}: {response.status_code} {response.reason_phrase}", response
+                )
             sent = response.headers.get(SHA256_HEADER)
             total = int(response.headers.get("Content-Length") or 0) or None
             with (
