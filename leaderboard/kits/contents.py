@@ -258,8 +258,10 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
     score = [
         f"python -m evaluator score{protocol} --split {directory}",
         " ".join(
-            [f"--predictions {out}/predictions.jsonl --out {out}/scores"]
-            + _score_options(task, setting)
+            [
+                f"--predictions {out}/predictions.jsonl --out {out}/scores",
+                *_score_options(task, setting),
+            ]
         ),
     ]
     return TaskCommands(
