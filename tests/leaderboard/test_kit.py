@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from leaderboard.kits import archive, contents
-from leaderboard.models import Split
+from leaderboard.models import Split, Task
 from leaderboard.splits import import_split_dir
 
 from .factories import write_small_split
@@ -160,3 +160,23 @@ def test_the_kit_page_lists_the_contents_and_links_from_the_data_tab(kit_challen
     kit_challenge.save()
     tab = member.get(reverse("leaderboard:challenge", args=["crag-mm-2026"]) + "?tab=data")
     assert 'id="kit-link"' in tab.content.decode()
+
+
+def test_each_protocol_gets_its_example_agent_and_commands(kit_challenge):
+    Task.objects.create(
+        challenge=kit_challenge, task_id="visual-rag", name="Visual-RAG", protocol="visual-rag",
+        primary_metric="accuracy", web_search_enabled=False, order=1,
+    )  # fmt: skip
+    plan = contents.plan(kit_challenge)
+    assert plan.agents == ("rag-kit-a", "visual-rag-colour")
+    assert tuple(t["example_agent"] for t in plan.manifest["tasks"]) == plan.agents
+    readme = plan.readme
+    assert (
+        "python -m workers.cli --image my-agent --protocol visual-rag --task visual-rag" in readme
+    )
+    assert "--split data/visual-rag/validation --setting retrieval" in readme
+    assert "--settings retrieval --gcue-lambda 0.5" in readme
+    assert "(The kit has no public split of this task" in readme
+    assert "Podium runs every submission in each of these settings: `retrieval`, `zero_shot`" in (
+        readme
+    )
