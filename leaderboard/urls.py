@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, organise, run_live, runs, submit, teams
+from leaderboard.views import boards, kit, organise, run_live, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -11,6 +11,9 @@ urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
+    path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
+    path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),
+    path("c/<slug:slug>/kit/base-image/", kit.base_image_download, name="kit-base-image"),
     path(
         "c/<slug:slug>/submissions/",
         organise.challenge_submissions,

@@ -4,6 +4,7 @@
     python -m podium.cli status 42 --wait     # follow its runs until they finish
     python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
     python -m podium.cli leaderboard visual-rag-2026 visual-rag validation --setting gt_clue
+    python -m podium.cli kit crag-mm-2026 --output kit/ --base-image   # the starter kit
 
 The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
 (a token from ``POST /api/token/`` or the admin). Uploads stream from disk with a progress bar.
@@ -22,6 +23,8 @@ from typing import IO, Any
 
 import httpx
 from tqdm import tqdm
+
+from podium.downloads import DownloadFailed, download
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 FINISHED = ("done", "failed", "cancelled")  # a run's terminal states
@@ -167,6 +170,44 @@ def leaderboard(client: Client, args: argparse.Namespace) -> dict:
     return client.call("GET", f"splits/{split_id}/leaderboard/", params=params)
 
 
+def kit(client: Client, args: argparse.Namespace) -> dict:
+    """The challenge's starter kit (and with ``--base-image``, a base image archive) into
+    ``--output``, each verified against its sha256."""
+    slug = args.challenge
+    body = client.call("GET", f"challenges/{slug}/kit/")
+    wanted = [(f"challenges/{slug}/kit/download/", body["filename"], body["sha256"], None)]
+    if args.base_image is not None:
+        images = {row["image"]: row for row in body["base_images"]}
+        name = args.base_image or next(iter(images))
+        if name not in images:
+            raise CliError(f"{name!r} is not a base image of {slug} (one of: {', '.join(images)})")
+        row = images[name]
+        path = f"challenges/{slug}/kit/base-image/"
+        wanted.append((path, row["filename"], row["sha256"], {"image": name}))
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    files = []
+    for path, filename, sha256, params in wanted:
+        try:
+            got = download(
+                client.http, path, output / filename, listed_sha256=sha256, params=params,
+                quiet=args.quiet,
+            )  # fmt: skip
+        except DownloadFailed as exc:
+            detail = f": {_detail(exc.response)}" if exc.response is not None else ""
+            raise CliError(f"{exc}{detail}") from None
+        files.append({**got.as_dict(), "fetched": got.fetched})
+    return {"challenge": slug, "version": body["version"], "files": files}
+
+
+def format_kit(body: dict) -> str:
+    lines = [f"starter kit of {body['challenge']} (version {body['version'][:12]}):"]
+    for file in body["files"]:
+        how = "downloaded" if file["fetched"] else "already there"
+        lines.append(f"  {file['path']}  {file['size']} bytes  sha256 {file['sha256']} ({how})")
+    return "\n".join(lines)
+
+
 def format_submission(body: dict) -> str:
     lines = [
         f"submission #{body['id']} {body['method_name']} (team {body['team']}, "
@@ -275,6 +316,18 @@ def parser() -> argparse.ArgumentParser:
         "--setting", help="the task's setting to rank (e.g. gt_clue; default: its first)"
     )
     sub.set_defaults(run=leaderboard, show=format_leaderboard, needs_token=False)
+
+    sub = commands.add_parser("kit", help="download a challenge's starter kit, sha256-checked")
+    sub.add_argument("challenge", help="challenge slug")
+    sub.add_argument("--output", default=".", help="folder for the files (default: here)")
+    sub.add_argument(
+        "--base-image",
+        nargs="?",
+        const="",
+        metavar="IMAGE",
+        help="also the agent base image's docker save archive (default: the first base image)",
+    )
+    sub.set_defaults(run=kit, show=format_kit, needs_token=True)
     return root
 
 

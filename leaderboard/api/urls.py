@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import submissions, views
+from leaderboard.api import kit, submissions, views
 from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
@@ -17,6 +17,15 @@ router.register("runs", views.RunViewSet, basename="run")
 app_name = "api"
 urlpatterns = [
     path("", include(router.urls)),
+    path("challenges/<slug:slug>/kit/", kit.KitView.as_view(), name="kit"),
+    path(
+        "challenges/<slug:slug>/kit/download/", kit.KitDownloadView.as_view(), name="kit-download"
+    ),
+    path(
+        "challenges/<slug:slug>/kit/base-image/",
+        kit.BaseImageDownloadView.as_view(),
+        name="kit-base-image",
+    ),
     path("token/", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
