@@ -99,6 +99,8 @@ def test_the_admin_offers_the_judges_and_acts_with_the_chosen_one(
     assert run.state == State.JUDGING and run.judge_choice["kind"] == "rules"
 
 
+# transaction: the judging stage caches judgments from its worker threads' own connections
+@pytest.mark.django_db(transaction=True)
 def test_the_judging_stage_grades_with_the_chosen_judge(model_task, teams, tmp_path):
     split = import_split_dir(model_task, "validation", write_split(tmp_path / "split", 2, 2))
     submission = Submission.objects.create(
