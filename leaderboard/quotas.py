@@ -41,6 +41,21 @@ class QuotaUsage:
     concurrent: int
     next_daily_slot: datetime | None  # when the per-day quota frees a slot, if it is used up
 
+    @property
+    def remaining(self) -> int | None:
+        """Submissions the team may still make on the task now (``None``: no limit)."""
+        task = self.task
+        left = [
+            limit - used
+            for limit, used in (
+                (task.quota_per_day, self.today),
+                (task.quota_total, self.total),
+                (task.quota_concurrent, self.concurrent),
+            )
+            if limit is not None
+        ]
+        return max(0, min(left)) if left else None
+
     def problem(self) -> str | None:
         """Why one more submission is refused, or None when it is allowed."""
         task, where = self.task, f"on task {self.task.task_id}"
@@ -93,8 +108,13 @@ def usage(team: Team, task: Task, now: datetime | None = None) -> QuotaUsage:
     )
 
 
+def refusal(team: Team, usages: Iterable[QuotaUsage]) -> str | None:
+    """Why ``team`` may not submit on these tasks now, naming every one without a slot left."""
+    problems = [p for use in usages if (p := use.problem())]
+    return f"team {team.name}: " + "; ".join(problems) if problems else None
+
+
 def check_quotas(team: Team, tasks: Iterable[Task], now: datetime | None = None) -> None:
     """Raise ``QuotaExceeded`` naming every task on which ``team`` has no submission left."""
-    problems = [p for task in tasks if (p := usage(team, task, now).problem())]
-    if problems:
-        raise QuotaExceeded(f"team {team.name}: " + "; ".join(problems))
+    if why := refusal(team, (usage(team, task, now) for task in tasks)):
+        raise QuotaExceeded(why)

@@ -51,22 +51,14 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         )
         .order_by("-created_at")[:200]
     )
-    organiser: dict[int, bool] = {}
+    score_shown = permissions.score_visibility(request.user)
     for submission in submissions:
         submission.choosable = any(
             run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
         )
-        if submission.challenge_id not in organiser:
-            organiser[submission.challenge_id] = permissions.is_organiser(
-                request.user, submission.challenge
-            )
         for run in submission.runs.all():
             # as the run page: a private test's score only once its results are public
-            shown = (
-                organiser[submission.challenge_id]
-                or not run.split.is_private
-                or permissions.can_see_results(request.user, run.split)
-            )
+            shown = score_shown(run)
             run.overall = next(iter(run.slice_scores.all()), None) if shown else None
             run.score_hidden = not shown
     return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
@@ -120,7 +112,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             answer.question = (row or {}).get(question)
             answer.truth = (row or {}).get(truth)
     headline = None
-    if show_answers or permissions.can_see_results(request.user, run.split):
+    if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
     return render(
         request,
