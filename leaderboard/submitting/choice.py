@@ -51,13 +51,16 @@ class Chosen:
         )
 
 
+KIND_ORDER = {kind: place for place, kind in enumerate(Split.Kind.values)}
+
+
 def evaluated_splits(challenge: Challenge) -> list[Split]:
-    """Every (task, split) pair a submission may run on: each split whose data is imported."""
-    return list(
-        Split.objects.filter(task__challenge=challenge)
-        .exclude(bundle="")
-        .select_related("task")
-        .order_by("task__order", "task__task_id", "kind")
+    """Every (task, split) pair a submission may run on: each split whose data is imported, in
+    the tasks' order, then validation, public test, private test."""
+    splits = Split.objects.filter(task__challenge=challenge).exclude(bundle="")
+    return sorted(
+        splits.select_related("task"),
+        key=lambda s: (s.task.order, s.task.task_id, KIND_ORDER[s.kind]),
     )
 
 
