@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore, Task
+from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.submitting import set_flags
 
@@ -47,7 +47,8 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
         .prefetch_related(
-            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall)))
+            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall))),
+            Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
         )
         .order_by("-created_at")[:200]
     )
