@@ -83,9 +83,10 @@ def resolve(challenge: Challenge, choice: Choice) -> Chosen:
             )
     wanted = set(choice.tasks or named or by_task)
     tasks = [task_id for task_id in by_task if task_id in wanted]  # the challenge's order
-    for task_id in named:
+    for task_id, kinds in named.items():
         if choice.tasks and task_id not in choice.tasks:
-            errors["splits"].append(f"{', '.join(named[task_id])}: task {task_id} is not chosen")
+            unchosen = (f"'{task_id}/{kind}': task {task_id} is not chosen" for kind in kinds)
+            errors["splits"] += unchosen
     if any(errors.values()):
         raise ValidationError({field: found for field, found in errors.items() if found})
     splits, kinds = [], {}
