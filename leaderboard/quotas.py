@@ -1,6 +1,7 @@
 """Submission quotas per team and task: per day, in total, and concurrent evaluations.
 
-A submission counts against a task's quotas when it has a run on that task.
+A submission counts against a task's quotas when it has a run on that task: only the tasks its
+team chose (``leaderboard.submitting.choice``) are checked and counted.
 
 - per day: submissions in the last 24 hours (a rolling window);
 - total: all submissions;
