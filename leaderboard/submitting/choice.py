@@ -89,7 +89,8 @@ def resolve(challenge: Challenge, choice: Choice) -> Chosen:
             errors["splits"] += unchosen
     if any(errors.values()):
         raise ValidationError({field: found for field, found in errors.items() if found})
-    splits, kinds = [], {}
+    splits: list[Split] = []
+    kinds: dict[int, tuple[str, ...]] = {}
     for task_id in tasks:
         offered = by_task[task_id]
         kinds_named = set(named.get(task_id, ())) or {s.kind for s in offered}
