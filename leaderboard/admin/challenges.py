@@ -122,6 +122,7 @@ class TaskAdmin(admin.ModelAdmin):
                     "quota_total",
                     "quota_concurrent",
                     "max_artifact_bytes",
+                    "splits_selectable",
                 )
             },
         ),

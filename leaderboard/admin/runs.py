@@ -26,6 +26,7 @@ from leaderboard.models import (
     SliceScore,
     Split,
     Submission,
+    SubmissionTask,
     Task,
 )
 from leaderboard.run_actions import RunActionRefused
@@ -39,6 +40,33 @@ class RunInline(admin.TabularInline):
     readonly_fields = fields
     show_change_link = True
     can_delete = False
+
+
+class ChosenTaskInline(admin.TabularInline):
+    """The tasks and splits the team chose: a record of the submission, never edited."""
+
+    model = SubmissionTask
+    extra = 0
+    fields = ("task", "split_kinds")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(SubmissionTask)
+class SubmissionTaskAdmin(admin.ModelAdmin):
+    """Which tasks (and splits; none listed: every split) each submission is evaluated on."""
+
+    list_display = ("submission", "task", "split_kinds")
+    list_filter = ("task__challenge",)
+    search_fields = ("submission__method_name", "submission__team__name", "task__task_id")
+    list_select_related = ("submission__team", "task")
+    readonly_fields = ("submission", "task", "split_kinds")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Submission)
@@ -58,7 +86,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     list_filter = ("state", "artifact_kind", "is_baseline", "consumes_quota", "challenge")
     search_fields = ("method_name", "team__name", "image_digest", "registry_ref")
     date_hierarchy = "created_at"
-    inlines = (RunInline,)
+    inlines = (ChosenTaskInline, RunInline)
     actions = ("mark_baseline", "refund_quota", "evaluate_missing")
     formfield_overrides: ClassVar[dict] = {models.URLField: {"assume_scheme": "https"}}
 

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import kit, submissions, views
+from leaderboard.api import kit, quota, submissions, views
 from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
@@ -16,6 +16,7 @@ router.register("runs", views.RunViewSet, basename="run")
 
 app_name = "api"
 urlpatterns = [
+    path("challenges/<slug:slug>/quota/", quota.QuotaView.as_view(), name="challenge-quota"),
     path("", include(router.urls)),
     path("challenges/<slug:slug>/kit/", kit.KitView.as_view(), name="kit"),
     path(

@@ -11,7 +11,12 @@ from leaderboard.models.results import (
     SliceScore,
 )
 from leaderboard.models.run_action import RunAction
-from leaderboard.models.submission import EvaluationRun, InvalidTransition, Submission
+from leaderboard.models.submission import (
+    EvaluationRun,
+    InvalidTransition,
+    Submission,
+    SubmissionTask,
+)
 from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
 
@@ -32,6 +37,7 @@ __all__ = [
     "SliceScore",
     "Split",
     "Submission",
+    "SubmissionTask",
     "Task",
     "Team",
     "TermsAcceptance",

@@ -174,6 +174,11 @@ class Task(models.Model):
         validators=[MinValueValidator(1)],
         help_text="largest image archive or build context a team may upload",
     )
+    splits_selectable = models.BooleanField(
+        default=False,
+        help_text="teams may choose which of this task's splits a submission is evaluated on "
+        "(off: every split of a chosen task)",
+    )
 
     class Meta:
         ordering = ("challenge", "order", "task_id")

@@ -15,7 +15,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from leaderboard import permissions
-from leaderboard.models import AnswerSimilarity, Challenge, EvaluationRun, Submission
+from leaderboard.models import (
+    AnswerSimilarity,
+    Challenge,
+    EvaluationRun,
+    Submission,
+    SubmissionTask,
+)
 
 PER_PAGE = 100
 
@@ -26,7 +32,8 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         raise PermissionDenied(f"only the organisers of {challenge.name} see every submission")
     everything = Submission.objects.filter(challenge=challenge)
     shown = everything.select_related("team", "submitted_by").prefetch_related(
-        Prefetch("runs", EvaluationRun.objects.only("pk", "state", "submission_id"))
+        Prefetch("runs", EvaluationRun.objects.only("pk", "state", "submission_id")),
+        Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
     )
     state = request.GET.get("state", "")
     if state in Submission.State.values:

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, SliceScore, Task
+from leaderboard.models import EvaluationRun, SliceScore, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
 from leaderboard.submitting import set_flags
@@ -46,26 +46,19 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
         .prefetch_related(
-            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall)))
+            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall))),
+            Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
         )
         .order_by("-created_at")[:200]
     )
-    organiser: dict[int, bool] = {}
+    score_shown = permissions.score_visibility(request.user)
     for submission in submissions:
         submission.choosable = any(
             run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
         )
-        if submission.challenge_id not in organiser:
-            organiser[submission.challenge_id] = permissions.is_organiser(
-                request.user, submission.challenge
-            )
         for run in submission.runs.all():
             # as the run page: a private test's score only once its results are public
-            shown = (
-                organiser[submission.challenge_id]
-                or not run.split.is_private
-                or permissions.can_see_results(request.user, run.split)
-            )
+            shown = score_shown(run)
             run.overall = next(iter(run.slice_scores.all()), None) if shown else None
             run.score_hidden = not shown
     return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
@@ -104,7 +97,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     wanted = AnswerFilter.from_query(request.GET)
     listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
     headline = None
-    if show_answers or permissions.can_see_results(request.user, run.split):
+    if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
     return render(
         request,

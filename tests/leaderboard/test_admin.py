@@ -10,6 +10,7 @@ from leaderboard.models import (
     HubModel,
     RunAction,
     Submission,
+    SubmissionTask,
     TermsAcceptance,
 )
 
@@ -41,9 +42,15 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs
         addable = model_admin.has_add_permission(listing.wsgi_request)
-        assert addable == (
-            model not in (AnswerSimilarity, HubModel, EvaluationRun, RunAction, TermsAcceptance)
-        ), model
+        read_only = (
+            AnswerSimilarity,
+            HubModel,
+            EvaluationRun,
+            RunAction,
+            TermsAcceptance,
+            SubmissionTask,
+        )
+        assert addable == (model not in read_only), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])
