@@ -24,11 +24,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import httpx
 from tqdm import tqdm
 
+from podium.api_client import Client, CliError, ProgressReader, error_detail
 from podium.cli_text import format_kit, format_leaderboard, format_quota, format_submission
 from podium.downloads import DownloadFailed, download
 
@@ -38,82 +38,9 @@ ENVIRONMENT = (
     "environment: PODIUM_URL (the server, default http://127.0.0.1:8000), PODIUM_TOKEN (your "
     "API token: create it on your account page, /account/, or POST /api/token/)"
 )
+
+
 # Upload and reading times out per network operation, not for the whole transfer.
-TIMEOUT = httpx.Timeout(60.0)
-
-
-class CliError(Exception):
-    """Something the user should read; printed without a traceback."""
-
-
-class _ProgressReader:
-    """A file read through this updates a progress bar; httpx streams multipart files by read."""
-
-    def __init__(self, handle: IO[bytes], bar: tqdm) -> None:
-        self.handle, self.bar = handle, bar
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.handle.read(size)
-        self.bar.update(len(data))
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        position = self.handle.seek(offset, whence)
-        if whence == 0 and offset == 0:
-            self.bar.reset()
-        return position
-
-    def tell(self) -> int:
-        return self.handle.tell()
-
-    def fileno(self) -> int:
-        return self.handle.fileno()
-
-
-class Client:
-    """The API calls the commands make; errors become ``CliError`` with the server's words."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        headers = {"Authorization": f"Token {token}"} if token else {}
-        base = url.rstrip("/") + "/api/"
-        self.http = httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach {self.http.base_url}: {exc}") from None
-        if response.is_error:
-            raise CliError(f"{response.status_code} {response.reason_phrase}: {_detail(response)}")
-        return response.json()
-
-    def split_id(self, challenge: str, task: str, kind: str) -> int:
-        params = {"challenge": challenge, "task": task}
-        found = self.call("GET", "splits/", params=params)["results"]
-        match = [s["id"] for s in found if s["kind"] == kind]
-        if not match:
-            kinds = ", ".join(s["kind"] for s in found) or "none"
-            raise CliError(f"{challenge}/{task} has no split {kind!r} (splits: {kinds})")
-        return match[0]
-
-
-def _detail(response: httpx.Response) -> str:
-    """The server's error message: DRF's ``detail`` or its messages per field."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500]
-    if isinstance(body, dict) and set(body) == {"detail"}:
-        return str(body["detail"])
-    if isinstance(body, dict):
-        parts = []
-        for field, messages in body.items():
-            text = " ".join(messages) if isinstance(messages, list) else str(messages)
-            parts.append(text if field == "non_field_errors" else f"{field}: {text}")
-        return "; ".join(parts)
-    return str(body)
-
-
 def _choice(args: argparse.Namespace) -> dict[str, Any]:
     """The team and the tasks and splits chosen, as the API takes them (lists: repeated)."""
     chosen: dict[str, Any] = {"tasks": args.task or [], "splits": args.split or []}
@@ -156,7 +83,7 @@ def submit(client: Client, args: argparse.Namespace) -> dict:
         path.open("rb") as handle,
         tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=args.quiet) as bar,
     ):
-        files = {"artifact": (path.name, _ProgressReader(handle, bar), "application/x-tar")}
+        files = {"artifact": (path.name, ProgressReader(handle, bar), "application/x-tar")}
         return client.call("POST", "submissions/", data=data, files=files)
 
 
@@ -220,7 +147,7 @@ def kit(client: Client, args: argparse.Namespace) -> dict:
                 quiet=args.quiet,
             )  # fmt: skip
         except DownloadFailed as exc:
-            detail = f": {_detail(exc.response)}" if exc.response is not None else ""
+            detail = f": {error_detail(exc.response)}" if exc.response is not None else ""
             raise CliError(f"{exc}{detail}") from None
         files.append({**got.as_dict(), "fetched": got.fetched})
     return {"challenge": slug, "version": body["version"], "files": files}

@@ -10,7 +10,7 @@ A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
 - ``corpus/``: the challenge's search corpus, only when the organisers allow it
   (``Challenge.kit_includes_corpus``);
 - ``tools/``: Podium's own ``agentkit``, ``evaluator`` and ``workers`` (its Django parts left
-  out), ``podium/cli.py`` and ``podium/downloads.py``, with ``tools/requirements.txt``: what
+  out), ``podium/cli.py`` and the modules it imports, with ``tools/requirements.txt``: what
   the commands need;
 - ``kit.json``: the manifest (the splits and corpus by sha256, the version).
 
@@ -37,6 +37,8 @@ EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
 # Podium's source the commands need; the Django side of ``workers`` stays out.
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
 TOOLS_LEFT_OUT = ("workers/pipeline", "workers/tasks.py")
+# podium.cli and what it imports of podium (none of them imports Django)
+CLI_MODULES = ("cli.py", "api_client.py", "cli_text.py", "downloads.py")
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
 REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
 KIT_FORMAT = 1  # bumped when the layout of a kit changes
@@ -119,7 +121,7 @@ def _tool_files() -> list[tuple[Path, str]]:
             if any(name == out or name.startswith(f"{out}/") for out in TOOLS_LEFT_OUT):
                 continue
             files.append((path, f"tools/{name}"))
-    for module in ("cli.py", "downloads.py"):
+    for module in CLI_MODULES:
         files.append((root / "podium" / module, f"tools/podium/{module}"))
     return files
 
