@@ -10,13 +10,24 @@ import sys
 from agentkit.protocol import ENV_AGENT, ENV_SOCKET_DIR, ENV_TASK, SOCKET_DIR
 from agentkit.server import serve
 
+TERMINATE_GRACE_S = 2  # after SIGTERM, the most the process takes to end
+
 
 class Terminated(BaseException):
     """SIGTERM: stop now, whatever the agent is doing (not an error the agent may catch)."""
 
 
 def _terminate(signum: int, frame: object) -> None:
+    # Unwind (the server closes, the socket goes). Should the exception never get there (an
+    # agent catching BaseException, a finaliser the collector ran when it landed, which Python
+    # swallows), SIGALRM ends the process a moment later all the same.
+    signal.signal(signal.SIGALRM, _exit_now)
+    signal.alarm(TERMINATE_GRACE_S)
     raise Terminated(signum)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(128 + signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> int:

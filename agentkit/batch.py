@@ -95,14 +95,18 @@ def parse_batch(body: bytes) -> BatchRequest:
     if len(entries) > MAX_BATCH_SIZE:
         raise BadRequest(f"{key} holds {len(entries)} {key}, more than {MAX_BATCH_SIZE}")
     files = BatchFiles()
-    if key == "items":
-        try:
-            items = parse_items(data["protocol"], entries, files)
-        except ItemError as exc:
-            raise BadRequest(str(exc)) from None
-        return BatchRequest(batch_id, deadline, [], data["protocol"], items, files)
-    turns = [_parse_turn(turn, f"turns[{i}]", files) for i, turn in enumerate(entries)]
-    return BatchRequest(batch_id, deadline, turns, files=files)
+    try:
+        if key == "items":
+            try:
+                items = parse_items(data["protocol"], entries, files)
+            except ItemError as exc:
+                raise BadRequest(str(exc)) from None
+            return BatchRequest(batch_id, deadline, [], data["protocol"], items, files)
+        turns = [_parse_turn(turn, f"turns[{i}]", files) for i, turn in enumerate(entries)]
+        return BatchRequest(batch_id, deadline, turns, files=files)
+    except BadRequest:
+        files.release()  # the files opened before the bad field
+        raise
 
 
 def open_image_file(path: Any, where: str, files: BatchFiles | None = None) -> Image.Image:

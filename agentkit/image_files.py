@@ -28,6 +28,22 @@ import threading
 import weakref
 
 
+class _Descriptor:
+    """An open file's descriptor, closed once by whichever gets there first: its mapping, its
+    copy, or the batch's release (never a finaliser: Python code run by the garbage collector
+    would swallow the exception a SIGTERM handler raises in it)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class MappedFile:
     """One image file, file-like for Pillow (read, readline, seek, tell): its descriptor until
     the first read, then its mapping, or its copy once released.
@@ -35,8 +51,8 @@ class MappedFile:
     ``bytes(file)`` is the whole content (the search client sends it for an undecoded image).
     """
 
-    def __init__(self, fd: int, size: int) -> None:
-        self._fd: int | None = fd
+    def __init__(self, descriptor: _Descriptor, size: int) -> None:
+        self._descriptor = descriptor
         self._size = size
         self._buffer: mmap.mmap | io.BytesIO | None = None
 
@@ -56,8 +72,9 @@ class MappedFile:
 
     def head(self, size: int) -> bytes:
         """The file's first ``size`` bytes, without mapping it."""
-        if self._buffer is None and self._fd is not None:
-            return os.pread(self._fd, size, 0)
+        fd = self._descriptor.fd
+        if self._buffer is None and fd is not None:
+            return os.pread(fd, size, 0)
         return bytes(self)[:size]
 
     @property
@@ -67,7 +84,10 @@ class MappedFile:
     @property
     def open(self) -> bool:
         """Whether the file is still open or mapped (``release`` would copy it)."""
-        return self._fd is not None or (self.mapped and not self._buffer.closed)  # type: ignore[union-attr]
+        buffer = self._buffer
+        if buffer is None:
+            return self._descriptor.fd is not None
+        return isinstance(buffer, mmap.mmap) and not buffer.closed
 
     def __bytes__(self) -> bytes:
         buffer = self._mapped()
@@ -75,15 +95,15 @@ class MappedFile:
 
     def _mapped(self) -> mmap.mmap | io.BytesIO:
         if self._buffer is None:
-            fd, self._fd = self._fd, None
-            assert fd is not None
+            fd = self._descriptor.fd
+            if fd is None:
+                raise ValueError("the image's file was closed with its batch")
             try:  # mmap refuses empty files; Pillow then says what is wrong
                 empty = self._size == 0
-                self._use(
-                    io.BytesIO() if empty else mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
-                )
+                flags, access = mmap.MAP_SHARED, mmap.PROT_READ
+                self._use(io.BytesIO() if empty else mmap.mmap(fd, 0, flags, access))
             finally:
-                os.close(fd)  # a mapping keeps a descriptor of its own
+                self._descriptor.close()  # a mapping keeps a descriptor of its own
         assert self._buffer is not None
         return self._buffer
 
@@ -95,12 +115,12 @@ class MappedFile:
     def release(self) -> None:
         """Go on from a copy in memory and close the file (nothing if already done)."""
         if self._buffer is None:  # never read: copy it through its descriptor
-            fd, self._fd = self._fd, None
+            fd = self._descriptor.fd
             if fd is not None:
                 try:
                     self._use(io.BytesIO(_read_all(fd, self._size)))
                 finally:
-                    os.close(fd)
+                    self._descriptor.close()
             return
         mapping = self._buffer
         if not isinstance(mapping, mmap.mmap) or mapping.closed:
@@ -110,23 +130,6 @@ class MappedFile:
         self._use(copy)
         with contextlib.suppress(BufferError):  # a view of it is held: it ends with the view
             mapping.close()
-
-    def __del__(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def map_file(path: str) -> MappedFile:
-    """Open the regular file at ``path`` read-only, to be mapped at its first read. Its
-    descriptor is kept until then (or until it is released, or freed). Raises
-    :class:`OSError`."""
-    fd = _open_regular(path)
-    try:
-        return MappedFile(fd, os.fstat(fd).st_size)
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_file(path: str) -> bytes:
@@ -157,27 +160,38 @@ def _read_all(fd: int, size: int) -> bytes:
 
 
 class BatchFiles:
-    """The image files mapped for one batch, held weakly: :meth:`release` when it is answered."""
+    """The image files opened for one batch: their descriptors are the batch's, the files
+    held weakly. :meth:`release`, once the batch is answered or refused (the server and
+    ``parse_batch`` see to it on every path), closes every descriptor. No finaliser does: the
+    collector runs Python code at any moment, and an exception a SIGTERM handler raised in it
+    would be swallowed."""
 
     def __init__(self) -> None:
         self._files: list[weakref.ref[MappedFile]] = []
+        self._descriptors: list[_Descriptor] = []
         self._lock = threading.Lock()
 
     def map(self, path: str) -> MappedFile:
-        """Open ``path`` for this batch, mapped at its first read (a descriptor is held until
-        :meth:`release`)."""
-        file = map_file(path)
+        """Open ``path`` for this batch, mapped at its first read (its descriptor is held
+        until then, or until :meth:`release`). Raises :class:`OSError`."""
+        descriptor = _Descriptor(_open_regular(path))
+        with self._lock:
+            self._descriptors.append(descriptor)
+        file = MappedFile(descriptor, os.fstat(descriptor.fd).st_size)  # type: ignore[arg-type]
         with self._lock:
             self._files.append(weakref.ref(file))
         return file
 
     def release(self) -> int:
-        """Copy and close the files still held (an image the agent kept); how many there were.
-
-        A file nobody holds any more was closed when it was freed."""
+        """Copy and close the files still held (an image the agent kept), close every other
+        descriptor; how many files were held."""
         with self._lock:
             files, self._files = self._files, []
         held = [file for file in (ref() for ref in files) if file is not None and file.open]
         for file in held:
             file.release()
+        with self._lock:
+            descriptors, self._descriptors = self._descriptors, []
+        for descriptor in descriptors:  # those of the files nobody holds any more
+            descriptor.close()
         return len(held)

@@ -75,16 +75,16 @@ class _Handler(BaseHTTPRequestHandler):
         deadline_at = None if batch.deadline_s is None else received + batch.deadline_s
         respond = functools.partial(self._guarded, self._answer, batch, received)
         host = self.server.host
+        here = threading.current_thread() is threading.main_thread()  # handed over already
         try:
-            if threading.current_thread() is threading.main_thread():
-                host.answer_here(batch, deadline_at, respond)  # this connection was handed over
+            if here:
+                host.answer_here(batch, deadline_at, respond)  # answered and released
                 return
             done = host.submit(batch, deadline_at, respond, connection=self)
-        except NotReady as exc:
-            self._reply(exc.status, {"error": str(exc)})
-            return
-        except Busy as exc:
-            self._reply(409, {"error": str(exc)})
+        except (NotReady, Busy) as exc:
+            batch.release()  # refused: its files are closed now
+            status = exc.status if isinstance(exc, NotReady) else 409
+            self._reply(status, {"error": str(exc)})
             return
         # The main thread replies, then serves this connection until it closes or another
         # connection's batch comes: this thread must not read the next request before.

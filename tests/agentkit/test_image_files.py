@@ -132,3 +132,13 @@ def test_a_file_never_read_is_copied_through_its_descriptor_once_released(tmp_pa
     assert batch.release() == 1
     assert str(path) not in mapped_paths() and not any(str(path) in p for p in open_paths())
     assert kept is not None and kept.convert("RGB").getpixel((5, 5))[2] > 200
+
+
+def test_a_batch_refused_for_a_bad_field_leaves_no_file_open(tmp_path):
+    good = photo(tmp_path / "good.jpg")
+    before = open_paths()
+    turns = json.loads(body(good, good))
+    turns["turns"].append({"session_id": "s", "interaction_id": "i", "turn_idx": -1})
+    with pytest.raises(BadRequest, match=r"turns\[2\]\.turn_idx"):
+        parse_batch(json.dumps(turns).encode())
+    assert str(good) not in open_paths() and open_paths() <= before | {str(good)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -476,6 +477,52 @@ def test_sigterm_stops_the_server_and_removes_the_socket(start_agent, tmp_path):
     loading.process.terminate()
     assert loading.process.wait(5) == 128 + 15  # even in the middle of loading
     assert not loading.socket.exists()
+
+
+def test_sigterm_right_after_a_batch_of_images_stops_the_server(start_agent, tmp_path):
+    """The moment a batch is answered, the main thread releases its images' files: a SIGTERM
+    landing then must stop the server as at any other moment (no finaliser swallows it)."""
+    images = [tmp_path / f"{i}.jpg" for i in range(16)]
+    for i, path in enumerate(images):
+        path.write_bytes(jpeg_bytes(color=("red", "blue")[i % 2]))
+    turns = [turn(f"q{i}", image=path, interaction_id=f"i{i}") for i, path in enumerate(images)]
+    for _ in range(3):
+        agent = start_agent(KIT_A)
+        assert agent.wait_loaded()[0] == 200
+        assert agent.post(batch(*turns))[0] == 200
+        agent.process.terminate()
+        assert agent.process.wait(10) == 128 + 15
+        assert not agent.socket.exists()
+
+
+def test_sigterm_ends_an_agent_that_swallows_it(start_agent):
+    """An agent catching BaseException (Terminated too) cannot keep the process alive."""
+    source = """
+        import time
+
+        class Agent:
+            def __init__(self, search_pipeline): pass
+            def get_batch_size(self): return 1
+            def batch_generate_response(self, queries, images, message_histories):
+                while True:
+                    try:
+                        time.sleep(0.05)
+                    except BaseException:
+                        pass
+    """
+    agent = start_agent(source)
+    assert agent.wait_loaded()[0] == 200
+
+    def post() -> None:
+        with contextlib.suppress(Exception):  # the server goes away mid-call
+            agent.post(batch(turn()))
+
+    threading.Thread(target=post, daemon=True).start()
+    time.sleep(0.5)  # the batch is being answered
+    started = time.monotonic()
+    agent.process.terminate()
+    assert agent.process.wait(10) == 128 + 15
+    assert time.monotonic() - started < 5
 
 
 THREAD_NAMES = """
