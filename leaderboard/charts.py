@@ -63,7 +63,7 @@ def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
         number
         for _, cells in table.rows
         for cell in cells.values()
-        for number in (_value(cell, metric), *(_interval(cell, metric) or ()))
+        for number in (cell_value(cell, metric), *(cell_interval(cell, metric) or ()))
         if number is not None
     ]
     fixed = metric.axis()
@@ -73,12 +73,12 @@ def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
     return min([0.0, *values]), max([1.0, *values])
 
 
-def _value(cell: dict, metric: Metric) -> float | None:
+def cell_value(cell: dict, metric: Metric) -> float | None:
     value = cell["metrics"].get(metric.name)
     return float(value) if isinstance(value, int | float) else None
 
 
-def _interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
+def cell_interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
     ends = cell["metrics"].get(f"{metric.name}_ci95")
     if (
         isinstance(ends, list | tuple)
@@ -104,10 +104,10 @@ def slice_chart(table: SliceTable, metric: Metric) -> Chart:
         bars = []
         for series, (entry, cells) in enumerate(rows):
             cell = cells.get(value)
-            number = _value(cell, metric) if cell is not None else None
+            number = cell_value(cell, metric) if cell is not None else None
             if cell is not None and number is not None:
                 left, right = sorted((zero_x, x(number)))
-                interval = _interval(cell, metric)
+                interval = cell_interval(cell, metric)
                 shown = f"{entry.method_name}: {metric.shown(number)}"
                 if interval is not None:
                     shown += f" [{metric.shown(interval[0])}, {metric.shown(interval[1])}]"

@@ -4,6 +4,7 @@ from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
     EntryComparison,
+    Headline,
     ItemAnswer,
     ItemVerdict,
     JudgmentRecord,
@@ -18,6 +19,7 @@ __all__ = [
     "Challenge",
     "EntryComparison",
     "EvaluationRun",
+    "Headline",
     "HubModel",
     "InvalidTransition",
     "Invitation",

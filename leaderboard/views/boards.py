@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
-from leaderboard.views import board_settings
+from leaderboard.views import board_nav, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
@@ -111,25 +111,32 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     setting = board_settings.asked_setting(request, split)
     number = _page_number(request)
     shown = board_settings.settings_shown(request, split, setting)
+    columns = ranking.columns(split.task, setting, split)
+    sort = board_table.asked_sort(request.GET, columns)
 
     def render_body() -> str:
         board = board_cache.board(split, setting)
-        page = _page(board.entries, number)
+        page = _page(board_table.sorted_entries(board.entries, sort), number)
+        kept = shown["setting_query"]
         context = {
             "split": split,
             "task": split.task,
             "board": board,
             "page": page,
-            "query": f"{shown['setting_query']}&" if shown["setting_query"] else "",
-            "setting_query": shown["setting_query"],
-            "columns": ranking.columns(split.task, setting, split),
+            "rows": board_table.rows(list(page.object_list), columns),
+            "headers": board_table.headers(columns, sort, kept),
+            "query": "".join(f"{part}&" for part in (kept, sort.query) if part),
+            "setting_query": kept,
+            "columns": columns,
             "count_label": split.task.declared().unit.capitalize(),
             "across": board_settings.across_settings(split.task, board, list(page.object_list)),
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
 
-    body = board_cache.fragment(split, setting, "leaderboard", [number], render_body)
+    parts = [number, sort.key, sort.descending]
+    body = board_cache.fragment(split, setting, "leaderboard", parts, render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
+    context |= board_nav.around(request, split, "leaderboard", setting)
     return render(request, "leaderboard/leaderboard.html", context)
 
 
@@ -177,6 +184,7 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
 
     body = board_cache.fragment(split, setting, "slices", [asked, metric.name, number], render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
+    context |= board_nav.around(request, split, "slices", setting)
     return render(request, "leaderboard/slices.html", context)
 
 

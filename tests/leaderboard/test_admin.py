@@ -4,7 +4,14 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
-from leaderboard.models import EvaluationRun, HubModel, RunAction, Submission, TermsAcceptance
+from leaderboard.models import (
+    EvaluationRun,
+    Headline,
+    HubModel,
+    RunAction,
+    Submission,
+    TermsAcceptance,
+)
 
 
 @pytest.fixture
@@ -32,11 +39,10 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
-        # runs: by submitting; run actions: by acting on runs
+        # runs: by submitting; run actions: by acting on runs; headlines: by storing scores
         addable = model_admin.has_add_permission(listing.wsgi_request)
-        assert addable == (model not in (HubModel, EvaluationRun, RunAction, TermsAcceptance)), (
-            model
-        )
+        unaddable = (HubModel, EvaluationRun, RunAction, TermsAcceptance, Headline)
+        assert addable == (model not in unaddable), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])

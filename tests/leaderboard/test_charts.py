@@ -14,8 +14,8 @@ TRUTHFULNESS = next(m for m in get_protocol("crag-mm").metrics if m.name == "tru
 
 def entry(run_id: int) -> Entry:
     return Entry(
-        run_id, run_id, run_id, f"team{run_id}", f"m{run_id}", False, "", "",
-        datetime(2026, 1, 1, tzinfo=UTC), "rules@1", True, 0, 10, 0.1, None, None, {},
+        run_id, run_id, run_id, run_id, f"team{run_id}", f"m{run_id}", False, "", "",
+        datetime(2026, 1, 1, tzinfo=UTC), "rules@1", True, 0, 10, 0.1, None, None, "{}",
     )  # fmt: skip
 
 
