@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
 from evaluator.protocols.base import Metric
 from leaderboard.ranking import SliceTable
 
@@ -22,6 +25,11 @@ GROUP_GAP = 14
 TOP = 24
 
 
+def _n(number: float) -> str:
+    """A coordinate as SVG reads it (never localised)."""
+    return f"{number:.2f}"
+
+
 @dataclass(frozen=True)
 class Bar:
     series: int
@@ -31,12 +39,35 @@ class Bar:
     title: str
     ci: tuple[float, float] | None = None  # the interval's ends, as x positions
 
+    def svg(self) -> SafeString:
+        """The bar (and its interval) as SVG elements: built here, a chart has many bars."""
+        rect = format_html(
+            '<rect class="s{}" x="{}" y="{}" width="{}" height="8"><title>{}</title></rect>',
+            self.series, _n(self.x), _n(self.y), _n(self.width), self.title,
+        )  # fmt: skip
+        if self.ci is None:
+            return rect
+        middle = _n(self.y + 4)
+        line = format_html(
+            '<line class="ci" x1="{}" x2="{}" y1="{}" y2="{}"/>',
+            _n(self.ci[0]), _n(self.ci[1]), middle, middle,
+        )  # fmt: skip
+        return rect + line
+
 
 @dataclass(frozen=True)
 class Group:
     label: str
     y: float
     bars: list[Bar]
+
+    def svg(self, plot_left: int) -> SafeString:
+        """The group's label and bars as SVG elements."""
+        label = self.label if len(self.label) <= 28 else self.label[:27] + "…"
+        text = format_html(
+            '<text x="{}" y="{}" text-anchor="end">{}</text>', plot_left - 6, _n(self.y + 9), label
+        )
+        return mark_safe(text + "".join(bar.svg() for bar in self.bars))  # each part escaped
 
 
 @dataclass(frozen=True)
@@ -54,6 +85,9 @@ class Chart:
     groups: list[Group]
     ticks: list[Tick]
     series: list[str]
+
+    def groups_svg(self) -> SafeString:
+        return mark_safe("".join(group.svg(self.plot_left) for group in self.groups))
 
 
 def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Case, F, QuerySet, TextField, Value, When
 from django.db.models.expressions import Window
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, RowNumber
 
 from evaluator.protocols.base import Metric
@@ -249,13 +250,22 @@ class SliceTable:
     rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
 
 
-def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
-    """The stored scores of each leaderboard entry for every value of ``dimension``."""
+def slice_table(
+    leaderboard: Sequence[Entry], dimension: str, metrics: Sequence[str] | None = None
+) -> SliceTable:
+    """The stored scores of each leaderboard entry for every value of ``dimension``: every
+    metric, or only those named in ``metrics`` (each cell's other metrics are not read)."""
     by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
-    cells = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).values(
-        "run_id", "value", "count", "metrics"
-    )
+    rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension)
+    if metrics is None:
+        cells = rows.values("run_id", "value", "count", "metrics")
+    else:
+        picked = {f"metric_{i}": KeyTransform(name, "metrics") for i, name in enumerate(metrics)}
+        cells = rows.annotate(**picked).values("run_id", "value", "count", *picked)
     for cell in cells:
+        if metrics is not None:
+            values = (cell.pop(f"metric_{i}") for i in range(len(metrics)))
+            cell["metrics"] = {n: v for n, v in zip(metrics, values, strict=True) if v is not None}
         by_run[cell["run_id"]][cell["value"]] = cell
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(

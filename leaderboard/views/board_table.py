@@ -15,9 +15,12 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.protocols.base import Metric
-from leaderboard.ranking import Entry
+from leaderboard.charts import cell_interval, cell_value
+from leaderboard.ranking import Entry, SliceCell, SliceTable
 
 RANK = "rank"  # the board's own order
 SUBMITTED = "submitted"  # by submission date
@@ -109,15 +112,28 @@ def headers(columns: list[Metric], sort: Sort, kept: str) -> dict[str, Header]:
 @dataclass(frozen=True)
 class Row:
     """An entry as its leaderboard line shows it: one text per metric column, the primary
-    metric's interval, the submission date."""
+    metric's interval, the submission date, the link to the entry's page."""
 
     entry: Entry
     cells: list[str]
     interval: str
     submitted: str
+    href: str = ""
+
+    @property
+    def submitted_iso(self) -> str:
+        return self.entry.submitted_at.isoformat()
+
+    def metric_tds(self) -> SafeString:
+        """The metric cells, the interval's after the first: built here (100 rows a page)."""
+        tds = [format_html('<td class="num">{}</td>', text) for text in self.cells]
+        tds.insert(1, format_html('<td class="num">{}</td>', self.interval))
+        return mark_safe("".join(tds))  # each part escaped
 
 
-def rows(entries: list[Entry], columns: list[Metric]) -> list[Row]:
+def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> list[Row]:
+    """The entries' lines; ``entry_href``: the URL of the first entry's page with ``{}`` for
+    the run id (``entry_href.format(run_id)``)."""
     primary = columns[0]
     result = []
     for entry in entries:
@@ -128,5 +144,54 @@ def rows(entries: list[Entry], columns: list[Metric]) -> list[Row]:
             else "–"
         )
         cells = [c.shown(_number(metrics.get(c.name))) for c in columns]
-        result.append(Row(entry, cells, interval, f"{entry.submitted_at:%Y-%m-%d}"))
+        submitted = f"{entry.submitted_at:%Y-%m-%d}"
+        href = entry_href.format(entry.run_id) if entry_href else ""
+        result.append(Row(entry, cells, interval, submitted, href))
     return result
+
+
+@dataclass(frozen=True)
+class CellText:
+    """A slice cell as shown: ``value`` for ``data-value`` ("" when none), the metric's text,
+    its interval's, the items behind it (None: no cell)."""
+
+    value: str
+    shown: str
+    interval: str
+    count: int | None
+
+    def td(self) -> SafeString:
+        """The cell of the slice table: built here, a table has a cell per entry and value."""
+        count = format_html(' <span class="muted">n={}</span>', self.count) if self.count else ""
+        title = (
+            format_html(' title="95 % interval {}"', self.interval) if self.interval != "–" else ""
+        )
+        return format_html(
+            '<td class="num" data-value="{}"{}>{}{}</td>', self.value, title, self.shown, count
+        )
+
+
+def cell_text(cell: SliceCell | None, metric: Metric) -> CellText:
+    if cell is None:
+        return CellText("", metric.shown(None), "–", None)
+    number = cell_value(cell, metric)
+    ends = cell_interval(cell, metric)
+    interval = f"[{metric.shown(ends[0])}, {metric.shown(ends[1])}]" if ends else "–"
+    return CellText(
+        "" if number is None else repr(number), metric.shown(number), interval, cell["count"]
+    )
+
+
+def slice_lines(
+    table: SliceTable, metric: Metric, entry_href: str
+) -> list[tuple[Entry, str, list[CellText]]]:
+    """The slice table's rows as shown: per entry, its page's URL (``rows``' ``entry_href``)
+    and one cell per slice value."""
+    return [
+        (
+            entry,
+            entry_href.format(entry.run_id),
+            [cell_text(cells.get(value), metric) for value in table.values],
+        )
+        for entry, cells in table.rows
+    ]

@@ -22,6 +22,7 @@ from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.charts import slice_chart
@@ -106,6 +107,14 @@ def _page(entries: list[ranking.Entry], number: int) -> Page:
         raise Http404(f"no page {number}: the leaderboard has {len(entries)} entries") from None
 
 
+def _entry_href(split: Split, query: str) -> str:
+    """The URL of an entry's page with ``{}`` for its run id and ``query`` (the page's
+    setting, metric, ...) kept: one ``reverse`` a page, not one a row."""
+    task = split.task
+    first = reverse("leaderboard:entry", args=(task.challenge.slug, task.task_id, split.kind, 0))
+    return first.removesuffix("0/") + "{}/" + (f"?{query}" if query else "")
+
+
 def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
@@ -123,7 +132,7 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
             "task": split.task,
             "board": board,
             "page": page,
-            "rows": board_table.rows(list(page.object_list), columns),
+            "rows": board_table.rows(list(page.object_list), columns, _entry_href(split, kept)),
             "headers": board_table.headers(columns, sort, kept),
             "query": "".join(f"{part}&" for part in (kept, sort.query) if part),
             "setting_query": kept,
@@ -163,7 +172,13 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
         page = _page(board.entries, number)
-        table = ranking.slice_table(page.object_list, dimension) if dimension else None
+        shown_metrics = (metric.name, f"{metric.name}_ci95")
+        table = (
+            ranking.slice_table(page.object_list, dimension, shown_metrics) if dimension else None
+        )
+        query = urlencode({"dimension": dimension, "metric": metric.name}) + (
+            f"&{shown['setting_query']}" if shown["setting_query"] else ""
+        )
         context = {
             "split": split,
             "task": split.task,
@@ -171,13 +186,14 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             "dimension": dimension,
             "metric": metric,
             "page": page,
-            "query": urlencode({"dimension": dimension, "metric": metric.name})
-            + "&"
-            + (f"{shown['setting_query']}&" if shown["setting_query"] else ""),
+            "query": f"{query}&",
             "setting": setting,
             "setting_query": shown["setting_query"],
             "columns": columns,
             "table": table,
+            "lines": board_table.slice_lines(table, metric, _entry_href(split, query))
+            if table
+            else [],
             "chart": slice_chart(table, metric) if table and table.values else None,
         }
         return render_to_string("leaderboard/_slices_body.html", context)

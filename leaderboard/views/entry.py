@@ -8,37 +8,22 @@ reveal stays hidden from everyone but its organisers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from evaluator.protocols.base import Metric
 from leaderboard import board_cache, ranking
-from leaderboard.charts import Chart, cell_interval, cell_value, slice_chart
+from leaderboard.charts import Chart, slice_chart
 from leaderboard.views import board_nav, board_settings, board_table
 from leaderboard.views.boards import results_split
 
 
-@dataclass(frozen=True)
-class SliceLine:
-    value: str
-    shown: str
-    interval: str
-    count: int
-
-
-def _slice(table: ranking.SliceTable, metric: Metric) -> tuple[str, Chart | None, list[SliceLine]]:
+def _slice(
+    table: ranking.SliceTable, metric: Metric
+) -> tuple[str, Chart | None, list[tuple[str, board_table.CellText]]]:
     """A dimension of the entry: its chart (one bar per slice value) and its lines."""
     ((_, cells),) = table.rows
-    lines = []
-    for value in table.values:
-        cell = cells[value]
-        ends = cell_interval(cell, metric)
-        interval = f"[{metric.shown(ends[0])}, {metric.shown(ends[1])}]" if ends else "–"
-        lines.append(
-            SliceLine(value, metric.shown(cell_value(cell, metric)), interval, cell["count"])
-        )
+    lines = [(value, board_table.cell_text(cells[value], metric)) for value in table.values]
     return table.dimension, slice_chart(table, metric) if table.values else None, lines
 
 
