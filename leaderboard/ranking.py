@@ -126,7 +126,10 @@ def _team_order(task: Task) -> list:
 
 def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
     """The finished runs' headlines on ``split``: in ``setting``, or in every one (None)."""
-    rows = Headline.objects.filter(split=split, run__state=EvaluationRun.State.DONE)
+    # the run's split too: the planner then reads only this split's runs
+    rows = Headline.objects.filter(
+        split=split, run__split=split, run__state=EvaluationRun.State.DONE
+    )
     return rows if setting is None else rows.filter(setting=setting)
 
 

@@ -52,6 +52,7 @@ class Migration(migrations.Migration):
                 (
                     "split",
                     models.ForeignKey(
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="+",
                         to="leaderboard.split",
@@ -59,7 +60,13 @@ class Migration(migrations.Migration):
                 ),
             ],
             options={
-                "indexes": [models.Index(fields=["split", "setting"], name="headline_board")],
+                "indexes": [
+                    models.Index(
+                        fields=["split", "setting"],
+                        include=["run", "primary"],
+                        name="headline_board",
+                    )
+                ],
             },
         ),
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
