@@ -267,8 +267,8 @@ def slice_table(
         cells = rows.annotate(**picked).values("run_id", "value", "count", *picked)
     for cell in cells:
         if metrics is not None:
-            values = (cell.pop(f"metric_{i}") for i in range(len(metrics)))
-            cell["metrics"] = {n: v for n, v in zip(metrics, values, strict=True) if v is not None}
+            read = (cell.pop(f"metric_{i}") for i in range(len(metrics)))
+            cell["metrics"] = {n: v for n, v in zip(metrics, read, strict=True) if v is not None}
         by_run[cell["run_id"]][cell["value"]] = cell
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(

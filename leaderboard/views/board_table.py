@@ -11,7 +11,6 @@ the next one reverses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -67,11 +66,11 @@ def sorted_entries(entries: list[Entry], sort: Sort) -> list[Entry]:
     if sort.key == RANK:
         return entries
     if sort.key == SUBMITTED:
-        values: list[float | datetime | None] = [e.submitted_at for e in entries]
+        values: list[float | None] = [e.submitted_at.timestamp() for e in entries]
     else:
         values = [_number(e.metrics.get(sort.key)) for e in entries]
     present = [(v, e) for v, e in zip(values, entries, strict=True) if v is not None]
-    present.sort(key=lambda pair: pair[0], reverse=sort.descending)  # type: ignore[arg-type, return-value]
+    present.sort(key=lambda pair: pair[0], reverse=sort.descending)
     return [e for _, e in present] + [e for v, e in zip(values, entries, strict=True) if v is None]
 
 
