@@ -50,8 +50,8 @@ def switcher(user: permissions.User, split: Split, view: str, setting: str) -> l
         links = tasks.setdefault(task.pk, TaskLinks(task.name, task.pk == split.task_id, []))
         current = other.pk == split.pk
         if not (organiser or (challenge.is_published and other.is_revealed())):
-            when = f"{other.reveal_at:%Y-%m-%d}" if other.reveal_at else "later"
-            note = f"results from {when}" if other.is_private or other.reveal_at else "hidden"
+            hidden = other.visibility == Split.Visibility.HIDDEN or other.reveal_at is None
+            note = "not public" if hidden else f"results from {other.reveal_at:%Y-%m-%d}"
             links.splits.append(SplitLink(other.get_kind_display(), "", current, note))
             continue
         href = reverse(f"leaderboard:{view}", args=(challenge.slug, task.task_id, other.kind))
