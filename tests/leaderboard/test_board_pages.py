@@ -131,6 +131,9 @@ def test_the_switcher_links_the_boards_a_user_may_see(client, make_user, challen
     ]
     assert 'class="current" aria-current="page">public test<' in nav
     assert "private test (results from " in nav  # named, not linked, before its reveal
+    Split.objects.filter(kind="validation").update(visibility=Split.Visibility.HIDDEN)
+    nav = page(client).split('<nav id="boards"')[1].split("</nav>")[0]
+    assert "validation (not public)" in nav and "/validation/" not in nav
     organiser = make_user()
     challenge.organisers.add(organiser)
     client.force_login(organiser)
