@@ -85,7 +85,6 @@ class Header:
     label: str
     href: str
     aria_sort: str  # "ascending", "descending" or "" (not sorted by it)
-    numeric: bool
 
 
 def headers(columns: list[Metric], sort: Sort, kept: str) -> dict[str, Header]:
@@ -104,7 +103,7 @@ def headers(columns: list[Metric], sort: Sort, kept: str) -> dict[str, Header]:
         query = Sort(key, descending).query
         href = "?" + "&".join(part for part in (kept, query) if part)
         aria = ("descending" if sort.descending else "ascending") if current else ""
-        result[key] = Header(label, href, aria, key != SUBMITTED)
+        result[key] = Header(label, href, aria)
     return result
 
 

@@ -119,9 +119,15 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
     number = _page_number(request)
-    shown = board_settings.settings_shown(request, split, setting)
     columns = ranking.columns(split.task, setting, split)
     sort = board_table.asked_sort(request.GET, columns)
+
+    def lacking(name: str) -> Collection[str]:
+        """The order asked for, when the other setting's board lacks its column."""
+        other = {c.name for c in ranking.columns(split.task, name, split)}
+        return ("sort", "dir") if sort.key in {c.name for c in columns} - other else ()
+
+    shown = board_settings.settings_shown(request, split, setting, lacking)
 
     def render_body() -> str:
         board = board_cache.board(split, setting)

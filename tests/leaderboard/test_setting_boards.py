@@ -342,3 +342,18 @@ def page_of_run(client, run: EvaluationRun) -> str:
     response = client.get(reverse("leaderboard:run", args=[run.pk]))
     assert response.status_code == 200
     return response.content.decode()
+
+
+def test_a_sort_the_other_setting_lacks_is_dropped_from_its_link(client, visual):
+    split, task = visual["split"], visual["split"].task
+    task.settings = {"evaluated": ["retrieval", *SETTINGS]}
+    task.save()
+    html = page(client, "leaderboard", split, setting="retrieval", sort="recall@5", dir="asc")
+    selector = html.split('<nav class="tabs" id="settings"')[1].split("</nav>")[0]
+    links = dict(
+        re.findall(r'href="\?([^"]*)"[^>]*>(\w+)</a>', selector)[i][::-1] for i in range(5)
+    )
+    assert links["retrieval"] == "sort=recall%405&amp;dir=asc&amp;setting=retrieval"
+    assert links["zero_shot"] == "setting=zero_shot"  # its board has no recall@5 column
+    by_accuracy = page(client, "leaderboard", split, setting="retrieval", sort="accuracy")
+    assert "sort=accuracy&amp;setting=zero_shot" in by_accuracy  # a column both boards have
