@@ -2,8 +2,10 @@
 
 Every field is checked; a bad one raises :class:`BadRequest` naming it (``turns[2].query: ...``).
 A turn's image comes as a file (``image_path``, what Podium sends) or inline (``image_b64``).
-Images are opened lazily: ``PIL.Image.open`` reads only the header, so an agent that never looks
-at the pixels never pays for decoding them. A file is mapped, not read (``agentkit.image_files``:
+Images are opened lazily: a JPEG's header is read the first time the agent uses the image
+(``agentkit.lazy_image``; a broken one raises ``PIL.UnidentifiedImageError`` then), other formats'
+headers at once, and the pixels only when decoded, so an agent never pays for what it does not
+look at. A file is mapped, not read (``agentkit.image_files``:
 no descriptor kept open); :meth:`BatchRequest.release`, once the batch is answered, copies what
 the agent still holds into memory, so it never holds the files the runner removes after the
 batch.
@@ -24,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from agentkit.image_files import BatchFiles, MappedFile, read_file
 from agentkit.items import ItemError, VisualRAGItem, parse_items
+from agentkit.lazy_image import lazy_jpeg
 from agentkit.protocol import MAX_BATCH_SIZE
 from agentkit.search import SOURCE_BYTES_ATTR
 
@@ -116,14 +119,21 @@ def open_image_file(path: Any, where: str, files: BatchFiles | None = None) -> I
     return _open(file, where)
 
 
-def open_image(data: bytes | MappedFile) -> Image.Image:
-    """Open encoded image bytes (or a mapped file) without decoding the pixels.
+def open_image(data: bytes | MappedFile, name: str = "image") -> Image.Image:
+    """Open encoded image bytes (or a mapped file) without decoding the pixels; a JPEG's
+    header is read at its first use (``agentkit.lazy_image``), others' now. ``name`` is what
+    an error says.
 
     The source stays attached so the search client can send it as it is while the image is
     still undecoded (hence unmodified).
     """
     # Pillow needs only read, seek and tell of a file (MappedFile has them)
-    image = Image.open(io.BytesIO(data) if isinstance(data, bytes) else cast(IO[bytes], data))
+    file: IO[bytes]
+    if isinstance(data, bytes):
+        file, start = io.BytesIO(data), data[:3]
+    else:
+        file, start = cast(IO[bytes], data), data.head(3)
+    image = lazy_jpeg(file, start, name) or Image.open(file)
     setattr(image, SOURCE_BYTES_ATTR, data)
     return image
 
@@ -178,7 +188,7 @@ def _decode_b64(value: Any, where: str) -> bytes:
 
 def _open(data: bytes | MappedFile, where: str) -> Image.Image:
     try:
-        return open_image(data)
+        return open_image(data, where)
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
         raise BadRequest(f"{where} is not an image Pillow can read: {exc}") from None
 

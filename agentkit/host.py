@@ -2,19 +2,25 @@
 
 Both loading and every ``batch_generate_response`` call run on the process's main thread, as in
 the official evaluators (libraries that install signal handlers, such as some model servers,
-need it); the HTTP server hands batches over from its own threads. The main thread also sends
-the reply the moment the agent is done, rather than waking the server's thread to send it.
+need it); the HTTP server hands the first batch of a connection over from its own thread. The
+main thread sends the reply the moment the agent is done, then keeps the connection: it waits
+for that connection's next request itself and answers it there, so that a batch wakes one thread
+(not a server thread, then the main thread). It gives the connection back to its server thread
+when it closes or when another connection hands a batch over.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import queue
+import select
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import PIL
 
@@ -43,11 +49,29 @@ class Busy(Exception):
 Outcome = list[str] | Exception  # the responses, or what the agent raised
 
 
+class Connection(Protocol):
+    """A client's connection, which the main thread may serve once it has answered its batch."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def pending(self) -> bool:
+        """Whether a request is already read in, waiting (no need to wait for the socket)."""
+        ...
+
+    def serve_one(self) -> None:
+        """Read and answer the next request (a batch is answered with ``answer_here``)."""
+        ...
+
+
 @dataclass
 class _Job:
     batch: BatchRequest
     deadline_at: float | None
     respond: Callable[[Outcome], None]
+    connection: Connection | None = None  # served by the main thread after the batch
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -67,6 +91,7 @@ class AgentHost:
         self.load_s: float | None = None
         self._started = time.monotonic()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._job_queued, self._queue_job = os.pipe()  # a byte per job: wakes the main thread
         self._busy = threading.Lock()
         self._current: BatchRequest | None = None
 
@@ -106,10 +131,30 @@ class AgentHost:
         }
 
     def submit(
-        self, batch: BatchRequest, deadline_at: float | None, respond: Callable[[Outcome], None]
+        self,
+        batch: BatchRequest,
+        deadline_at: float | None,
+        respond: Callable[[Outcome], None],
+        connection: Connection | None = None,
     ) -> threading.Event:
         """Queue ``batch`` for the main thread, which calls ``respond`` with the outcome, then
-        sets the event returned. Raises :class:`NotReady` or :class:`Busy`."""
+        serves ``connection`` (if given) until it closes or another batch is queued, then sets
+        the event returned. Raises :class:`NotReady` or :class:`Busy`."""
+        self._claim(batch)
+        job = _Job(batch, deadline_at, respond, connection)
+        self._jobs.put(job)
+        os.write(self._queue_job, b".")
+        return job.done
+
+    def answer_here(
+        self, batch: BatchRequest, deadline_at: float | None, respond: Callable[[Outcome], None]
+    ) -> None:
+        """Answer ``batch`` now, on the main thread, serving the connection it came on. Raises
+        :class:`Busy` (another connection's batch is queued)."""
+        self._claim(batch)
+        self._answer(batch, deadline_at, respond)
+
+    def _claim(self, batch: BatchRequest) -> None:
         if self.state == LOADING:
             raise NotReady(503, "the agent is still loading")
         if self.state == FAILED:
@@ -121,21 +166,38 @@ class AgentHost:
                 "send one batch at a time"
             )
         self._current = batch
-        job = _Job(batch, deadline_at, respond)
-        self._jobs.put(job)
-        return job.done
 
     def serve_batches(self) -> None:
         """Answer queued batches forever (call on the main thread after :meth:`load`)."""
         while True:
-            self._answer(self._jobs.get())
+            select.select([self._job_queued], [], [])
+            os.read(self._job_queued, 1)
+            job = self._jobs.get()
+            try:
+                self._answer(job.batch, job.deadline_at, job.respond)
+                if job.connection is not None:
+                    self._serve(job.connection)
+            finally:
+                job.done.set()
 
-    def _answer(self, job: _Job) -> None:
-        assert self.agent is not None  # submit() only queues once loaded
-        deadline.start_batch(job.deadline_at)
+    def _serve(self, connection: Connection) -> None:
+        """The connection's next requests, until it closes or another connection queues a
+        batch (then its own server thread goes on with it)."""
+        while not connection.closed:
+            if not connection.pending():
+                ready, _, _ = select.select([connection.fileno(), self._job_queued], [], [])
+                if self._job_queued in ready:
+                    return
+            connection.serve_one()
+
+    def _answer(
+        self, batch: BatchRequest, deadline_at: float | None, respond: Callable[[Outcome], None]
+    ) -> None:
+        assert self.agent is not None  # batches are only claimed once loaded
+        deadline.start_batch(deadline_at)
         outcome: Outcome
         try:
-            outcome = self.agent.answer(job.batch)
+            outcome = self.agent.answer(batch)
         except Exception as exc:
             outcome = exc
         finally:
@@ -143,10 +205,9 @@ class AgentHost:
             self._current = None
             self._busy.release()
         try:
-            job.respond(outcome)
+            respond(outcome)
         except Exception:  # respond answers its own failures; this one must never stop serving
             traceback.print_exc()
         finally:
             del outcome  # an exception's traceback holds the batch's images
-            job.batch.release()  # before the next batch is read: its files' space is freed
-            job.done.set()
+            batch.release()  # before the next batch is read: its files' space is freed

@@ -1,17 +1,20 @@
-"""Image files as an agent reads them: mapped, not copied, while their batch is answered.
+"""Image files as an agent reads them: opened, then mapped at their first read, not copied.
 
 Reading a batch's photos whole copies every byte (16 photos of ~280 KB: about 4 ms, most of
 agentkit's time per batch), although an agent that never decodes an image needs only its
-header. A mapped file costs a system call; only the pages Pillow reads are touched (the
-header, or the whole file when the agent decodes the pixels), straight from the image
-directory's tmpfs. A batch's own images are mapped (a few per item); a Visual-RAG candidate,
-opened only when the agent asks (hundreds per item), is read whole, so that no batch holds more
-descriptors than it has items' images.
+header, and one that never looks at it needs nothing. A batch's file is opened when the batch
+is read (a missing or irregular file is refused then) and mapped the first time something reads
+it: only the pages Pillow reads are touched (the header, or the whole file when the agent
+decodes the pixels), straight from the image directory's tmpfs. A batch's own images are
+opened this way (a few per item); a Visual-RAG candidate, opened only when the agent asks
+(hundreds per item), is read whole, so that no batch holds more descriptors than it has items'
+images.
 
-A mapping would keep a removed file's space in the image directory (the runner removes each
-batch's files once the next is shown), so once a batch is answered, :meth:`BatchFiles.release`
-copies every file an agent still holds into memory and unmaps it: an image kept for later costs
-the agent's memory, as when files were read whole, never the directory's space.
+An open file or a mapping would keep a removed file's space in the image directory (the runner
+removes each batch's files once the next is shown), so once a batch is answered,
+:meth:`BatchFiles.release` copies every file an agent still holds into memory and closes it: an
+image kept for later costs the agent's memory, as when files were read whole, never the
+directory's space.
 """
 
 from __future__ import annotations
@@ -23,36 +26,82 @@ import os
 import stat
 import threading
 import weakref
-from collections.abc import Iterator
 
 
 class MappedFile:
-    """One image file, file-like for Pillow: its mapping, or its copy once released.
+    """One image file, file-like for Pillow (read, readline, seek, tell): its descriptor until
+    the first read, then its mapping, or its copy once released.
 
     ``bytes(file)`` is the whole content (the search client sends it for an undecoded image).
     """
 
-    def __init__(self, buffer: mmap.mmap | io.BytesIO) -> None:
-        self._use(buffer)
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd: int | None = fd
+        self._size = size
+        self._buffer: mmap.mmap | io.BytesIO | None = None
 
-    def _use(self, buffer: mmap.mmap | io.BytesIO) -> None:
-        # bound methods, not wrappers: Pillow reads a JPEG header in dozens of small reads
-        self._buffer = buffer
-        self.read = buffer.read
-        self.readline = buffer.readline
-        self.seek = buffer.seek
-        self.tell = buffer.tell
+    # Until the first use, these map the file; then the buffer's own bound methods stand in
+    # their place (Pillow reads a JPEG header in dozens of small reads: no wrapper in between).
+    def read(self, *size: int) -> bytes:
+        return self._mapped().read(*size)
+
+    def readline(self) -> bytes:
+        return self._mapped().readline()
+
+    def seek(self, *where: int) -> int:
+        return self._mapped().seek(*where) or 0  # type: ignore[arg-type]
+
+    def tell(self) -> int:
+        return self._mapped().tell()
+
+    def head(self, size: int) -> bytes:
+        """The file's first ``size`` bytes, without mapping it."""
+        if self._buffer is None and self._fd is not None:
+            return os.pread(self._fd, size, 0)
+        return bytes(self)[:size]
 
     @property
     def mapped(self) -> bool:
         return isinstance(self._buffer, mmap.mmap)
 
+    @property
+    def open(self) -> bool:
+        """Whether the file is still open or mapped (``release`` would copy it)."""
+        return self._fd is not None or (self.mapped and not self._buffer.closed)  # type: ignore[union-attr]
+
     def __bytes__(self) -> bytes:
-        buffer = self._buffer
+        buffer = self._mapped()
         return buffer[:] if isinstance(buffer, mmap.mmap) else buffer.getvalue()
 
+    def _mapped(self) -> mmap.mmap | io.BytesIO:
+        if self._buffer is None:
+            fd, self._fd = self._fd, None
+            assert fd is not None
+            try:  # mmap refuses empty files; Pillow then says what is wrong
+                empty = self._size == 0
+                self._use(
+                    io.BytesIO() if empty else mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+                )
+            finally:
+                os.close(fd)  # a mapping keeps a descriptor of its own
+        assert self._buffer is not None
+        return self._buffer
+
+    def _use(self, buffer: mmap.mmap | io.BytesIO) -> None:
+        self._buffer = buffer
+        for name in ("read", "readline", "seek", "tell"):
+            setattr(self, name, getattr(buffer, name))
+
     def release(self) -> None:
-        """Go on from a copy in memory and unmap the file (nothing if already done)."""
+        """Go on from a copy in memory and close the file (nothing if already done)."""
+        if self._buffer is None:  # never read: copy it through its descriptor
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                try:
+                    self._use(io.BytesIO(_read_all(fd, self._size)))
+                finally:
+                    os.close(fd)
+            return
         mapping = self._buffer
         if not isinstance(mapping, mmap.mmap) or mapping.closed:
             return
@@ -62,35 +111,49 @@ class MappedFile:
         with contextlib.suppress(BufferError):  # a view of it is held: it ends with the view
             mapping.close()
 
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
 
 def map_file(path: str) -> MappedFile:
-    """Map the regular file at ``path`` read-only. Python's mapping keeps a descriptor of its
-    own until it is closed (released, or freed). Raises :class:`OSError`."""
-    with _opened(path) as (fd, size):
-        if size == 0:  # mmap refuses empty files; Pillow says what is wrong
-            return MappedFile(io.BytesIO())
-        return MappedFile(mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ))
+    """Open the regular file at ``path`` read-only, to be mapped at its first read. Its
+    descriptor is kept until then (or until it is released, or freed). Raises
+    :class:`OSError`."""
+    fd = _open_regular(path)
+    try:
+        return MappedFile(fd, os.fstat(fd).st_size)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_file(path: str) -> bytes:
     """The whole regular file at ``path``, no descriptor kept. Raises :class:`OSError`."""
-    with _opened(path) as (fd, size):
-        data = os.read(fd, size)
-        while more := os.read(fd, 1024 * 1024):  # a short read, or a file that grew: rare
-            data += more
-        return data
-
-
-@contextlib.contextmanager
-def _opened(path: str) -> Iterator[tuple[int, int]]:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
+    fd = _open_regular(path)
     try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        yield fd, status.st_size
+        return _read_all(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def _open_regular(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    data = os.pread(fd, size, 0)
+    while more := os.pread(fd, 1024 * 1024, len(data)):  # a short read, or a file that grew
+        data += more
+    return data
 
 
 class BatchFiles:
@@ -101,19 +164,20 @@ class BatchFiles:
         self._lock = threading.Lock()
 
     def map(self, path: str) -> MappedFile:
-        """Map ``path`` for this batch (a descriptor is held until :meth:`release`)."""
+        """Open ``path`` for this batch, mapped at its first read (a descriptor is held until
+        :meth:`release`)."""
         file = map_file(path)
         with self._lock:
             self._files.append(weakref.ref(file))
         return file
 
     def release(self) -> int:
-        """Copy and unmap the files still held (an image the agent kept); how many there were.
+        """Copy and close the files still held (an image the agent kept); how many there were.
 
-        A file nobody holds any more was unmapped when it was freed."""
+        A file nobody holds any more was closed when it was freed."""
         with self._lock:
             files, self._files = self._files, []
-        held = [file for file in (ref() for ref in files) if file is not None and file.mapped]
+        held = [file for file in (ref() for ref in files) if file is not None and file.open]
         for file in held:
             file.release()
         return len(held)

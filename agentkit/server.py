@@ -3,13 +3,15 @@
 The server listens at once; the agent loads on the main thread meanwhile (``/ready`` answers
 503 until it is loaded, 500 with the error if loading failed). Every request is answered with
 JSON, whatever it holds: bad requests get 400 with a message naming what was wrong. Each reply
-goes out in one write; a batch's reply is written by the main thread (``AgentHost``).
+goes out in one write; a batch's reply is written by the main thread (``AgentHost``), which
+then serves that connection's next requests itself until another connection needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import json
 import os
 import socketserver
@@ -20,7 +22,7 @@ import time
 import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, cast
 
 from agentkit import __version__
 from agentkit.adapters import AgentProtocolError
@@ -72,15 +74,47 @@ class _Handler(BaseHTTPRequestHandler):
             return
         deadline_at = None if batch.deadline_s is None else received + batch.deadline_s
         respond = functools.partial(self._guarded, self._answer, batch, received)
+        host = self.server.host
         try:
-            done = self.server.host.submit(batch, deadline_at, respond)
+            if threading.current_thread() is threading.main_thread():
+                host.answer_here(batch, deadline_at, respond)  # this connection was handed over
+                return
+            done = host.submit(batch, deadline_at, respond, connection=self)
         except NotReady as exc:
             self._reply(exc.status, {"error": str(exc)})
             return
         except Busy as exc:
             self._reply(409, {"error": str(exc)})
             return
-        done.wait()  # the main thread replies (this thread must not read the next request yet)
+        # The main thread replies, then serves this connection until it closes or another
+        # connection's batch comes: this thread must not read the next request before.
+        done.wait()
+
+    # -- the connection, as the main thread serves it (agentkit.host.Connection) --
+
+    @property
+    def closed(self) -> bool:
+        return self.close_connection
+
+    def fileno(self) -> int:
+        return self.connection.fileno()
+
+    def pending(self) -> bool:
+        """Whether the next request's bytes are already buffered (read without waiting)."""
+        timeout = self.connection.gettimeout()
+        self.connection.setblocking(False)
+        try:
+            return bool(cast(io.BufferedReader, self.rfile).peek(1))
+        except OSError:
+            return False
+        finally:
+            self.connection.settimeout(timeout)
+
+    def serve_one(self) -> None:
+        try:
+            self.handle_one_request()
+        except OSError:  # the client went away mid-request
+            self.close_connection = True
 
     def _answer(self, batch: BatchRequest, received: float, outcome: Outcome) -> None:
         """Reply to ``batch`` with the agent's ``outcome`` (on the main thread)."""

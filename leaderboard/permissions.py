@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
@@ -86,6 +88,24 @@ def can_see_answers(user: User, run: EvaluationRun) -> bool:
     if run.split.is_private:
         return False
     return user_teams(user).filter(pk=run.submission.team_id).exists()
+
+
+def can_see_score(user: User, run: EvaluationRun) -> bool:
+    """A run's own scores, for whoever may see the run (``visible_runs``): off the private test
+    at once; on it only once the split's results are public (organisers always)."""
+    return not run.split.is_private or can_see_results(user, run.split)
+
+
+def score_visibility(user: User) -> Callable[[EvaluationRun], bool]:
+    """``can_see_score`` for the many runs of a page or an API answer: each split asked once."""
+    seen: dict[int, bool] = {}
+
+    def shown(run: EvaluationRun) -> bool:
+        if run.split_id not in seen:
+            seen[run.split_id] = can_see_score(user, run)
+        return seen[run.split_id]
+
+    return shown
 
 
 def can_see_operator_detail(user: User, run: EvaluationRun) -> bool:

@@ -42,7 +42,8 @@ def publish_problems(challenge: Challenge) -> list[str]:
         if searches and task.declared().search_corpus and not has_corpus:
             problems.append(
                 f"{where} lets agents search ({' and '.join(searches)}) but the challenge has no "
-                "search corpus: import one (manage.py import_corpus) or turn search off"
+                "search corpus: import one (its admin page, or manage.py import_corpus) or turn "
+                "search off"
             )
         for split in splits:
             problems += _split_problems(split, phase_end)

@@ -1,6 +1,7 @@
 """Submission quotas per team and task: per day, in total, and concurrent evaluations.
 
-A submission counts against a task's quotas when it has a run on that task.
+A submission counts against a task's quotas when it has a run on that task: only the tasks its
+team chose (``leaderboard.submitting.choice``) are checked and counted.
 
 - per day: submissions in the last 24 hours (a rolling window);
 - total: all submissions;
@@ -40,6 +41,21 @@ class QuotaUsage:
     total: int
     concurrent: int
     next_daily_slot: datetime | None  # when the per-day quota frees a slot, if it is used up
+
+    @property
+    def remaining(self) -> int | None:
+        """Submissions the team may still make on the task now (``None``: no limit)."""
+        task = self.task
+        left = [
+            limit - used
+            for limit, used in (
+                (task.quota_per_day, self.today),
+                (task.quota_total, self.total),
+                (task.quota_concurrent, self.concurrent),
+            )
+            if limit is not None
+        ]
+        return max(0, min(left)) if left else None
 
     def problem(self) -> str | None:
         """Why one more submission is refused, or None when it is allowed."""
@@ -93,8 +109,13 @@ def usage(team: Team, task: Task, now: datetime | None = None) -> QuotaUsage:
     )
 
 
+def refusal(team: Team, usages: Iterable[QuotaUsage]) -> str | None:
+    """Why ``team`` may not submit on these tasks now, naming every one without a slot left."""
+    problems = [p for use in usages if (p := use.problem())]
+    return f"team {team.name}: " + "; ".join(problems) if problems else None
+
+
 def check_quotas(team: Team, tasks: Iterable[Task], now: datetime | None = None) -> None:
     """Raise ``QuotaExceeded`` naming every task on which ``team`` has no submission left."""
-    problems = [p for task in tasks if (p := usage(team, task, now).problem())]
-    if problems:
-        raise QuotaExceeded(f"team {team.name}: " + "; ".join(problems))
+    if why := refusal(team, (usage(team, task, now) for task in tasks)):
+        raise QuotaExceeded(why)

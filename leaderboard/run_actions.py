@@ -4,7 +4,9 @@ why, from which state) and refused, with the reason, where the run's state does 
 - Re-run: a finished run (done, failed or cancelled) starts again from nothing: its answers,
   verdicts, scores and comparisons go, the submission's image is built again if it never was.
 - Re-judge: a done run's verdicts go and it goes back to judging (then scoring) with the task's
-  judge as configured now; its answers stay. The judgment cache answers what that judge has
+  judge as configured now, or with a judge the organiser chose among those on offer
+  (``leaderboard.judge_choice``), kept on the run for its later judging passes and named in
+  the action's detail; its answers stay. The judgment cache answers what that judge has
   already judged.
 - Cancel: an unfinished run stops; a worker on it notices at its next heartbeat or batch. The
   team reads a fixed reason; the organisers' words go to the operator detail.
@@ -12,12 +14,15 @@ why, from which state) and refused, with the reason, where the run's state does 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 
+from leaderboard.duplicates import forget as forget_similarities
+from leaderboard.judge_choice import JudgeSpec
 from leaderboard.models import (
     EntryComparison,
     EvaluationRun,
@@ -38,8 +43,11 @@ class RunActionRefused(Exception):
     """The run's state does not allow the action; the message says why."""
 
 
-def _act(kind: str, runs: Iterable[EvaluationRun], by: User, why: str, act: Callable) -> list[str]:
-    """``act`` on each run under a row lock, logged; the refusals, one line each."""
+def _act(
+    kind: str, runs: Iterable[EvaluationRun], by: User, why: str, act: Callable, detail: str = ""
+) -> list[str]:
+    """``act`` on each run under a row lock, logged (with ``detail``); the refusals, one line
+    each."""
     why = why.strip()
     if not why:
         raise RunActionRefused("say why: the reason is kept with the action")
@@ -55,7 +63,7 @@ def _act(kind: str, runs: Iterable[EvaluationRun], by: User, why: str, act: Call
                 continue
             RunAction.objects.create(
                 run=run, kind=kind, by=by if by.is_authenticated else None, why=why,
-                from_state=previous,
+                from_state=previous, detail=detail,
             )  # fmt: skip
     return refused
 
@@ -64,8 +72,15 @@ def rerun(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
     return _act(Kind.RERUN, runs, by, why, _rerun)
 
 
-def rejudge(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
-    return _act(Kind.REJUDGE, runs, by, why, _rejudge)
+def rejudge(
+    runs: Iterable[EvaluationRun], by: User, why: str, judge: JudgeSpec | None = None
+) -> list[str]:
+    """``judge``: the judge to grade them with from now on (None: each task's, as configured
+    now; ``leaderboard.judge_choice.chosen_judge`` checks it is on offer)."""
+    choice = judge.to_dict() if judge else {}
+    detail = f"judge: {judge.label}" if judge else "judge: the task's"
+
+    return _act(Kind.REJUDGE, runs, by, why, functools.partial(_rejudge, choice=choice), detail)
 
 
 def cancel(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
@@ -78,11 +93,13 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     run.answers.all().delete()  # their verdicts with them
     drop_scores(run)
     EntryComparison.objects.filter(Q(run_a=run) | Q(run_b=run)).delete()
+    forget_similarities(run)
     run.move_to(State.QUEUED, operator_detail=f"re-run by {by}: {why}")
     fresh = {
         "stage": "", "attempt": 0, "worker_id": "", "started_at": None, "finished_at": None,
         "failure_reason": "", "items_done": 0, "agent_log": "", "transcript": "",
-        "judge_id": "", "prompt_version": "", "scored_with": {}, "scores_complete": False,
+        "judge_id": "", "judge_choice": {}, "prompt_version": "", "scored_with": {},
+        "scores_complete": False,
         "unjudged_items": 0,
     }  # fmt: skip
     EvaluationRun.objects.filter(pk=run.pk).update(**fresh)
@@ -94,12 +111,16 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     dispatch_stage(run, State.BUILDING)
 
 
-def _rejudge(run: EvaluationRun, by: User, why: str) -> None:
+def _rejudge(run: EvaluationRun, by: User, why: str, choice: dict[str, str]) -> None:
     if run.state != State.DONE:
         raise RunActionRefused(f"it is {run.state}; only a done run is re-judged")
     ItemVerdict.objects.filter(answer__run=run).delete()
+    forget_similarities(run)
     run.move_to(State.JUDGING, worker_id="", operator_detail=f"re-judged by {by}: {why}")
-    EvaluationRun.objects.filter(pk=run.pk).update(scores_complete=False, unjudged_items=0)
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        scores_complete=False, unjudged_items=0, judge_choice=choice
+    )
+    run.judge_choice = choice
     dispatch_stage(run, State.JUDGING)
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, entry, organise, runs, submit, teams
+from leaderboard.views import boards, entry, kit, organise, run_live, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -11,6 +11,9 @@ urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
+    path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
+    path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),
+    path("c/<slug:slug>/kit/base-image/", kit.base_image_download, name="kit-base-image"),
     path(
         "c/<slug:slug>/submissions/",
         organise.challenge_submissions,
@@ -32,4 +35,10 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),
+    path("runs/<int:run_id>/log.json", run_live.run_log, name="run-log"),
+    path(
+        "runs/<int:run_id>/answers/<int:answer_id>/thumbnail.jpg",
+        run_live.answer_thumbnail,
+        name="answer-thumbnail",
+    ),
 ]

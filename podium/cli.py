@@ -1,12 +1,18 @@
 """Podium's command line, over the REST API: submit an agent, follow it, read a leaderboard.
 
     python -m podium.cli submit --challenge crag-mm-2026 --archive agent.tar --method "My RAG"
-    python -m podium.cli status 42 --wait     # follow its runs until they finish
+    python -m podium.cli submit ... --task multi-turn-qa --split multi-turn-qa/validation
+    python -m podium.cli quota --challenge crag-mm-2026   # what the team may still submit
+    python -m podium.cli status 42 --wait     # follow its runs until they finish, then scores
     python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
     python -m podium.cli leaderboard visual-rag-2026 visual-rag validation --setting gt_clue
+    python -m podium.cli kit crag-mm-2026 --output kit/ --base-image   # the starter kit
 
 The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
-(a token from ``POST /api/token/`` or the admin). Uploads stream from disk with a progress bar.
+(a token from ``POST /api/token/`` or the admin). ``--json`` (anywhere on the line) prints one
+JSON document on stdout, an error as ``{"error": ...}``. ``submit`` asks the server first whether
+the team may submit (quota, phase, rules, the tasks chosen, the file's size) and uploads nothing
+when not. Uploads stream from disk with a progress bar.
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import httpx
 from tqdm import tqdm
+
+from podium.api_client import Client, CliError, ProgressReader, error_detail
+from podium.cli_text import format_kit, format_leaderboard, format_quota, format_submission
+from podium.downloads import DownloadFailed, download
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 FINISHED = ("done", "failed", "cancelled")  # a run's terminal states
@@ -29,105 +38,52 @@ ENVIRONMENT = (
     "environment: PODIUM_URL (the server, default http://127.0.0.1:8000), PODIUM_TOKEN (your "
     "API token: create it on your account page, /account/, or POST /api/token/)"
 )
+
+
 # Upload and reading times out per network operation, not for the whole transfer.
-TIMEOUT = httpx.Timeout(60.0)
+def _choice(args: argparse.Namespace) -> dict[str, Any]:
+    """The team and the tasks and splits chosen, as the API takes them (lists: repeated)."""
+    chosen: dict[str, Any] = {"tasks": args.task or [], "splits": args.split or []}
+    if args.team:
+        chosen["team"] = args.team
+    return chosen
 
 
-class CliError(Exception):
-    """Something the user should read; printed without a traceback."""
-
-
-class _ProgressReader:
-    """A file read through this updates a progress bar; httpx streams multipart files by read."""
-
-    def __init__(self, handle: IO[bytes], bar: tqdm) -> None:
-        self.handle, self.bar = handle, bar
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.handle.read(size)
-        self.bar.update(len(data))
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        position = self.handle.seek(offset, whence)
-        if whence == 0 and offset == 0:
-            self.bar.reset()
-        return position
-
-    def tell(self) -> int:
-        return self.handle.tell()
-
-    def fileno(self) -> int:
-        return self.handle.fileno()
-
-
-class Client:
-    """The API calls the commands make; errors become ``CliError`` with the server's words."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        headers = {"Authorization": f"Token {token}"} if token else {}
-        base = url.rstrip("/") + "/api/"
-        self.http = httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach {self.http.base_url}: {exc}") from None
-        if response.is_error:
-            raise CliError(f"{response.status_code} {response.reason_phrase}: {_detail(response)}")
-        return response.json()
-
-    def split_id(self, challenge: str, task: str, kind: str) -> int:
-        params = {"challenge": challenge, "task": task}
-        found = self.call("GET", "splits/", params=params)["results"]
-        match = [s["id"] for s in found if s["kind"] == kind]
-        if not match:
-            kinds = ", ".join(s["kind"] for s in found) or "none"
-            raise CliError(f"{challenge}/{task} has no split {kind!r} (splits: {kinds})")
-        return match[0]
-
-
-def _detail(response: httpx.Response) -> str:
-    """The server's error message: DRF's ``detail`` or its messages per field."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500]
-    if isinstance(body, dict) and set(body) == {"detail"}:
-        return str(body["detail"])
-    if isinstance(body, dict):
-        parts = []
-        for field, messages in body.items():
-            text = " ".join(messages) if isinstance(messages, list) else str(messages)
-            parts.append(text if field == "non_field_errors" else f"{field}: {text}")
-        return "; ".join(parts)
-    return str(body)
+def quota(client: Client, args: argparse.Namespace) -> dict:
+    """The quota preflight: may the team submit now on the chosen tasks, and each task's use."""
+    return client.call("GET", f"challenges/{args.challenge}/quota/", params=_choice(args))
 
 
 def submit(client: Client, args: argparse.Namespace) -> dict:
+    path = None if args.ref else Path(args.archive or args.context)
+    if path is not None and not path.is_file():
+        raise CliError(f"{path}: no such file")
+    allowed = quota(client, args)  # before a byte is uploaded
+    if not allowed["allowed"]:
+        raise CliError(f"not submitted: {allowed['problem']}")
     data = {
         "challenge": args.challenge,
         "method_name": args.method,
         "description": args.description,
         "paper_url": args.paper_url,
         "code_url": args.code_url,
+        **_choice(args),
     }
-    if args.team:
-        data["team"] = args.team
-    if args.ref:
+    if path is None:
         data.update(artifact_kind="registry-ref", registry_ref=args.ref)
         return client.call("POST", "submissions/", data=data)
-    path = Path(args.archive or args.context)
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
     data["artifact_kind"] = "image-archive" if args.archive else "build-context"
     size = path.stat().st_size
+    if size > allowed["max_artifact_bytes"]:
+        raise CliError(
+            f"not submitted: {path.name} is {size} bytes; the tasks chosen take at most "
+            f"{allowed['max_artifact_bytes']} bytes"
+        )
     with (
         path.open("rb") as handle,
         tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=args.quiet) as bar,
     ):
-        files = {"artifact": (path.name, _ProgressReader(handle, bar), "application/x-tar")}
+        files = {"artifact": (path.name, ProgressReader(handle, bar), "application/x-tar")}
         return client.call("POST", "submissions/", data=data, files=files)
 
 
@@ -167,88 +123,73 @@ def leaderboard(client: Client, args: argparse.Namespace) -> dict:
     return client.call("GET", f"splits/{split_id}/leaderboard/", params=params)
 
 
-def format_submission(body: dict) -> str:
-    lines = [
-        f"submission #{body['id']} {body['method_name']} (team {body['team']}, "
-        f"{body['challenge']}): {body['state']}",
-    ]
-    if body.get("failure_reason"):
-        lines.append(f"  failed: {body['failure_reason']}")
-    for run in body.get("runs", []):
-        progress = f"{run['items_done']}/{run['items_total']} items"
-        reason = f"  {run['failure_reason']}" if run["failure_reason"] else ""
-        where = f"{run['split_kind']}/{run['setting']}" if run.get("setting") else run["split_kind"]
-        lines.append(
-            f"  run #{run['id']:<6} {run['task_id']:<28} {where:<13} "
-            f"{run['state']:<9} {progress}{reason}"
-        )
-    return "\n".join(lines)
+def kit(client: Client, args: argparse.Namespace) -> dict:
+    """The challenge's starter kit (and with ``--base-image``, a base image archive) into
+    ``--output``, each verified against its sha256."""
+    slug = args.challenge
+    body = client.call("GET", f"challenges/{slug}/kit/")
+    wanted = [(f"challenges/{slug}/kit/download/", body["filename"], body["sha256"], None)]
+    if args.base_image is not None:
+        images = {row["image"]: row for row in body["base_images"]}
+        name = args.base_image or next(iter(images))
+        if name not in images:
+            raise CliError(f"{name!r} is not a base image of {slug} (one of: {', '.join(images)})")
+        row = images[name]
+        path = f"challenges/{slug}/kit/base-image/"
+        wanted.append((path, row["filename"], row["sha256"], {"image": name}))
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    files = []
+    for path, filename, sha256, params in wanted:
+        try:
+            got = download(
+                client.http, path, output / filename, listed_sha256=sha256, params=params,
+                quiet=args.quiet,
+            )  # fmt: skip
+        except DownloadFailed as exc:
+            detail = f": {error_detail(exc.response)}" if exc.response is not None else ""
+            raise CliError(f"{exc}{detail}") from None
+        files.append({**got.as_dict(), "fetched": got.fetched})
+    return {"challenge": slug, "version": body["version"], "files": files}
 
 
-def _shown(value: float | None, metric: dict) -> str:
-    """A value as the API's metric declaration says (fractions x100)."""
-    if value is None:
-        return "-"
-    if metric["scale"] == "count":
-        return str(int(value))
-    if metric["scale"] == "ratio":
-        return f"{value:.2f}"
-    return f"{value * 100 if metric['scale'].endswith('fraction') else value:.1f}"
+def _add_common_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """Options every command takes, before or after its name (``--json`` anywhere). A command's
+    parser has no defaults for them, so it keeps what was given before the command's name."""
 
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
 
-def format_leaderboard(body: dict) -> str:
-    """The board as text: its first headline columns (those its entries have: a setting's runs
-    lack the others), then each entry's scores across settings, if any."""
-    split = body["split"]
-    declared = {metric["name"]: metric for metric in body["metrics"]}
-    primary = declared[body["primary_metric"]]
-    present = {name for entry in body["entries"] for name in entry["metrics"]}
-    others = [
-        m
-        for m in body["metrics"]
-        if m["headline"] and m is not primary and (not present or m["name"] in present)
-    ][:3]
-    setting = f" [{body['setting']}]" if body.get("setting") else ""
-    lines = [
-        f"{split['challenge']}/{split['task_id']}/{split['kind']}{setting}: ranked by "
-        f"{primary['label']} (one entry per team: {body['entry_rule']})",
-        f"{'rank':>4}  {'team':<20} {'method':<24} {primary['label'][:12]:>12} {'95% CI':>13} "
-        + " ".join(f"{m['label'][:10]:>10}" for m in others),
-    ]
-    for entry in body["entries"]:
-        rank = "base" if entry["is_baseline"] else str(entry["rank"] or "-")
-        low, high = entry["primary_ci95"] or (None, None)
-        interval = f"{_shown(low, primary)}..{_shown(high, primary)}"
-        cells = " ".join(f"{_shown(entry['metrics'].get(m['name']), m):>10}" for m in others)
-        lines.append(
-            f"{rank:>4}  {entry['team'][:20]:<20} {entry['method_name'][:24]:<24} "
-            f"{_shown(entry['primary'], primary):>12} {interval:>13} {cells}"
-        )
-    if not body["entries"]:
-        lines.append("  (no entries yet)")
-    across = [entry for entry in body["entries"] if entry.get("derived")]
-    if across:
-        lines.append("across settings:")
-    for entry in across:
-        values = " ".join(
-            f"{name}={'-' if value is None else f'{value:.3f}'}"
-            for name, value in entry["derived"].items()  # the server's order: gcue@5, ...
-        )
-        lines.append(f"      {entry['team'][:20]:<20} {entry['method_name'][:24]:<24} {values}")
-    return "\n".join(lines)
+    parser.add_argument(
+        "--url", default=default(os.environ.get("PODIUM_URL", DEFAULT_URL)), help="the server"
+    )
+    parser.add_argument(
+        "--token", default=default(os.environ.get("PODIUM_TOKEN")), help="your API token"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print one JSON document on stdout",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", default=default(False), help="no progress bar"
+    )
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="python -m podium.cli", description=__doc__.split("\n")[0], epilog=ENVIRONMENT
     )
-    root.add_argument("--url", default=os.environ.get("PODIUM_URL", DEFAULT_URL))
-    root.add_argument("--token", default=os.environ.get("PODIUM_TOKEN"))
-    root.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    root.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common_options(root, defaults=True)
     commands = root.add_subparsers(dest="command", required=True)
 
-    sub = commands.add_parser("submit", help="submit an agent")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, description=help, epilog=ENVIRONMENT)
+        _add_common_options(sub, defaults=False)
+        return sub
+
+    sub = command("submit", "submit an agent (asks the quota first; uploads nothing if refused)")
     sub.add_argument("--challenge", required=True, help="challenge slug")
     sub.add_argument("--team", help="team name (when you are in several)")
     what = sub.add_mutually_exclusive_group(required=True)
@@ -259,15 +200,22 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--description", default="")
     sub.add_argument("--paper-url", default="")
     sub.add_argument("--code-url", default="")
+    _choice_options(sub)
     _wait_options(sub)
     sub.set_defaults(run=submit, show=format_submission, needs_token=True)
 
-    sub = commands.add_parser("status", help="a submission's state and its runs' progress")
+    sub = command("quota", "whether your team may submit now, and each task's quota use")
+    sub.add_argument("--challenge", required=True, help="challenge slug")
+    sub.add_argument("--team", help="team name (when you are in several)")
+    _choice_options(sub)
+    sub.set_defaults(run=quota, show=format_quota, needs_token=True)
+
+    sub = command("status", "a submission's state, its runs' progress and scores")
     sub.add_argument("submission_id", type=int)
     _wait_options(sub)
     sub.set_defaults(run=status, show=format_submission, needs_token=True)
 
-    sub = commands.add_parser("leaderboard", help="a split's ranked entries")
+    sub = command("leaderboard", "a split's ranked entries")
     sub.add_argument("challenge")
     sub.add_argument("task", help="task id, e.g. multi-turn-qa")
     sub.add_argument("split", help="validation, public-test or private-test")
@@ -275,7 +223,34 @@ def parser() -> argparse.ArgumentParser:
         "--setting", help="the task's setting to rank (e.g. gt_clue; default: its first)"
     )
     sub.set_defaults(run=leaderboard, show=format_leaderboard, needs_token=False)
+
+    sub = command("kit", "download a challenge's starter kit, sha256-checked")
+    sub.add_argument("challenge", help="challenge slug")
+    sub.add_argument("--output", default=".", help="folder for the files (default: here)")
+    sub.add_argument(
+        "--base-image",
+        nargs="?",
+        const="",
+        metavar="IMAGE",
+        help="also the agent base image's docker save archive (default: the first base image)",
+    )
+    sub.set_defaults(run=kit, show=format_kit, needs_token=True)
     return root
+
+
+def _choice_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--task",
+        action="append",
+        metavar="TASK",
+        help="a task to evaluate on (repeat for several; default: every task)",
+    )
+    sub.add_argument(
+        "--split",
+        action="append",
+        metavar="TASK/SPLIT",
+        help="only this split of a task whose organisers let teams choose (repeat)",
+    )
 
 
 def _wait_options(sub: argparse.ArgumentParser) -> None:
@@ -289,20 +264,28 @@ def _wait_options(sub: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.needs_token and not args.token:
-        print("error: give --token or set PODIUM_TOKEN", file=sys.stderr)
-        return 2
+        return _fail(args, "give --token or set PODIUM_TOKEN", code=2)
     try:
         client = Client(args.url, args.token)
         body = args.run(client, args)
         if getattr(args, "wait", False):
             body = wait(client, body, args)
     except CliError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(args, str(exc))
     print(json.dumps(body, indent=2) if args.json else args.show(body))
     if getattr(args, "wait", False) and not all(r["state"] == "done" for r in body["runs"]):
         return 1
+    if args.run is quota and not body["allowed"]:
+        return 1
     return 0
+
+
+def _fail(args: argparse.Namespace, message: str, code: int = 1) -> int:
+    """The error on stderr; with ``--json``, also as the one JSON document on stdout."""
+    print(f"error: {message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"error": message}))
+    return code
 
 
 if __name__ == "__main__":

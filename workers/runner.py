@@ -31,6 +31,7 @@ Ground truth never leaves this process.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import uuid
@@ -59,6 +60,7 @@ from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image
 from workers.images import AgentImage, local_image
 from workers.limits import Limits
 from workers.outcomes import ItemOutcome, ItemResult, Outcome, RunFailed, RunReport
+from workers.output_watch import OutputWatch
 from workers.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:  # faiss and encoders: imported by whoever starts a search process
@@ -88,8 +90,10 @@ class _Run:
         search: SearchProcess | None,
         answered: Mapping[str, str],
         policy: SandboxPolicy,
+        on_output: Callable[[str], None] | None = None,
     ) -> None:
         self.client = client
+        self.on_output = on_output
         self.image = image
         self.plan = plan
         self.task = task
@@ -176,11 +180,20 @@ class _Run:
 
     def _attempt_in(self, box: AgentContainer) -> None:
         started = time.monotonic()
-        with box:
+        with box, self._watch(box):
             try:
                 self._batches_in(box, started)
             finally:  # the stager must be done with this container's image volume before it goes
                 self.stager.settle()
+
+    def _watch(self, box: AgentContainer) -> contextlib.AbstractContextManager[Any]:
+        """The output so far (earlier containers' and this one's), shared while it runs."""
+        on_output = self.on_output
+        if on_output is None:
+            return contextlib.nullcontext()
+        return OutputWatch(
+            box, lambda live: on_output(keep_output_tail(self.report.agent_log, live))
+        )
 
     def _batches_in(self, box: AgentContainer, started: float) -> None:
         readiness = self._wait_ready(box, started)
@@ -372,13 +385,16 @@ def run_agent(
     answered: Mapping[str, str] | None = None,
     policy: SandboxPolicy | None = None,
     client: docker.DockerClient | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run ``image`` on ``plan``'s items for ``task`` (the agent's ``PODIUM_TASK``); each
     batch's results go to ``sink`` at once.
 
     ``search``: a ``workers.search.process.SearchProcess`` to serve search.sock (and to compute
     kit B's rag_context), or None. ``answered``: item key -> stored reply of items answered by
-    an earlier run (the plan was given them too, for its histories).
+    an earlier run (the plan was given them too, for its histories). ``on_output``: called
+    from a thread every few seconds while an agent container runs with the output so far
+    (``workers.output_watch``), capped as ``RunReport.agent_log`` is.
     """
     client = client or docker.from_env()
     if isinstance(image, str):
@@ -393,5 +409,6 @@ def run_agent(
         search=search,
         answered=answered or {},
         policy=policy or SandboxPolicy(),
+        on_output=on_output,
     )
     return run.execute()

@@ -263,6 +263,27 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """A graded item's grade (``evaluator.judges.rubric.UNJUDGED`` when undecided)."""
 
     @abstractmethod
+    def falls_short(self, grade: str) -> bool:
+        """Whether ``grade`` (an ``item_grade``) is a wrong answer in the protocol's terms
+        (CRAG-MM: missing or hallucinated; Visual-RAG: below full score or no answer): the run
+        page's "wrong answers only". ``unjudged`` never is."""
+
+    @abstractmethod
+    def abstains(self, grade: str) -> bool:
+        """Whether ``grade`` says the agent gave no answer (CRAG-MM ``missing``, Visual-RAG
+        ``no_answer``): such answers are left out when two teams' answers are compared."""
+
+    @abstractmethod
+    def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
+        """The slice values of one per-item row (``to_row``), named as ``score``'s slices are
+        (dimension -> value): what the run page filters its answers by."""
+
+    @abstractmethod
+    def item_image(self, split: SplitT, key: str) -> Path | None:
+        """The image the agent was shown first for the answer ``key`` (one of ``split_keys``
+        of any setting), or None: the run page shows it, scaled down, beside the answer."""
+
+    @abstractmethod
     def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:
         """Aggregate: ``{"complete", "unjudged", <the metric blocks>, "slices"}``."""
 

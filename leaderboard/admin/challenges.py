@@ -1,4 +1,5 @@
-"""Admin of what organisers publish: challenges, phases, tasks, splits (with upload)."""
+"""Admin of what organisers publish: challenges (with their search corpus's upload), phases,
+tasks, splits (with upload)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from django.utils.safestring import mark_safe
 from evaluator.protocols import PROTOCOLS
 from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
+from leaderboard.corpora import CorpusImportError, import_corpus_archive
 from leaderboard.models import Challenge, HubModel, Phase, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
+from workers.pipeline.bundles import corpus_sha256
 
 
 class PhaseInline(admin.TabularInline):
@@ -30,10 +33,41 @@ class TaskInline(admin.TabularInline):
     show_change_link = True
 
 
+class ChallengeForm(forms.ModelForm):
+    corpus_upload = forms.FileField(
+        required=False,
+        label="Import a search corpus",
+        help_text="A tar (plain or compressed) of a corpus directory: images.jsonl, web.jsonl "
+        "and images/ (docs/internals.md). Every entry is read as the search service reads it "
+        "before it is stored; it replaces the corpus for runs that start from then on.",
+    )
+
+    class Meta:
+        model = Challenge
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        upload = cleaned.get("corpus_upload")
+        if upload is not None and self.instance.pk is None:
+            raise forms.ValidationError(
+                {"corpus_upload": "save the challenge first, then import its corpus"}
+            )
+        if upload is not None:
+            try:
+                self.corpus_import = import_corpus_archive(self.instance, upload)
+            except CorpusImportError as exc:
+                raise forms.ValidationError({"corpus_upload": f"not imported: {exc}"}) from exc
+        return cleaned
+
+
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
     """A challenge starts as a draft; the Publish action publishes it once its checklist
-    (``leaderboard.publishing``) finds nothing wrong, and its page shows that checklist."""
+    (``leaderboard.publishing``) finds nothing wrong, and its page shows that checklist. Its
+    search corpus is imported here (or by ``manage.py import_corpus``)."""
+
+    form = ChallengeForm
 
     list_display = ("name", "slug", "is_published", "created_at")
     list_filter = ("is_published",)
@@ -41,8 +75,19 @@ class ChallengeAdmin(admin.ModelAdmin):
     prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
     filter_horizontal = ("organisers",)
     inlines = (PhaseInline, TaskInline)
-    readonly_fields = ("is_published", "publish_checklist")
+    readonly_fields = ("is_published", "publish_checklist", "search_corpus")
     actions = ("publish", "unpublish")
+
+    @admin.display(description="search corpus")
+    def search_corpus(self, challenge: Challenge) -> str:
+        sha256 = corpus_sha256(challenge) if challenge.pk is not None else None
+        return f"sha256 {sha256}" if sha256 else "none imported"
+
+    def save_model(self, request: HttpRequest, obj: Challenge, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        imported = getattr(form, "corpus_import", None)
+        if imported is not None:
+            self.message_user(request, f"{obj.name}: {imported}", messages.SUCCESS)
 
     @admin.display(description="before publishing")
     def publish_checklist(self, challenge: Challenge) -> str:
@@ -122,6 +167,7 @@ class TaskAdmin(admin.ModelAdmin):
                     "quota_total",
                     "quota_concurrent",
                     "max_artifact_bytes",
+                    "splits_selectable",
                 )
             },
         ),

@@ -14,7 +14,9 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from leaderboard import run_actions
+from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
+    AnswerSimilarity,
     EntryComparison,
     EvaluationRun,
     Headline,
@@ -25,6 +27,8 @@ from leaderboard.models import (
     SliceScore,
     Split,
     Submission,
+    SubmissionTask,
+    Task,
 )
 from leaderboard.run_actions import RunActionRefused
 from leaderboard.submitting import add_missing_runs
@@ -37,6 +41,33 @@ class RunInline(admin.TabularInline):
     readonly_fields = fields
     show_change_link = True
     can_delete = False
+
+
+class ChosenTaskInline(admin.TabularInline):
+    """The tasks and splits the team chose: a record of the submission, never edited."""
+
+    model = SubmissionTask
+    extra = 0
+    fields = ("task", "split_kinds")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(SubmissionTask)
+class SubmissionTaskAdmin(admin.ModelAdmin):
+    """Which tasks (and splits; none listed: every split) each submission is evaluated on."""
+
+    list_display = ("submission", "task", "split_kinds")
+    list_filter = ("task__challenge",)
+    search_fields = ("submission__method_name", "submission__team__name", "task__task_id")
+    list_select_related = ("submission__team", "task")
+    readonly_fields = ("submission", "task", "split_kinds")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Submission)
@@ -56,7 +87,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     list_filter = ("state", "artifact_kind", "is_baseline", "consumes_quota", "challenge")
     search_fields = ("method_name", "team__name", "image_digest", "registry_ref")
     date_hierarchy = "created_at"
-    inlines = (RunInline,)
+    inlines = (ChosenTaskInline, RunInline)
     actions = ("mark_baseline", "refund_quota", "evaluate_missing")
     formfield_overrides: ClassVar[dict] = {models.URLField: {"assume_scheme": "https"}}
 
@@ -82,15 +113,20 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} refunded", messages.SUCCESS)
 
 
-def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
-    """An admin action asking why before it does ``perform`` (``leaderboard.run_actions``)."""
+def _run_action(label: str, perform: Callable, help_text: str, judges: bool = False) -> Callable:
+    """An admin action asking why (and, with ``judges``, which judge) before it does
+    ``perform`` (``leaderboard.run_actions``)."""
 
     def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
         error = ""
+        tasks = Task.objects.filter(challenge__tasks__runs__in=queryset).distinct()
         if "why" in request.POST:
             try:
-                refused = perform(queryset, request.user, request.POST["why"])
-            except RunActionRefused as exc:
+                chosen = {}
+                if judges:
+                    chosen["judge"] = chosen_judge(request.POST.get("judge", ""), tasks)
+                refused = perform(queryset, request.user, request.POST["why"], **chosen)
+            except (RunActionRefused, UnknownJudge) as exc:
                 error = str(exc)
             else:
                 done = queryset.count() - len(refused)
@@ -104,6 +140,7 @@ def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
             "label": label,
             "help": help_text,
             "runs": list(queryset),
+            "judges": judge_options(tasks) if judges else None,
             "error": error,
             "action": request.POST["action"],
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
@@ -118,7 +155,7 @@ def _run_action(label: str, perform: Callable, help_text: str) -> Callable:
 class RunActionInline(admin.TabularInline):
     model = RunAction
     extra = 0
-    fields = ("at", "kind", "by", "from_state", "why")
+    fields = ("at", "kind", "by", "from_state", "why", "detail")
     readonly_fields = fields
     can_delete = False
 
@@ -157,9 +194,11 @@ class EvaluationRunAdmin(admin.ModelAdmin):
         _run_action(
             "Re-judge",
             run_actions.rejudge,
-            "A done run's verdicts are deleted and judged again by the task's judge as it is "
-            "configured now (the judgment cache answers what that judge already judged); its "
-            "answers stay. It leaves the leaderboard until it is scored again.",
+            "A done run's verdicts are deleted and judged again, by the task's judge as it is "
+            "configured now or by the judge chosen here (kept for the run's later judging); "
+            "the judgment cache answers what that judge already judged; its answers stay. It "
+            "leaves the leaderboard until it is scored again.",
+            judges=True,
         ),
         _run_action(
             "Cancel",
@@ -177,7 +216,7 @@ class EvaluationRunAdmin(admin.ModelAdmin):
 
 @admin.register(RunAction)
 class RunActionAdmin(admin.ModelAdmin):
-    list_display = ("at", "kind", "run", "by", "from_state", "why")
+    list_display = ("at", "kind", "run", "by", "from_state", "why", "detail")
     list_filter = ("kind", "run__task__challenge")
     search_fields = ("why", "by__username")
     list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
@@ -253,3 +292,18 @@ class JudgmentRecordAdmin(admin.ModelAdmin):
         "raw",
         "created_at",
     )
+
+
+@admin.register(AnswerSimilarity)
+class AnswerSimilarityAdmin(admin.ModelAdmin):
+    """Flagged by the scoring stage (``leaderboard.duplicates``); read here, never edited."""
+
+    list_display = ("run_a", "run_b", "split", "share", "alike", "items", "computed_at")
+    list_filter = ("split__task__challenge",)
+    raw_id_fields = ("run_a", "run_b", "split")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

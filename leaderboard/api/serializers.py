@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from leaderboard.models import Challenge, EvaluationRun, Phase, Split, Submission, Task
+from leaderboard import permissions
+from leaderboard.models import (
+    Challenge,
+    EvaluationRun,
+    Phase,
+    SliceScore,
+    Split,
+    Submission,
+    SubmissionTask,
+    Task,
+)
+from leaderboard.models.results import ALL
 
 
 class PhaseSerializer(serializers.ModelSerializer):
@@ -51,6 +64,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "quota_total",
             "quota_concurrent",
             "max_artifact_bytes",
+            "splits_selectable",
         )
 
 
@@ -128,10 +142,34 @@ class LeaderboardSerializer(serializers.Serializer):
     entries = LeaderboardEntrySerializer(many=True)
 
 
+def runs_with_scores() -> QuerySet[EvaluationRun]:
+    """Runs as ``RunSerializer`` reads them: task, split, and the overall score row."""
+    overall = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
+    return EvaluationRun.objects.select_related("task", "split__task__challenge").prefetch_related(
+        Prefetch("slice_scores", overall, to_attr="overall_scores")
+    )
+
+
+class RunScoreSerializer(serializers.Serializer):
+    """A done run's score: the task's primary metric on the whole split, with its 95 %
+    interval, as its protocol declares it (``scale``: how to show the value)."""
+
+    metric = serializers.CharField()
+    label = serializers.CharField()
+    scale = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
+    """A run with its progress; once done, its score where the caller may see it (a private
+    test's only once the split's results are public: ``score_hidden`` says it is held back)."""
+
     task_id = serializers.CharField(source="task.task_id", read_only=True)
     split_kind = serializers.CharField(source="split.kind", read_only=True)
     progress = serializers.FloatField(read_only=True, allow_null=True)
+    score = serializers.SerializerMethodField()
+    score_hidden = serializers.SerializerMethodField()
 
     class Meta:
         model = EvaluationRun
@@ -154,13 +192,59 @@ class RunSerializer(serializers.ModelSerializer):
             "finished_at",
             "judge_id",
             "scores_complete",
+            "score",
+            "score_hidden",
         )
+
+    def _shown(self, run: EvaluationRun) -> bool:
+        """``permissions.can_see_score`` for the caller, each split asked once per answer."""
+        request = self.context.get("request")
+        if request is None:  # no caller to show a private score to
+            return not run.split.is_private
+        if "score_shown" not in self.context:
+            self.context["score_shown"] = permissions.score_visibility(request.user)
+        return self.context["score_shown"](run)
+
+    @extend_schema_field(RunScoreSerializer(allow_null=True))
+    def get_score(self, run: EvaluationRun) -> dict | None:
+        if run.state != EvaluationRun.State.DONE or not self._shown(run):
+            return None
+        rows = getattr(run, "overall_scores", None)
+        if rows is None:
+            rows = list(SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]))
+        if not rows:
+            return None
+        row, name = rows[0], run.task.primary_metric
+        metric = next((m for m in run.task.declared().metrics if m.name == name), None)
+        low, high = row.primary_ci_low, row.primary_ci_high
+        return {
+            "metric": name,
+            "label": metric.label if metric else name,
+            "scale": metric.scale if metric else "ratio",
+            "value": row.primary,
+            "ci95": None if low is None or high is None else [low, high],
+        }
+
+    def get_score_hidden(self, run: EvaluationRun) -> bool:
+        return run.state == EvaluationRun.State.DONE and not self._shown(run)
+
+
+class ChosenTaskSerializer(serializers.ModelSerializer):
+    """A task the submission is evaluated on; ``splits``: the kinds chosen ([]: every split)."""
+
+    task = serializers.CharField(source="task.task_id")
+    splits = serializers.ListField(source="split_kinds", child=serializers.CharField())
+
+    class Meta:
+        model = SubmissionTask
+        fields = ("task", "splits")
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.name", read_only=True)
     challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     runs = RunSerializer(many=True, read_only=True)
+    evaluated_on = ChosenTaskSerializer(source="chosen_tasks", many=True, read_only=True)
 
     class Meta:
         model = Submission
@@ -182,6 +266,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "build_log",
             "consumes_quota",
             "created_at",
+            "evaluated_on",
             "runs",
         )
         read_only_fields = fields
@@ -204,6 +289,19 @@ class SubmissionCreateSerializer(serializers.Serializer):
     paper_url = serializers.URLField(required=False, allow_blank=True)
     code_url = serializers.URLField(required=False, allow_blank=True)
     is_baseline = serializers.BooleanField(default=False, help_text="organisers only")
+    tasks = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=100,
+        help_text="task ids to evaluate on; default: every task (naming only splits: theirs)",
+    )
+    splits = serializers.ListField(
+        child=serializers.CharField(max_length=130),
+        required=False,
+        max_length=300,
+        help_text="<task id>/<split kind>, for tasks whose splits are selectable; default: "
+        "every split of a chosen task",
+    )
 
 
 class SubmissionFlagsSerializer(serializers.Serializer):

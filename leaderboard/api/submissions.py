@@ -18,8 +18,15 @@ from rest_framework.response import Response
 
 from leaderboard import permissions
 from leaderboard.api import serializers
-from leaderboard.models import EvaluationRun, Team
-from leaderboard.submitting import Artifact, MethodInfo, QuotaExceeded, set_flags, submit
+from leaderboard.models import SubmissionTask, Team
+from leaderboard.submitting import (
+    Artifact,
+    Choice,
+    MethodInfo,
+    QuotaExceeded,
+    set_flags,
+    submit,
+)
 
 Kind = serializers.Submission.ArtifactKind
 
@@ -30,7 +37,23 @@ class QuotaExhausted(APIException):
     default_code = "quota_exceeded"
 
 
-def _as_api_error(exc: DjangoValidationError) -> ValidationError:
+def requested_team(request: Request, name: str | None) -> Team:
+    """The team named, or the user's only team; membership is checked by ``submit``/``admit``
+    (403 for another team's)."""
+    if name:
+        team = Team.objects.filter(name=name).first()
+        if team is None:
+            raise ValidationError({"team": [f"no team {name!r}"]})
+        return team
+    mine = list(permissions.user_teams(request.user)[:2])
+    if len(mine) != 1:
+        why = "you are in no team" if not mine else "you are in several teams; name one"
+        raise ValidationError({"team": [why]})
+    return mine[0]
+
+
+def as_api_error(exc: DjangoValidationError) -> ValidationError:
+    """A Django ``ValidationError`` as DRF's: messages per field, else ``non_field_errors``."""
     if hasattr(exc, "error_dict"):
         return ValidationError(exc.message_dict)
     return ValidationError({"non_field_errors": exc.messages})
@@ -45,11 +68,13 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
     http_method_names = ("get", "post", "patch", "head", "options")
 
     def get_queryset(self) -> QuerySet:
-        runs = EvaluationRun.objects.select_related("task", "split")
         return (
             permissions.visible_submissions(self.request.user)
             .select_related("team", "challenge")
-            .prefetch_related(Prefetch("runs", runs))
+            .prefetch_related(
+                Prefetch("runs", serializers.runs_with_scores()),
+                Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
+            )
             .order_by("-created_at")
         )
 
@@ -74,7 +99,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
         challenge = challenge.first()
         if challenge is None:
             raise ValidationError({"challenge": [f"no challenge {data['challenge']!r}"]})
-        team = self._team(request, data.get("team"))
+        team = requested_team(request, data.get("team"))
         artifact = Artifact(
             kind=data["artifact_kind"],
             file=data.get("artifact"),
@@ -87,29 +112,16 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
                 request.user,
                 artifact,
                 MethodInfo.from_data(data),
+                choice=Choice.from_data(data),
                 is_baseline=data["is_baseline"],
             )
         except DjangoValidationError as exc:
-            raise _as_api_error(exc) from None
+            raise as_api_error(exc) from None
         except QuotaExceeded as exc:
             raise QuotaExhausted(str(exc)) from None
         submission = self.get_queryset().get(pk=submission.pk)
         body = serializers.SubmissionSerializer(submission, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
-
-    @staticmethod
-    def _team(request: Request, name: str | None) -> Team:
-        teams = permissions.user_teams(request.user)
-        if name:
-            team = Team.objects.filter(name=name).first()
-            if team is None:
-                raise ValidationError({"team": [f"no team {name!r}"]})
-            return team  # membership is checked by submit (403 for another team)
-        mine = list(teams[:2])
-        if len(mine) != 1:
-            why = "you are in no team" if not mine else "you are in several teams; name one"
-            raise ValidationError({"team": [why]})
-        return mine[0]
 
     @extend_schema(
         request=serializers.SubmissionFlagsSerializer,
@@ -121,4 +133,5 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
         given = serializers.SubmissionFlagsSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         set_flags(submission, request.user, **given.validated_data)
-        return Response(serializers.SubmissionSerializer(submission).data)
+        body = serializers.SubmissionSerializer(submission, context={"request": request}).data
+        return Response(body)

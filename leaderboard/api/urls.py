@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import submissions, views
+from leaderboard.api import kit, quota, submissions, views
 from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
@@ -16,7 +16,17 @@ router.register("runs", views.RunViewSet, basename="run")
 
 app_name = "api"
 urlpatterns = [
+    path("challenges/<slug:slug>/quota/", quota.QuotaView.as_view(), name="challenge-quota"),
     path("", include(router.urls)),
+    path("challenges/<slug:slug>/kit/", kit.KitView.as_view(), name="kit"),
+    path(
+        "challenges/<slug:slug>/kit/download/", kit.KitDownloadView.as_view(), name="kit-download"
+    ),
+    path(
+        "challenges/<slug:slug>/kit/base-image/",
+        kit.BaseImageDownloadView.as_view(),
+        name="kit-base-image",
+    ),
     path("token/", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

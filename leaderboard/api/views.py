@@ -93,14 +93,14 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Evaluation runs of the user's teams with state and progress."""
+    """Evaluation runs of the user's teams with state, progress and, once done, the score the
+    user may see."""
 
     serializer_class = serializers.RunSerializer
     permission_classes = (IsAuthenticated,)
 
     def get_queryset(self) -> QuerySet:
-        return (
-            permissions.visible_runs(self.request.user)
-            .select_related("task", "split")
-            .order_by("-created_at")
+        runs = serializers.runs_with_scores().filter(
+            pk__in=permissions.visible_runs(self.request.user).values("pk")
         )
+        return runs.order_by("-created_at")

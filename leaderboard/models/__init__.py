@@ -3,6 +3,7 @@
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
+    AnswerSimilarity,
     EntryComparison,
     Headline,
     ItemAnswer,
@@ -11,11 +12,17 @@ from leaderboard.models.results import (
     SliceScore,
 )
 from leaderboard.models.run_action import RunAction
-from leaderboard.models.submission import EvaluationRun, InvalidTransition, Submission
+from leaderboard.models.submission import (
+    EvaluationRun,
+    InvalidTransition,
+    Submission,
+    SubmissionTask,
+)
 from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
+    "AnswerSimilarity",
     "Challenge",
     "EntryComparison",
     "EvaluationRun",
@@ -32,6 +39,7 @@ __all__ = [
     "SliceScore",
     "Split",
     "Submission",
+    "SubmissionTask",
     "Task",
     "Team",
     "TermsAcceptance",

@@ -60,6 +60,11 @@ class Challenge(models.Model):
     participate = models.TextField(
         blank=True, help_text="Markdown: how to package and submit an agent, step by step"
     )
+    kit_includes_corpus = models.BooleanField(
+        default=False,
+        help_text="The starter kit carries the challenge's search corpus (participants may "
+        "then search it offline). Off: the kit has the public splits and no corpus.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -168,6 +173,11 @@ class Task(models.Model):
         default=20 * 1024**3,
         validators=[MinValueValidator(1)],
         help_text="largest image archive or build context a team may upload",
+    )
+    splits_selectable = models.BooleanField(
+        default=False,
+        help_text="teams may choose which of this task's splits a submission is evaluated on "
+        "(off: every split of a chosen task)",
     )
 
     class Meta:

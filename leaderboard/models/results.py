@@ -37,6 +37,11 @@ class ItemAnswer(models.Model):
         max_length=500, blank=True, help_text="an invalid reply: what was wrong (Podium's words)"
     )
     latency_s = models.FloatField(null=True, blank=True)
+    thumbnail = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="the item's image scaled down, in storage (workers.pipeline.thumbnails)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -186,3 +191,29 @@ class JudgmentRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key[:12]}: {self.verdict} ({self.judge_id})"
+
+
+class AnswerSimilarity(models.Model):
+    """Two done runs of different teams on the same split and setting whose answers are
+    near-identical (``leaderboard.duplicates``): of ``items`` answered by both (abstentions left
+    out), ``alike`` are the same after normalising or nearly so. Kept only when flagged."""
+
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="similarities")
+    run_a = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    run_b = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    items = models.PositiveIntegerField()
+    alike = models.PositiveIntegerField()
+    share = models.FloatField()
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("-share",)
+        constraints = (
+            models.UniqueConstraint(fields=["run_a", "run_b"], name="similarity_once_per_pair"),
+            models.CheckConstraint(
+                condition=models.Q(run_a__lt=models.F("run_b")), name="similarity_ordered_pair"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"run #{self.run_a_id} ~ run #{self.run_b_id}: {self.share:.0%}"

@@ -21,6 +21,7 @@ class RunAction(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     why = models.TextField()
+    detail = models.CharField(max_length=300, blank=True, help_text="e.g. the judge chosen")
     from_state = models.CharField(max_length=16, choices=EvaluationRun.State)
     at = models.DateTimeField(default=timezone.now)
 

@@ -62,6 +62,33 @@ class Submission(models.Model):
         return f"#{self.pk} {self.method_name} ({self.team})"
 
 
+class SubmissionTask(models.Model):
+    """A task a submission is evaluated on (the team's choice), and which of its splits:
+    ``split_kinds`` lists the kinds chosen; empty means every split of the task, including
+    those imported later."""
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="chosen_tasks"
+    )
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    split_kinds = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ("task__order", "task__task_id")
+        constraints = (
+            models.UniqueConstraint(fields=["submission", "task"], name="chosen_task_unique"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.task.task_id} ({', '.join(self.split_kinds) or 'every split'})"
+
+    def takes(self, split: Split) -> bool:
+        """Whether ``split`` (of this task) is one the team chose."""
+        return split.task_id == self.task_id and (
+            not self.split_kinds or split.kind in self.split_kinds
+        )
+
+
 class InvalidTransition(Exception):
     """A run was asked to move to a state its current state does not lead to."""
 
@@ -129,6 +156,11 @@ class EvaluationRun(models.Model):
     items_done = models.PositiveIntegerField(default=0)
     items_total = models.PositiveIntegerField(default=0)
     judge_id = models.CharField(max_length=200, blank=True)
+    judge_choice = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the judge chosen when re-judging ({}: the task's)",
+    )
     prompt_version = models.CharField(max_length=64, blank=True)
     scored_with = models.JSONField(
         default=dict, blank=True, help_text="the protocol's options its scores were computed with"

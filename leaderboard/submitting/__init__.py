@@ -1,20 +1,25 @@
 """Submitting an agent: one code path (``submit``) for the web form, the API and the demo."""
 
 from leaderboard.quotas import QuotaExceeded
+from leaderboard.submitting.choice import Choice, evaluated_splits
 from leaderboard.submitting.flags import set_flags
 from leaderboard.submitting.submit import (
+    Admission,
     Artifact,
     MethodInfo,
     add_missing_runs,
-    evaluated_splits,
+    admit,
     submit,
 )
 
 __all__ = [
+    "Admission",
     "Artifact",
+    "Choice",
     "MethodInfo",
     "QuotaExceeded",
     "add_missing_runs",
+    "admit",
     "evaluated_splits",
     "set_flags",
     "submit",

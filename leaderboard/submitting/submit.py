@@ -5,7 +5,8 @@ metadata validated; quotas checked without a lock (to fail fast, before storing 
 artifact stored; then, in one transaction holding the team row lock, the quotas are checked
 again and the submission and its runs are created, one per (task, split) with data, and the
 first stage of each run is sent once the transaction commits. Whatever fails after the
-artifact was stored deletes it again.
+artifact was stored deletes it again. ``admit`` makes every check that needs no artifact (the
+API's quota preflight asks it before an upload starts).
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ from leaderboard.models import (
 from leaderboard.pages import must_accept_rules
 from leaderboard.quotas import check_quotas
 from leaderboard.submitting.artifacts import check_reference, inspect_archive
+from leaderboard.submitting.choice import Choice, Chosen, resolve, wanted_splits
 from leaderboard.submitting.hub_models import allowed_models
 from leaderboard.tasks import dispatch_stage
 from leaderboard.teams import TeamError, check_one_team_per_challenge
 
 Kind = Submission.ArtifactKind
+EVERY_TASK = Choice()  # nothing named: every task with data, every split
 
 
 @dataclass(frozen=True)
@@ -76,16 +79,6 @@ class MethodInfo:
         return cls(**{f.name: data.get(f.name) or "" for f in fields(cls)})
 
 
-def evaluated_splits(challenge: Challenge) -> list[Split]:
-    """The (task, split) pairs a submission is run on: every split whose data is imported."""
-    return list(
-        Split.objects.filter(task__challenge=challenge)
-        .exclude(bundle="")
-        .select_related("task")
-        .order_by("task__order", "task__task_id", "kind")
-    )
-
-
 def _run_settings(tasks: list[Task]) -> dict[int, tuple[str, ...]]:
     """Each task's settings, one run each (``Task.run_settings``)."""
     try:
@@ -118,16 +111,15 @@ def _new_runs(
 
 
 def add_missing_runs(submission: Submission, now: datetime | None = None) -> list[EvaluationRun]:
-    """Runs for what the challenge evaluates now and ``submission`` has no run for yet: a split
-    imported, or a setting enabled, after it was submitted (an organiser's action; the image is
-    reused). None for a failed or cancelled submission."""
+    """Runs for what the challenge evaluates now, among the tasks and splits the team chose,
+    and ``submission`` has no run for yet: a split imported, or a setting enabled, after it was
+    submitted (an organiser's action; the image is reused). None for a failed or cancelled
+    submission."""
     if submission.state in (Submission.State.FAILED, Submission.State.CANCELLED):
         return []
     have = set(submission.runs.values_list("split_id", "setting"))
     with transaction.atomic():
-        return _new_runs(
-            submission, evaluated_splits(submission.challenge), have, now or timezone.now()
-        )
+        return _new_runs(submission, wanted_splits(submission), have, now or timezone.now())
 
 
 def _check_allowed(
@@ -197,23 +189,27 @@ def _too_large(label: str, size: int, limit: int) -> str:
     )
 
 
-def submit(
+@dataclass(frozen=True)
+class Admission:
+    """What ``admit`` found: whether the user submits as an organiser (no quotas, no phases)
+    and the splits chosen."""
+
+    organiser: bool
+    chosen: Chosen
+
+
+def admit(
     team: Team,
     challenge: Challenge,
     user: AbstractBaseUser,
-    artifact: Artifact,
-    method: MethodInfo,
+    choice: Choice,
     *,
     is_baseline: bool = False,
     now: datetime | None = None,
-) -> Submission:
-    """Check, store and register a submission; its runs' first stage is sent on commit.
-
-    Raises ``PermissionDenied`` (not a member; baseline flag without being an organiser),
-    ``ValidationError`` (a message per field: artifact, registry_ref, method metadata, phase)
-    or ``leaderboard.quotas.QuotaExceeded``. Organisers of the challenge are exempt from quotas
-    and phases (baselines, re-runs).
-    """
+) -> Admission:
+    """Every check of ``submit`` that needs no artifact, quotas apart: membership, one team per
+    challenge, the rules accepted, an open phase, the choice of tasks and splits, the tasks'
+    settings. Raises ``PermissionDenied`` or ``ValidationError``."""
     now = now or timezone.now()
     organiser = permissions.is_organiser(user, challenge)
     _check_allowed(user, team, challenge, organiser, is_baseline)
@@ -231,11 +227,34 @@ def submit(
                 f"/c/{challenge.slug}/?tab=rules)"
             )
     _check_open(challenge, now, organiser)
-    splits = evaluated_splits(challenge)
-    if not splits:
-        raise ValidationError(f"{challenge.name} has no split with data to evaluate yet")
-    tasks = list({split.task_id: split.task for split in splits}.values())
-    _run_settings(tasks)  # broken settings refuse the submission before anything is stored
+    chosen = resolve(challenge, choice)
+    _run_settings(chosen.tasks)  # broken settings refuse the submission before anything is stored
+    return Admission(organiser=organiser, chosen=chosen)
+
+
+def submit(
+    team: Team,
+    challenge: Challenge,
+    user: AbstractBaseUser,
+    artifact: Artifact,
+    method: MethodInfo,
+    *,
+    choice: Choice = EVERY_TASK,
+    is_baseline: bool = False,
+    now: datetime | None = None,
+) -> Submission:
+    """Check, store and register a submission, evaluated on the tasks and splits of ``choice``
+    (every task by default); its runs' first stage is sent on commit.
+
+    Raises ``PermissionDenied`` (not a member; baseline flag without being an organiser),
+    ``ValidationError`` (a message per field: artifact, registry_ref, method metadata, tasks,
+    splits; the phase) or ``leaderboard.quotas.QuotaExceeded`` (on a chosen task). Organisers of
+    the challenge are exempt from quotas and phases (baselines, re-runs).
+    """
+    now = now or timezone.now()
+    admission = admit(team, challenge, user, choice, is_baseline=is_baseline, now=now)
+    organiser, chosen = admission.organiser, admission.chosen
+    tasks = chosen.tasks
     submission = Submission(
         team=team,
         challenge=challenge,
@@ -260,7 +279,8 @@ def submit(
             if not organiser:
                 check_quotas(team, tasks, now)
             submission.save()
-            _new_runs(submission, splits, set(), now)
+            chosen.record(submission)
+            _new_runs(submission, chosen.splits, set(), now)
     except BaseException:
         if submission.artifact:
             submission.artifact.delete(save=False)

@@ -1,5 +1,6 @@
 """Organisers' pages of a challenge: everyone's submissions, with their state, runs and the
-images two teams share (a duplicate entry, or one team's agent re-submitted by another), and
+images two teams share (a duplicate entry, or one team's agent re-submitted by another), the
+runs whose answers are near-identical to another team's (``leaderboard.duplicates``), and
 the challenge's figures: submissions per day, teams, failure reasons, run hours per team."""
 
 from __future__ import annotations
@@ -8,13 +9,19 @@ from collections import Counter, defaultdict
 
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, Sum
 from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from leaderboard import permissions
-from leaderboard.models import Challenge, EvaluationRun, Submission
+from leaderboard.models import (
+    AnswerSimilarity,
+    Challenge,
+    EvaluationRun,
+    Submission,
+    SubmissionTask,
+)
 
 PER_PAGE = 100
 
@@ -25,7 +32,8 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         raise PermissionDenied(f"only the organisers of {challenge.name} see every submission")
     everything = Submission.objects.filter(challenge=challenge)
     shown = everything.select_related("team", "submitted_by").prefetch_related(
-        Prefetch("runs", EvaluationRun.objects.only("pk", "state", "submission_id"))
+        Prefetch("runs", EvaluationRun.objects.only("pk", "state", "submission_id")),
+        Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
     )
     state = request.GET.get("state", "")
     if state in Submission.State.values:
@@ -40,9 +48,11 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         "image_digest", "team__name"
     ):
         teams_by_digest[digest].add(name)
+    similar = similar_answers(challenge, page.object_list)
     for submission in page.object_list:
         others = teams_by_digest.get(submission.image_digest, set()) - {submission.team.name}
         submission.same_image_as = sorted(others)
+        submission.similar_answers = similar.get(submission.pk, [])
         submission.run_states = sorted(Counter(r.state for r in submission.runs.all()).items())
     context = {
         "challenge": challenge,
@@ -51,10 +61,31 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         "state": state,
         "team": team,
         "shared_images": sum(1 for names in teams_by_digest.values() if len(names) > 1),
+        "similar_pairs": AnswerSimilarity.objects.filter(split__task__challenge=challenge).count(),
         "total": everything.count(),
         **_figures(challenge, everything),
     }
     return render(request, "leaderboard/challenge_submissions.html", context)
+
+
+def similar_answers(challenge: Challenge, submissions: list[Submission]) -> dict[int, list[str]]:
+    """Per submission, its runs' near-identical answers to another team's (``duplicates``),
+    one line each: the other team and submission, the split, the share of items alike."""
+    shown = [submission.pk for submission in submissions]
+    pairs = AnswerSimilarity.objects.filter(
+        Q(run_a__submission__in=shown) | Q(run_b__submission__in=shown),
+        split__task__challenge=challenge,
+    ).select_related("split__task", "run_a__submission__team", "run_b__submission__team")
+    lines: dict[int, list[str]] = defaultdict(list)
+    for pair in pairs:
+        for mine, theirs in ((pair.run_a, pair.run_b), (pair.run_b, pair.run_a)):
+            setting = f" [{mine.setting}]" if mine.setting else ""
+            lines[mine.submission_id].append(
+                f"{theirs.submission.team.name} (#{theirs.submission_id}) on "
+                f"{pair.split.task.task_id} {pair.split.kind}{setting}: "
+                f"{pair.share:.0%} of {pair.items} answers alike"
+            )
+    return lines
 
 
 def _figures(challenge: Challenge, submissions) -> dict:

@@ -14,11 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore, Task
+from leaderboard.models import EvaluationRun, SliceScore, SubmissionTask, Task
 from leaderboard.models.results import ALL
+from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
 from leaderboard.submitting import set_flags
-
-ANSWERS_PER_PAGE = 200
 
 
 def progress_record(run: EvaluationRun) -> dict:
@@ -47,26 +46,19 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
         .prefetch_related(
-            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall)))
+            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall))),
+            Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
         )
         .order_by("-created_at")[:200]
     )
-    organiser: dict[int, bool] = {}
+    score_shown = permissions.score_visibility(request.user)
     for submission in submissions:
         submission.choosable = any(
             run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
         )
-        if submission.challenge_id not in organiser:
-            organiser[submission.challenge_id] = permissions.is_organiser(
-                request.user, submission.challenge
-            )
         for run in submission.runs.all():
             # as the run page: a private test's score only once its results are public
-            shown = (
-                organiser[submission.challenge_id]
-                or not run.split.is_private
-                or permissions.can_see_results(request.user, run.split)
-            )
+            shown = score_shown(run)
             run.overall = next(iter(run.slice_scores.all()), None) if shown else None
             run.score_hidden = not shown
     return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
@@ -88,7 +80,8 @@ def choose_for_final(request: HttpRequest, submission_id: int) -> HttpResponse:
     return redirect("leaderboard:my-submissions")
 
 
-def _run(request: HttpRequest, run_id: int) -> EvaluationRun:
+def visible_run(request: HttpRequest, run_id: int) -> EvaluationRun:
+    """The run, if the user's team owns it or the user organises its challenge; else 404."""
     return get_object_or_404(
         permissions.visible_runs(request.user).select_related(
             "submission__team", "submission__challenge", "task", "split"
@@ -99,41 +92,24 @@ def _run(request: HttpRequest, run_id: int) -> EvaluationRun:
 
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _run(request, run_id)
+    run = visible_run(request, run_id)
     show_answers = permissions.can_see_answers(request.user, run)
-    answers: list[ItemAnswer] = []
-    verdicts: list[str] = []
-    wanted = request.GET.get("verdict", "")
-    if show_answers:
-        chosen = ItemAnswer.objects.filter(run=run)
-        verdicts = sorted(
-            set(chosen.exclude(verdict=None).values_list("verdict__verdict", flat=True))
-        )
-        if wanted:
-            chosen = chosen.filter(verdict__verdict=wanted)
-        answers = list(
-            chosen.select_related("verdict").order_by("group", "position")[:ANSWERS_PER_PAGE]
-        )
-        question, truth = run.task.declared().shown_fields
-        for answer in answers:  # from the verdict's row: the item as the judge saw it
-            row = answer.verdict.detail if hasattr(answer, "verdict") else {}
-            answer.question = (row or {}).get(question)
-            answer.truth = (row or {}).get(truth)
+    wanted = AnswerFilter.from_query(request.GET)
+    listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
     headline = None
-    if show_answers or permissions.can_see_results(request.user, run.split):
+    if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
     return render(
         request,
         "leaderboard/run_detail.html",
         {
             "run": run,
-            "answers": answers,
-            "verdicts": verdicts,
-            "wanted_verdict": wanted,
+            "listed": listed,
+            "links": filter_links(listed, wanted) if listed else None,
+            "wanted": wanted,
             "show_answers": show_answers,
             "show_log": show_answers,  # the same rule as the answers
             "unit": run.task.declared().unit,
-            "answers_limit": ANSWERS_PER_PAGE,
             "headline": headline,
             "columns": ranking.columns(run.task, run.setting, run.split),  # what its split has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
@@ -144,13 +120,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
-    return JsonResponse(progress_record(_run(request, run_id)))
+    return JsonResponse(progress_record(visible_run(request, run_id)))
 
 
 @login_required
 def run_transcript(request: HttpRequest, run_id: int) -> FileResponse:
     """The run's judge transcript (``docs/evaluator.md``): whoever may see its answers."""
-    run = _run(request, run_id)
+    run = visible_run(request, run_id)
     if not (permissions.can_see_answers(request.user, run) and run.transcript):
         raise Http404("no judge transcript to show")
     return FileResponse(

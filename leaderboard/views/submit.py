@@ -8,16 +8,26 @@ without it the form posts as usual.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from leaderboard import permissions, quotas
-from leaderboard.models import Submission, Team
-from leaderboard.submitting import Artifact, MethodInfo, QuotaExceeded, evaluated_splits, submit
+from leaderboard.models import Split, Submission, Team
+from leaderboard.submitting import (
+    Artifact,
+    Choice,
+    MethodInfo,
+    QuotaExceeded,
+    evaluated_splits,
+    submit,
+)
 
 Kind = Submission.ArtifactKind
 
@@ -42,11 +52,55 @@ class SubmissionForm(forms.Form):
     code_url = forms.URLField(required=False, label="Code link", assume_scheme="https")
     is_baseline = forms.BooleanField(required=False, label="Baseline entry (organisers)")
 
-    def __init__(self, *args, teams, organiser: bool, **kwargs) -> None:
+    tasks = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        label="Evaluate on",
+        error_messages={"required": "choose at least one task"},
+    )
+    splits = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Splits"
+    )
+
+    def __init__(self, *args, teams, organiser: bool, splits: list[Split], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams
         if not organiser:
             del self.fields["is_baseline"]
+        tasks = {split.task.task_id: split.task for split in splits}
+        self.fields["tasks"].choices = [(t.task_id, t.name or t.task_id) for t in tasks.values()]
+        self.fields["tasks"].initial = list(tasks)
+        selectable = [s for s in splits if s.task.splits_selectable]
+        self.fields["splits"].choices = [
+            (f"{s.task.task_id}/{s.kind}", s.get_kind_display()) for s in selectable
+        ]
+        self.fields["splits"].initial = [value for value, _ in self.fields["splits"].choices]
+        self.selectable = {s.task.task_id for s in selectable}
+        self.kinds: dict[str, list[str]] = {}
+        for split in splits:
+            self.kinds.setdefault(split.task.task_id, []).append(split.get_kind_display())
+
+    def clean(self) -> dict:
+        """Splits count for the tasks ticked; a ticked task whose splits may be chosen needs one."""
+        data = super().clean()
+        tasks, splits = data.get("tasks") or [], data.get("splits") or []
+        data["splits"] = [name for name in splits if name.partition("/")[0] in tasks]
+        for task_id in sorted(self.selectable & set(tasks)):
+            if not any(name.startswith(f"{task_id}/") for name in data["splits"]):
+                self.add_error("splits", f"choose at least one split of task {task_id}")
+        return data
+
+    def task_rows(self) -> list[tuple[Any, list[Any], list[str]]]:
+        """Each task's checkbox, its splits' checkboxes (where they may be chosen) and the
+        names of its splits."""
+        splits = list(self["splits"])
+        return [
+            (
+                box,
+                [s for s in splits if s.data["value"].startswith(f"{box.data['value']}/")],
+                self.kinds[box.data["value"]],
+            )
+            for box in self["tasks"]
+        ]
 
     def chosen_artifact(self) -> Artifact:
         """The file or the reference, whichever the chosen kind needs (the other is ignored)."""
@@ -61,8 +115,13 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
     organiser = permissions.is_organiser(request.user, challenge)
     teams = permissions.user_teams(request.user)
+    splits = evaluated_splits(challenge)
     form = SubmissionForm(
-        request.POST or None, request.FILES or None, teams=teams, organiser=organiser
+        request.POST or None,
+        request.FILES or None,
+        teams=teams,
+        organiser=organiser,
+        splits=splits,
     )
     status = 200
     if request.method == "POST":
@@ -76,6 +135,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
                     request.user,
                     form.chosen_artifact(),
                     MethodInfo.from_data(data),
+                    choice=Choice.from_data(data),
                     is_baseline=data.get("is_baseline", False),
                 )
             except ValidationError as exc:
@@ -90,7 +150,6 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
                     "evaluation runs queued.",
                 )
                 return redirect("leaderboard:my-submissions")
-    splits = evaluated_splits(challenge)
     tasks = list({s.task_id: s.task for s in splits}.values())
     usage = [
         (team, [quotas.usage(team, task) for task in tasks]) for team in teams.order_by("name")
@@ -99,7 +158,9 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
         "challenge": challenge,
         "form": form,
         "has_teams": teams.exists(),
+        "organiser": organiser,
         "splits": splits,
+        "quota_url": reverse("api:challenge-quota", args=[challenge.slug]),
         "usage": usage,
         "max_bytes": min((t.max_artifact_bytes for t in tasks), default=0),
     }

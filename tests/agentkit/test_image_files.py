@@ -1,8 +1,10 @@
-"""Image files are mapped while their batch is answered, copied only if the agent keeps them."""
+"""Image files are opened with their batch, mapped at their first read, copied only if the agent
+keeps them."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gc
 import io
 import json
@@ -18,6 +20,14 @@ from agentkit.search import encode_image
 
 def mapped_paths() -> str:
     return Path("/proc/self/maps").read_text()
+
+
+def open_paths() -> set[str]:
+    found = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # the one listing the directory itself
+            found.add(str(fd.readlink()))
+    return found
 
 
 def photo(path: Path, colour: str = "red") -> Path:
@@ -42,12 +52,15 @@ def body(*paths: Path) -> bytes:
 def test_a_batch_maps_its_files_and_releases_only_what_is_kept(tmp_path):
     kept_path, dropped_path = photo(tmp_path / "kept.jpg"), photo(tmp_path / "dropped.jpg", "blue")
     batch = parse_batch(body(kept_path, dropped_path))
-    assert str(kept_path) in mapped_paths() and str(dropped_path) in mapped_paths()
+    assert {str(kept_path), str(dropped_path)} <= open_paths()  # opened, not mapped yet
+    assert str(kept_path) not in mapped_paths()
     kept = batch.turns[0].image  # the agent keeps this one, undecoded
+    assert kept is not None and kept.size == (64, 48)  # its header read: mapped now
+    assert str(kept_path) in mapped_paths()
     assert batch.release() == 1  # only the kept image's file was still held
     gc.collect()
     assert str(kept_path) not in mapped_paths()
-    assert str(dropped_path) not in mapped_paths()
+    assert str(dropped_path) not in mapped_paths() and str(dropped_path) not in open_paths()
     assert batch.turns == []
     kept_path.unlink()  # the runner removes the batch's files
     assert kept is not None and kept.convert("RGB").getpixel((10, 10))[0] > 200
@@ -96,7 +109,7 @@ def test_a_batch_holds_descriptors_only_until_it_is_released(tmp_path):
     before = len(list(Path("/proc/self/fd").iterdir()))
     batch = parse_batch(body(*[path] * 16))
     images = [turn.image for turn in batch.turns]  # the agent keeps them all
-    assert len(list(Path("/proc/self/fd").iterdir())) == before + 16  # one per mapping
+    assert len(list(Path("/proc/self/fd").iterdir())) == before + 16  # one per file
     assert batch.release() == 16
     assert len(list(Path("/proc/self/fd").iterdir())) == before
     assert all(bytes(image._podium_source_bytes) == path.read_bytes() for image in images)
@@ -109,3 +122,13 @@ def test_a_candidate_is_read_whole_and_holds_no_descriptor(tmp_path):
     assert len(list(Path("/proc/self/fd").iterdir())) == before
     assert str(path) not in mapped_paths()
     assert all(image.size == (64, 48) for image in opened)
+
+
+def test_a_file_never_read_is_copied_through_its_descriptor_once_released(tmp_path):
+    path = photo(tmp_path / "p.jpg", "blue")
+    batch = parse_batch(body(path))
+    kept = batch.turns[0].image  # never looked at while the batch was answered
+    path.unlink()  # the runner may remove it as soon as the reply is out
+    assert batch.release() == 1
+    assert str(path) not in mapped_paths() and not any(str(path) in p for p in open_paths())
+    assert kept is not None and kept.convert("RGB").getpixel((5, 5))[2] > 200

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.agentkit.conftest import batch, jpeg_bytes, turn
+from tests.agentkit.conftest import UnixHTTPConnection, batch, jpeg_bytes, turn
 
 KIT_A = """
     from agentkit.search import SearchPipeline
@@ -476,3 +476,76 @@ def test_sigterm_stops_the_server_and_removes_the_socket(start_agent, tmp_path):
     loading.process.terminate()
     assert loading.process.wait(5) == 128 + 15  # even in the middle of loading
     assert not loading.socket.exists()
+
+
+THREAD_NAMES = """
+    import threading
+
+    class Agent:
+        def __init__(self, search_pipeline): pass
+        def get_batch_size(self): return 1
+        def batch_generate_response(self, queries, images, message_histories):
+            return [threading.current_thread().name + " " + queries[0]]
+"""
+
+
+def keep_alive_post(conn: UnixHTTPConnection, body: dict) -> tuple[int, dict]:
+    conn.request("POST", "/batch", body=json.dumps(body).encode())
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_the_main_thread_keeps_a_connection_and_gives_it_up_for_another(start_agent):
+    """A connection's batches are answered on the main thread, the first handed over by the
+    connection's server thread, the next read by the main thread itself; a batch on another
+    connection is answered at once all the same, and the first connection goes on working."""
+    agent = start_agent(THREAD_NAMES)
+    assert agent.wait_loaded()[0] == 200
+    first, second = UnixHTTPConnection(agent.socket), UnixHTTPConnection(agent.socket)
+    try:
+        for i in range(3):
+            status, body = keep_alive_post(first, batch(turn(f"a{i}"), batch_id=f"a{i}"))
+            assert (status, body["responses"]) == (200, [f"MainThread a{i}"])
+        started = time.monotonic()  # the main thread waits on the first connection meanwhile
+        status, body = keep_alive_post(second, batch(turn("b"), batch_id="b"))
+        assert (status, body["responses"]) == (200, ["MainThread b"])
+        assert time.monotonic() - started < 2
+        for name, conn in (("a3", first), ("b2", second), ("a4", first)):
+            status, body = keep_alive_post(conn, batch(turn(name), batch_id=name))
+            assert (status, body["responses"]) == (200, [f"MainThread {name}"])
+        first.request("GET", "/ready")
+        assert first.getresponse().status == 200
+        first.sock.close()  # the client goes away between requests
+        assert agent.post(batch(turn("c"), batch_id="c"))[1]["responses"] == ["MainThread c"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_two_requests_sent_at_once_on_a_kept_connection_are_both_answered(start_agent):
+    agent = start_agent(THREAD_NAMES)
+    assert agent.wait_loaded()[0] == 200
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(agent.socket))
+
+        def request(batch_id: str) -> bytes:
+            data = json.dumps(batch(turn(batch_id), batch_id=batch_id)).encode()
+            head = f"POST /batch HTTP/1.1\r\nHost: a\r\nContent-Length: {len(data)}\r\n\r\n"
+            return head.encode() + data
+
+        sock.sendall(request("p1"))
+        assert _received(sock, 1).count(b"MainThread p1") == 1  # the main thread holds it now
+        sock.sendall(request("p2") + request("p3"))  # both arrive in one read
+        replies = _received(sock, 2)
+        assert replies.index(b"MainThread p2") < replies.index(b"MainThread p3")
+
+
+def _received(sock: socket.socket, responses: int) -> bytes:
+    """Read until ``responses`` whole 200 responses have come."""
+    data = b""
+    while data.count(b"HTTP/1.1 200") < responses or not data.endswith(b"}"):
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed after {data!r}"
+        data += chunk
+    return data

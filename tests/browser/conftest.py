@@ -1,6 +1,7 @@
 """A real Chromium (Debian's, never a downloaded one) driven by Playwright against ``live_server``.
 
-The tests skip, saying why, only when Playwright or Chromium is missing or cannot start.
+The tests skip, saying why, only when Playwright or Chromium is missing or cannot start, and
+fail instead in CI (``tests/required.py``).
 Screenshots go to ``tests/artifacts/`` (ignored by git).
 """
 
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import required
 
 # The app's fixtures: a challenge with three splits, teams, users, stored entries.
 from tests.leaderboard.conftest import (  # noqa: F401 - fixtures used by name
@@ -38,9 +41,11 @@ def chromium() -> Iterator[object]:
     try:
         from playwright.sync_api import Error, sync_playwright
     except ImportError:
-        pytest.skip("the playwright package is not installed (pip install playwright)")
+        required.unavailable("the playwright package is not installed (pip install playwright)")
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set PODIUM_CHROMIUM)")
+        required.unavailable(
+            f"no Chromium at {CHROMIUM} (apt-get install chromium, or set PODIUM_CHROMIUM)"
+        )
     # The ORM calls these tests make around Playwright (fixtures, checks) are ordinary blocking
     # calls in the thread where Playwright's loop runs, not calls from async code.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
@@ -59,7 +64,9 @@ def _launch(sync_playwright, error_type) -> Iterator[object]:
         try:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         except error_type as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} does not start: {exc.message.splitlines()[0]}")
+            required.unavailable(
+                f"Chromium at {CHROMIUM} does not start: {exc.message.splitlines()[0]}"
+            )
         yield browser
         browser.close()
 

@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from leaderboard.demo.setup import context_tar
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Task, Team
-from leaderboard.submitting import Artifact, MethodInfo, submit
+from leaderboard.submitting import Artifact, MethodInfo, evaluated_splits, submit
 from podium.celery import app
 from workers.sandbox import LABEL_IMAGE
 
@@ -239,6 +239,7 @@ def submit_through_form(
                 "artifact_kind": Submission.ArtifactKind.BUILD_CONTEXT,
                 "artifact": SimpleUploadedFile(f"{method}.tar", context_tar(directory)),
                 "method_name": method,
+                "tasks": sorted({split.task.task_id for split in evaluated_splits(challenge)}),
             },
         )
         assert response.status_code == 302, response.content.decode()[:2000]

@@ -153,3 +153,47 @@ def test_each_run_setting_plans_exactly_its_keys(scored: Any) -> None:
                    for path in plan.image_files(ref))  # fmt: skip
         per_run += keys
     assert len(per_run) == len(set(per_run)), "a key belongs to one run"
+
+
+def test_wrong_answers_are_named_in_the_protocols_own_grades(scored: Any) -> None:
+    _, protocol, _, _, graded, _, _ = scored
+    grades = [protocol.item_grade(item) for item in graded]
+    wrong = [grade for grade in grades if protocol.falls_short(grade)]
+    assert wrong and len(wrong) < len(grades), "the sample has right and wrong answers"
+    assert not protocol.falls_short(UNJUDGED) and not protocol.abstains(UNJUDGED)
+    abstained = [grade for grade in grades if protocol.abstains(grade)]
+    assert abstained, "the sample's made-up predictions say I don't know"
+    assert all(protocol.falls_short(grade) for grade in abstained)
+
+
+def test_each_items_slices_are_the_scored_slices(scored: Any) -> None:
+    _, protocol, _, _, graded, document, _ = scored
+    seen: set[tuple[str, str]] = set()
+    for item in graded:
+        row = json.loads(json.dumps(protocol.to_row(item)))  # as stored in a verdict
+        for dimension, value in protocol.item_slices(row).items():
+            assert value in document["slices"][dimension], (dimension, value)
+            seen.add((dimension, value))
+    scored_values = {
+        (dimension, value)
+        for dimension, values in document["slices"].items()
+        for value in values
+        if value != "(unlabelled)"
+    }
+    assert seen == scored_values
+
+
+def test_an_item_image_is_a_file_the_agent_was_shown(scored: Any) -> None:
+    _, protocol, split_dir, *_ = scored
+    split = protocol.load_split(split_dir)
+    shown = 0
+    for setting in protocol.run_settings():
+        run = protocol.for_setting(setting)
+        plan = run.agent_plan(split, "multi-turn-qa", {})
+        for ref in (ref for batch in plan.batches(16, ()) for ref in batch):
+            image = protocol.item_image(split, plan.key(ref))
+            if image is not None:
+                assert image in plan.image_files(ref)
+                shown += 1
+    assert shown
+    assert protocol.item_image(split, "no/such-item") is None

@@ -5,11 +5,13 @@ from django.contrib import admin
 from django.urls import reverse
 
 from leaderboard.models import (
+    AnswerSimilarity,
     EvaluationRun,
     Headline,
     HubModel,
     RunAction,
     Submission,
+    SubmissionTask,
     TermsAcceptance,
 )
 
@@ -41,8 +43,16 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores
         addable = model_admin.has_add_permission(listing.wsgi_request)
-        unaddable = (HubModel, EvaluationRun, RunAction, TermsAcceptance, Headline)
-        assert addable == (model not in unaddable), model
+        read_only = (
+            AnswerSimilarity,
+            HubModel,
+            EvaluationRun,
+            Headline,
+            RunAction,
+            TermsAcceptance,
+            SubmissionTask,
+        )
+        assert addable == (model not in read_only), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])

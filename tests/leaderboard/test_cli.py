@@ -65,7 +65,9 @@ def test_status_and_json_output(live_server, capsys, open_splits, token):
     submission_id = json.loads(out)["id"]
     code, out, _ = _run(live_server, capsys, "status", str(submission_id), token=token)
     assert code == 0 and f"submission #{submission_id} m (team alpha" in out
-    assert [line.split()[4] for line in out.splitlines()[1:]] == ["queued"] * 3
+    runs = [line for line in out.splitlines() if line.startswith("  run #")]
+    assert [line.split()[4] for line in runs] == ["queued"] * 3
+    assert "  evaluated on: multi-turn-qa" in out.splitlines()
 
 
 def test_errors_are_the_servers_words_without_a_traceback(
@@ -79,7 +81,8 @@ def test_errors_are_the_servers_words_without_a_traceback(
     assert code == 1 and err == "error: 401 Unauthorized: Invalid token.\n"
     Task.objects.update(quota_total=0)
     code, _, err = _run(live_server, capsys, *args, token=token)
-    assert code == 1 and err.startswith("error: 429 Too Many Requests: team alpha: all 0 ")
+    assert code == 1 and err.startswith("error: not submitted: team alpha: all 0 ")
+    Task.objects.update(quota_total=None)
     code, _, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
                         "--ref=Not A Ref", "--method=m", token=token)  # fmt: skip
     assert code == 1 and "400 Bad Request: registry_ref: 'Not A Ref' is not an image" in err
@@ -141,3 +144,125 @@ def test_help_names_the_environment(capsys):
         cli.main(["--help"])
     shown = capsys.readouterr().out
     assert "PODIUM_URL" in shown and "PODIUM_TOKEN" in shown and "/account/" in shown
+
+
+def test_json_anywhere_on_the_line_prints_one_document_for_every_command(
+    live_server, capsys, open_splits, token, teams, make_entry
+):
+    make_entry(teams["alpha"], open_splits["public-test"], 0.4, method="alpha-m")
+    code, out, _ = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
+                        "--ref=a/b:1", "--method=m", "--json", token=token)  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["evaluated_on"] == [{"task": "multi-turn-qa", "splits": []}]
+    submission_id = json.loads(out)["id"]
+    code, out, _ = _run(live_server, capsys, "status", str(submission_id), "--json", token=token)
+    assert code == 0 and len(json.loads(out)["runs"]) == 3
+    code, out, _ = _run(live_server, capsys, "quota", "--json", "--challenge=crag-mm-2026",
+                        token=token)  # fmt: skip
+    report = json.loads(out)  # one evaluation at a time: refused (exit 1) while it runs
+    assert code == 1 and report["allowed"] is False and report["tasks"][0]["concurrent"] == 1
+    code, out, _ = _run(
+        live_server, capsys, "leaderboard", "crag-mm-2026", "multi-turn-qa", "public-test", "--json"
+    )
+    assert code == 0 and json.loads(out)["entries"][0]["method_name"] == "alpha-m"
+    code, out, err = _run(live_server, capsys, "status", "999999", "--json", token=token)
+    assert code == 1
+    assert json.loads(out) == {"error": "404 Not Found: No Submission matches the given query."}
+    assert err.startswith("error: 404")
+
+
+def test_a_submit_over_quota_uploads_no_byte(live_server, capsys, open_splits, token, tmp_path):
+    from django.core.signals import request_started
+
+    received: list[tuple[str, str, int]] = []
+
+    def count(sender, environ, **kwargs) -> None:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        received.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], length))
+
+    Task.objects.update(quota_total=0)
+    archive = image_archive(tmp_path / "agent.tar")
+    request_started.connect(count)
+    try:
+        code, out, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
+                              f"--archive={archive}", "--method=m", token=token)  # fmt: skip
+    finally:
+        request_started.disconnect(count)
+    assert code == 1 and out == ""
+    assert err == (
+        "error: not submitted: team alpha: all 0 submissions allowed on task multi-turn-qa are "
+        "used\n"
+    )
+    assert received == [("GET", "/api/challenges/crag-mm-2026/quota/", 0)]  # the preflight only
+    assert not Submission.objects.exists()
+    code, out, _ = _run(live_server, capsys, "quota", "--challenge=crag-mm-2026", token=token)
+    assert code == 1 and "team alpha on crag-mm-2026: refused" in out
+
+
+def test_a_file_larger_than_the_tasks_take_is_not_uploaded(
+    live_server, capsys, open_splits, token, tmp_path
+):
+    archive = image_archive(tmp_path / "agent.tar")
+    Task.objects.update(max_artifact_bytes=1000)
+    code, _, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
+                        f"--archive={archive}", "--method=m", token=token)  # fmt: skip
+    size = archive.stat().st_size
+    assert code == 1 and err == (
+        f"error: not submitted: agent.tar is {size} bytes; the tasks chosen take at most 1000 "
+        "bytes\n"
+    )
+    assert not Submission.objects.exists()
+
+
+def test_tasks_and_splits_are_chosen_on_the_command_line(live_server, capsys, open_splits, token):
+    Task.objects.update(splits_selectable=True)
+    code, out, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026", "--ref=a/b:1",
+                          "--method=m", "--task=multi-turn-qa",
+                          "--split=multi-turn-qa/validation", token=token)  # fmt: skip
+    assert code == 0, err
+    assert "  evaluated on: multi-turn-qa (validation)" in out.splitlines()
+    assert [r.split.kind for r in EvaluationRun.objects.all()] == ["validation"]
+    code, _, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026", "--ref=a/b:1",
+                        "--method=m", "--task=nope", token=token)  # fmt: skip
+    assert code == 1 and err.startswith("error: 400 Bad Request: tasks: crag-mm-2026 has no task")
+
+
+def test_wait_ends_with_each_runs_score_a_private_one_hidden(
+    live_server, capsys, open_splits, token
+):
+    import threading
+    import time as clock
+
+    from django.db import connection
+
+    from leaderboard.scores import store_scores
+
+    from .factories import scores_dict
+
+    def finish_later() -> None:
+        clock.sleep(1.0)
+        for run in EvaluationRun.objects.all():
+            EvaluationRun.objects.filter(pk=run.pk).update(
+                state=EvaluationRun.State.DONE, items_done=12
+            )
+            store_scores(run, scores_dict(0.4))
+        connection.close()
+
+    worker = threading.Thread(target=finish_later)
+    worker.start()
+    code, out, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026", "--ref=a/b:1",
+                          "--method=m", "--wait", "--every=0.2", token=token)  # fmt: skip
+    worker.join()
+    assert code == 0, err
+    runs = {line.split()[3]: line for line in out.splitlines() if line.startswith("  run #")}
+    assert runs["validation"].endswith("12/12 items  Truthfulness 40.0 [30.0, 50.0]")
+    assert runs["public-test"].endswith("Truthfulness 40.0 [30.0, 50.0]")
+    assert runs["private-test"].endswith("score hidden until the split's results are public")
+
+
+def test_every_commands_help_names_the_environment(capsys):
+    for command in ("submit", "status", "quota", "leaderboard"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert "PODIUM_URL" in shown and "PODIUM_TOKEN" in shown and "--json" in shown, command

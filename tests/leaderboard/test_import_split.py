@@ -11,6 +11,7 @@ from django.urls import reverse
 from PIL import Image
 
 from leaderboard.models import Split
+from tests import required
 
 from .factories import write_small_split
 
@@ -102,7 +103,7 @@ def test_bad_arguments_are_named(task, tmp_path):
 
 
 def test_hugging_face_layout_is_stored_in_podium_format(task, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = required.module("datasets")
     label = datasets.ClassLabel
     jpeg = io.BytesIO()
     Image.new("RGB", (6, 6), (0, 90, 200)).save(jpeg, "JPEG")

@@ -47,7 +47,7 @@ def test_the_checklist_names_every_problem_and_publishing_waits_for_none(
     problems = publish_problems(draft)
     assert problems == [
         "task multi-turn-qa lets agents search (image and web) but the challenge has no search "
-        "corpus: import one (manage.py import_corpus) or turn search off",
+        "corpus: import one (its admin page, or manage.py import_corpus) or turn search off",
         "split multi-turn-qa/private-test is a private test without a reveal time: set when "
         "results appear",
         "task single-source-augmentation has no split: import one",
@@ -128,3 +128,65 @@ def test_import_corpus_checks_then_stores_the_corpus(draft, tmp_path):
     (bad / "web.jsonl").write_text('{"page_url": 3}\n')
     with pytest.raises(CommandError, match=r"not imported: .*web\.jsonl, line 1"):
         call_command("import_corpus", str(bad), challenge=draft.slug)
+
+
+def test_the_admin_imports_a_search_corpus_checked_first(client, draft, make_user, tmp_path):
+    import io
+    import shutil
+    import tarfile
+
+    from evaluator.protocols.crag_mm.sample import write_sample
+    from workers.pipeline.bundles import corpus_sha256
+
+    admin_user = make_user("root", staff=True)
+    admin_user.is_superuser = True
+    admin_user.save()
+    client.force_login(admin_user)
+    Task.objects.create(challenge=draft, task_id="multi-turn-qa", name="MT")
+    write_sample(tmp_path / "sample")
+
+    def tar_of(directory, arcname="corpus") -> io.BytesIO:
+        data = io.BytesIO()
+        with tarfile.open(fileobj=data, mode="w:gz") as tar:
+            tar.add(directory, arcname=arcname)
+        data.seek(0)
+        data.name = "corpus.tar.gz"
+        return data
+
+    url = reverse("admin:leaderboard_challenge_change", args=[draft.pk])
+    form = {"name": draft.name, "slug": draft.slug, "description": "", **_inline_management()}
+
+    def upload(data) -> str:
+        return client.post(url, {**form, "corpus_upload": data}, follow=True).content.decode()
+
+    assert "none imported" in client.get(url).content.decode()
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "sample/corpus", bad)
+    (bad / "web.jsonl").write_text('{"page_url": 3}\n')
+    shown = upload(tar_of(bad))
+    assert "not imported:" in shown and "web.jsonl, line 1" in shown
+    assert corpus_sha256(draft) is None  # nothing stored
+
+    hostile = io.BytesIO()
+    with tarfile.open(fileobj=hostile, mode="w") as tar:
+        entry = tarfile.TarInfo("../escape.jsonl")
+        entry.size = 2
+        tar.addfile(entry, io.BytesIO(b"{}"))
+    hostile.seek(0)
+    hostile.name = "hostile.tar"
+    assert "the uploaded archive:" in upload(hostile) and corpus_sha256(draft) is None
+
+    shown = upload(tar_of(tmp_path / "sample/corpus"))
+    sha256 = corpus_sha256(draft)
+    assert sha256 and f"corpus {sha256[:12]} (new)" in shown and "web pages" in shown
+    assert f"sha256 {sha256}" in client.get(url).content.decode()
+    assert not any("search corpus" in problem for problem in publish_problems(draft))
+    assert "(unchanged)" in upload(tar_of(tmp_path / "sample/corpus", arcname="."))
+
+
+def _inline_management() -> dict[str, str]:
+    """The phase and task inlines' management forms, empty (the admin form posts them)."""
+    fields = {}
+    for prefix in ("phases", "tasks"):
+        fields.update({f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"})
+    return fields

@@ -33,7 +33,13 @@ def browser(client, member):
 
 
 def _form(team, **fields):
-    return {"team": team.pk, "artifact_kind": "registry-ref", "method_name": "m", **fields}
+    return {
+        "team": team.pk,
+        "artifact_kind": "registry-ref",
+        "method_name": "m",
+        "tasks": ["multi-turn-qa"],
+        **fields,
+    }
 
 
 def test_signing_in_is_required(client, open_splits):
@@ -44,8 +50,11 @@ def test_signing_in_is_required(client, open_splits):
 def test_the_page_shows_the_form_what_is_evaluated_and_the_quotas(browser, open_splits, teams):
     page = browser.get(URL).content.decode()
     assert 'enctype="multipart/form-data"' in page and "leaderboard/submit.js" in page
-    assert "multi-turn-qa/private-test" in page and "Files up to 20.0" in page
+    assert "Files up to 20.0" in page
+    assert re.search(r'name="tasks" value="multi-turn-qa"[^>]*checked', page)
+    assert "every split: validation, public test, private test" in page
     assert re.search(r"<td>alpha</td><td>multi-turn-qa</td>\s*<td class=\"num\">0 / 5</td>", page)
+    assert re.search(r'<td class="num">1</td>\s*<td class="muted"></td>', page)  # left now
     assert 'name="is_baseline"' not in page  # organisers only
 
 

@@ -3,7 +3,8 @@
 The graded items are read back from the stored verdicts (each verdict's ``detail`` is its
 protocol's per-item row, ``Protocol.from_row``), in the split's order, so every number on a page
 traces back to those rows. Each finished run is compared with the other current entries of its
-split, on the protocol's primary metric; pages only read the stored results.
+split, on the protocol's primary metric, and its answers with other teams' runs there
+(``leaderboard.duplicates``); pages only read the stored results.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.db import transaction
 
 from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
+from leaderboard.duplicates import flag_similar_runs
 from leaderboard.models import EvaluationRun, ItemVerdict
 from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
@@ -72,3 +74,7 @@ def aggregate_stage(run: EvaluationRun) -> None:
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)
+    try:  # advisory, for organisers: never the run's failure
+        flag_similar_runs(run, protocol)
+    except Exception:
+        logger.exception("run #%s: near-identical answers not checked", run.pk)

@@ -86,6 +86,11 @@ def _corpus_names(challenge: Challenge) -> tuple[str, str]:
     return f"corpora/{challenge.slug}.tar", f"corpora/{challenge.slug}.sha256"
 
 
+def corpus_name(challenge: Challenge) -> str:
+    """Where the challenge's corpus tar is stored (its sha256: ``corpus_sha256``)."""
+    return _corpus_names(challenge)[0]
+
+
 def store_corpus(challenge: Challenge, directory: str | Path) -> str:
     """Store a search corpus directory as the challenge's corpus; returns its sha256."""
     directory = Path(directory)

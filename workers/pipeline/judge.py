@@ -23,10 +23,12 @@ from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import protocol_class
 from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
+from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir
+from workers.pipeline.thumbnails import store_thumbnails
 
 VERDICT_FIELDS = (
     "verdict",
@@ -39,20 +41,25 @@ VERDICT_FIELDS = (
 
 def task_judge(task: Task) -> Judge:
     """The judge a task names: the rules judge, or its OpenAI-compatible endpoint and model."""
+    return make_spec_judge(JudgeSpec.of_task(task), task)
+
+
+def make_spec_judge(spec: JudgeSpec, task: Task) -> Judge:
+    """The judge ``spec`` names (a task's, or one chosen for a run) on the task's rubric."""
     rubric = protocol_class(task.protocol).rubric
-    if task.judge_kind == Task.JudgeKind.RULES:
+    if spec.kind == RULES:
         return make_judge("rules", rubric)
-    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(task.judge_endpoint)
+    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(spec.endpoint)
     if endpoint is None:
-        raise PodiumFault(f"task {task}: judge endpoint {task.judge_endpoint!r} is not configured")
+        raise PodiumFault(f"task {task}: judge endpoint {spec.endpoint!r} is not configured")
     key_env = endpoint.get("api_key_env")
     return make_judge(
         "openai",
         rubric,
         base_url=endpoint["base_url"],
-        model=task.judge_model or endpoint.get("model"),
+        model=spec.model or endpoint.get("model"),
         api_key=os.environ.get(key_env) if key_env else None,
-        revision=task.judge_revision or None,
+        revision=spec.revision or None,
         concurrency=settings.PODIUM_JUDGE_CONCURRENCY,
     )
 
@@ -91,8 +98,10 @@ def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
     protocol = run_protocol(run)
-    data = protocol.load_split(split_dir(run.split))
+    root = split_dir(run.split)
+    data = protocol.load_split(root)
     answers = {answer.item_key: answer for answer in run.answers.all()}
+    store_thumbnails(run.split, root, protocol, data, list(answers.values()))
     unanswered = [key for key in protocol.split_keys(data) if key not in answers]
     if unanswered:
         raise PodiumFault(
@@ -104,7 +113,7 @@ def judge_stage(run: EvaluationRun) -> int:
         for key, answer in answers.items()
         if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
-    judge = task_judge(task)
+    judge = make_spec_judge(run_judge(run), task)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
         try:
             graded = protocol.grade(

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 
 from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
@@ -25,7 +27,7 @@ from workers.model_store import ModelStoreError, stored
 from workers.outcomes import ItemResult, RunReport
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
-from workers.pipeline.claims import RunLost, beat_if_mine, hand_over
+from workers.pipeline.claims import RunLost, beat_if_mine, hand_over, worker_id
 from workers.pipeline.judge import run_protocol
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy
@@ -130,6 +132,22 @@ class AnswerSink:
             self.last_beat = now
 
 
+def log_sink(run: EvaluationRun) -> Callable[[str], None]:
+    """Where the agent's output goes while it runs (from the runner's thread): the run's
+    ``agent_log``, while the run is still this worker's; that thread's database connection is
+    closed after each write."""
+
+    def store(text: str) -> None:
+        try:
+            EvaluationRun.objects.filter(
+                pk=run.pk, state=State.RUNNING, worker_id=worker_id()
+            ).update(agent_log=text)
+        finally:
+            connections.close_all()
+
+    return store
+
+
 def team_reason(report: RunReport, *, public: bool) -> str:
     """The failure reason a team reads: Podium's words; on a public split, what the agent said
     behind it too, quoted, capped and marked as the agent's. On a private split the agent's
@@ -198,6 +216,7 @@ def run_stage(run: EvaluationRun) -> None:
             answered=answered,
             policy=SandboxPolicy(models=model_folders(run.submission)),
             client=client,
+            on_output=log_sink(run),
         )
     finally:
         client.close()

@@ -18,7 +18,7 @@ from evaluator.protocols.base import Metric, Protocol, ScoreBlock
 from evaluator.protocols.crag_mm.agent import TurnPlan
 from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
 from evaluator.protocols.crag_mm.grading import MISSING_RULES, grade, missing_rule
-from evaluator.protocols.crag_mm.metrics import COUNTINGS, score_turns
+from evaluator.protocols.crag_mm.metrics import COUNTINGS, EGO_SLICE, TURN_SLICE, score_turns
 from evaluator.protocols.crag_mm.predictions import load_predictions, write_predictions
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.protocols.crag_mm.records import (
@@ -219,6 +219,26 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
 
     def item_grade(self, item: GradedTurn) -> str:
         return item.verdict.value
+
+    def falls_short(self, grade: str) -> bool:
+        return grade in (Verdict.MISSING, Verdict.HALLUCINATED)
+
+    def abstains(self, grade: str) -> bool:
+        return grade == Verdict.MISSING
+
+    def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
+        """Its labels (standard and the split's own), ``is_ego`` and ``turn``, as scored."""
+        labels = (*STANDARD_LABELS, *(name for name in row if name not in self.columns))
+        slices = {name: str(row[name]) for name in labels if row.get(name) is not None}
+        if isinstance(row.get("is_ego"), bool):
+            slices[EGO_SLICE] = "true" if row["is_ego"] else "false"
+        if isinstance(row.get("turn_idx"), int):
+            slices[TURN_SLICE] = str(row["turn_idx"])
+        return slices
+
+    def item_image(self, split: Split, key: str) -> Path | None:
+        conversation = split.conversation_of.get(key)
+        return split.image_path(conversation) if conversation else None
 
     def summary(self, document: Mapping[str, Any], graded: Sequence[GradedTurn]) -> str:
         return format_summary(document, graded)

@@ -58,6 +58,11 @@ class Split:
         return [(c, i, t) for c in self.conversations for i, t in enumerate(c.turns)]
 
     @functools.cached_property
+    def conversation_of(self) -> dict[str, Conversation]:
+        """Each turn's conversation: interaction_id -> conversation."""
+        return {t.interaction_id: c for c, _, t in self.turns()}
+
+    @functools.cached_property
     def session_of(self) -> dict[str, str]:
         """Each turn's session: interaction_id -> session_id."""
         return {t.interaction_id: c.session_id for c, _, t in self.turns()}

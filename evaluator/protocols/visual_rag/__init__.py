@@ -20,6 +20,7 @@ from evaluator.protocols.visual_rag import grading, items
 from evaluator.protocols.visual_rag.agent import (
     SettingPlan,
     agent_item,
+    given_images,
     read_response,
     stored_reply,
 )
@@ -33,7 +34,7 @@ from evaluator.protocols.visual_rag.items import (
     check_setting,
     prediction_key,
 )
-from evaluator.protocols.visual_rag.judging import VisualRAGRubric
+from evaluator.protocols.visual_rag.judging import NO_ANSWER, VisualRAGRubric
 from evaluator.protocols.visual_rag.metrics import compare_queries, gcue, score_queries
 from evaluator.records import EvaluatorError
 from evaluator.report import judge_notices
@@ -261,6 +262,35 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
 
     def item_grade(self, item: GradedQuery) -> str:
         return item.grade
+
+    def falls_short(self, grade: str) -> bool:
+        """Below full score (1), or no answer."""
+        if grade == NO_ANSWER:
+            return True
+        try:
+            return float(grade) < 1.0
+        except ValueError:  # unjudged
+            return False
+
+    def abstains(self, grade: str) -> bool:
+        return grade == NO_ANSWER
+
+    def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
+        """Its labels (``species`` and the split's own), as scored."""
+        return {
+            name: str(value)
+            for name, value in row.items()
+            if name not in self.columns and value is not None
+        }
+
+    def item_image(self, split: VisualSplit, key: str) -> Path | None:
+        """The first image the setting gives (none in zero-shot and retrieval)."""
+        setting, _, query_id = key.partition("/")
+        try:
+            given = given_images(split.query(query_id), setting)
+        except KeyError:
+            return None
+        return split.image_path(given[0]) if given else None
 
     def score(self, graded: Sequence[GradedQuery], seed: int = 0) -> dict[str, Any]:
         scores = score_queries(graded, self.gcue_lambda, seed)

@@ -5,14 +5,10 @@ nothing, other files replace it for runs that start from then on."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from leaderboard.corpora import CorpusImportError, import_corpus_dir
 from leaderboard.models import Challenge
-from workers.faults import PodiumFault
-from workers.pipeline.bundles import corpus_sha256, store_corpus
-from workers.search.corpus import Corpus, CorpusError
 
 
 class Command(BaseCommand):
@@ -30,19 +26,8 @@ class Command(BaseCommand):
             challenge = Challenge.objects.get(slug=options["challenge"])
         except Challenge.DoesNotExist:
             raise CommandError(f"no challenge {options['challenge']!r}") from None
-        directory = Path(options["directory"])
-        corpus = Corpus(directory)
         try:
-            images, pages = len(corpus.image_entries()), len(corpus.web_pages())
-        except (CorpusError, OSError) as exc:
+            imported = import_corpus_dir(challenge, options["directory"])
+        except CorpusImportError as exc:
             raise CommandError(f"not imported: {exc}") from None
-        before = corpus_sha256(challenge)
-        try:
-            sha256 = store_corpus(challenge, directory)
-        except PodiumFault as exc:
-            raise CommandError(f"not imported: {exc}") from None
-        change = "unchanged" if sha256 == before else f"replaces {before[:12]}" if before else "new"
-        self.stdout.write(
-            f"{challenge.slug}: corpus {sha256[:12]} ({change}): {images} image entries, "
-            f"{pages} web pages"
-        )
+        self.stdout.write(f"{challenge.slug}: {imported}")

@@ -1,6 +1,9 @@
-// Sends the submission form with XMLHttpRequest to show upload progress. Without this script
-// the form posts as usual; with it, the answer's content replaces the page's: the form with its
-// errors, or the page a successful submission is redirected to.
+// Sends the submission form with XMLHttpRequest to show upload progress. Before a byte of the
+// file is sent it asks the server whether the team may submit on the ticked tasks and splits
+// (GET data-quota-url: quota, phase, rules, the choice, the largest upload) and stops with the
+// server's reason when not. Without this script the form posts as usual; with it, the answer's
+// content replaces the page's: the form with its errors, or the page a successful submission is
+// redirected to.
 (function () {
   "use strict";
 
@@ -8,19 +11,64 @@
     var form = document.getElementById("submit-form");
     if (!form || !window.FormData || !window.XMLHttpRequest) return;
     form.addEventListener("submit", function (event) {
-      var maxBytes = Number(form.dataset.maxBytes || 0);
+      event.preventDefault();
       var fileInput = form.querySelector("input[type=file]");
       var kind = form.querySelector("input[name=artifact_kind]:checked");
       var file = fileInput && fileInput.files.length ? fileInput.files[0] : null;
       var sendsFile = file && kind && kind.value !== "registry-ref";
-      if (sendsFile && maxBytes && file.size > maxBytes) {
-        event.preventDefault();
-        alert(file.name + " is larger than this challenge accepts (" + maxBytes + " bytes).");
-        return;
-      }
-      event.preventDefault();
-      send(form, sendsFile);
+      refuse(form, "");
+      preflight(form, function (problem, maxBytes) {
+        maxBytes = maxBytes || Number(form.dataset.maxBytes || 0);
+        if (!problem && sendsFile && maxBytes && file.size > maxBytes) {
+          problem = file.name + " is " + (file.size / 1048576).toFixed(1) + " MiB; the tasks " +
+            "you chose take at most " + (maxBytes / 1048576).toFixed(1) + " MiB.";
+        }
+        if (problem) refuse(form, problem);
+        else send(form, sendsFile);
+      });
     });
+  }
+
+  // The server's answer to "may this team submit on these tasks now?": calls back with the
+  // reason it may not (or "") and the largest upload it takes. When the question cannot be
+  // asked (network), the form is sent and the server decides.
+  function preflight(form, done) {
+    var url = form.dataset.quotaUrl;
+    var team = form.querySelector("select[name=team]");
+    if (!url || !window.fetch || !team) return done("", 0);
+    var query = new URLSearchParams();
+    query.append("team", team.options[team.selectedIndex].text);
+    form.querySelectorAll("input[name=tasks]:checked").forEach(function (box) {
+      query.append("tasks", box.value);
+      form.querySelectorAll("input[name=splits]:checked").forEach(function (split) {
+        if (split.value.indexOf(box.value + "/") === 0) query.append("splits", split.value);
+      });
+    });
+    if (!query.has("tasks")) return done("Choose at least one task.", 0);
+    fetch(url + "?" + query.toString(), { credentials: "same-origin" })
+      .then(function (response) {
+        return response.json().then(function (body) {
+          if (response.ok) return done(body.allowed ? "" : body.problem, body.max_artifact_bytes);
+          done(messages(body) || "The server answered " + response.status + ".", 0);
+        });
+      })
+      .catch(function () { done("", 0); });
+  }
+
+  function messages(body) {
+    if (!body || typeof body !== "object") return "";
+    if (body.detail) return String(body.detail);
+    return Object.keys(body).map(function (field) {
+      var text = [].concat(body[field]).join(" ");
+      return field === "non_field_errors" ? text : field + ": " + text;
+    }).join("; ");
+  }
+
+  function refuse(form, text) {
+    var box = form.querySelector(".preflight");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = !text;
   }
 
   function send(form, sendsFile) {

@@ -20,7 +20,7 @@ WHERE s.dimension = 'all' AND s.value = 'all'
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0018_challenge_pages_and_terms"),
+        ("leaderboard", "0021_chosen_tasks"),
     ]
 
     operations = [  # noqa: RUF012 (generated)

@@ -1,0 +1,105 @@
+"""``GET /api/challenges/<slug>/quota/``: may this team submit now, on these tasks and splits?
+
+Asked before an upload starts (the CLI and the web form's script do), so that a spent quota, a
+closed phase or a wrong choice of tasks is refused before a byte of the image is sent. It makes
+every check ``submit`` makes without an artifact (``leaderboard.submitting.admit``), then reads
+the chosen tasks' quotas. ``submit`` checks them again under the team's row lock: this answer is
+advice, that check is the authority.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard import permissions, quotas
+from leaderboard.api.submissions import as_api_error, requested_team
+from leaderboard.submitting import Choice, admit
+
+
+class TaskQuotaSerializer(serializers.Serializer):
+    """The team's use of one chosen task's quotas (limits: null is unlimited) and the splits a
+    submission would run on now."""
+
+    task = serializers.CharField(source="task.task_id")
+    splits = serializers.ListField(child=serializers.CharField())
+    quota_per_day = serializers.IntegerField(source="task.quota_per_day", allow_null=True)
+    today = serializers.IntegerField()
+    next_daily_slot = serializers.DateTimeField(allow_null=True)
+    quota_total = serializers.IntegerField(source="task.quota_total", allow_null=True)
+    total = serializers.IntegerField()
+    quota_concurrent = serializers.IntegerField(source="task.quota_concurrent", allow_null=True)
+    concurrent = serializers.IntegerField()
+    remaining = serializers.IntegerField(allow_null=True)
+    problem = serializers.CharField(allow_null=True)
+
+
+class QuotaSerializer(serializers.Serializer):
+    challenge = serializers.CharField()
+    team = serializers.CharField()
+    exempt = serializers.BooleanField(help_text="organisers: no quota applies")
+    allowed = serializers.BooleanField()
+    problem = serializers.CharField(allow_null=True, help_text="why a submission is refused")
+    max_artifact_bytes = serializers.IntegerField(help_text="the largest upload taken")
+    tasks = TaskQuotaSerializer(many=True)
+
+
+class QuotaView(APIView):
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("team", str, description="team name; optional when in one team"),
+            OpenApiParameter("tasks", str, many=True, description="task ids (default: every)"),
+            OpenApiParameter("splits", str, many=True, description="<task id>/<split kind>"),
+        ],
+        responses={
+            200: QuotaSerializer,
+            400: OpenApiResponse(description="a wrong task or split, a closed phase, rules"),
+            403: OpenApiResponse(description="not a member of the team"),
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Whether the team may submit now on the chosen tasks and splits, and each task's
+        quota use; 200 with ``allowed`` false and the reason when a quota is spent."""
+        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
+        params = request.query_params
+        team = requested_team(request, params.get("team"))
+        choice = Choice.from_data({name: params.getlist(name) for name in ("tasks", "splits")})
+        now = timezone.now()
+        try:
+            admission = admit(team, challenge, request.user, choice, now=now)
+        except DjangoValidationError as exc:
+            raise as_api_error(exc) from None
+        chosen = admission.chosen
+        usages = [quotas.usage(team, task, now) for task in chosen.tasks]
+        problem = None if admission.organiser else quotas.refusal(team, usages)
+        body = {
+            "challenge": challenge.slug,
+            "team": team.name,
+            "exempt": admission.organiser,
+            "allowed": problem is None,
+            "problem": problem,
+            "max_artifact_bytes": min(task.max_artifact_bytes for task in chosen.tasks),
+            "tasks": [
+                {
+                    "task": use.task,
+                    "splits": [s.kind for s in chosen.splits if s.task_id == use.task.pk],
+                    "today": use.today,
+                    "next_daily_slot": use.next_daily_slot,
+                    "total": use.total,
+                    "concurrent": use.concurrent,
+                    "remaining": use.remaining,
+                    "problem": None if admission.organiser else use.problem(),
+                }
+                for use in usages
+            ],
+        }
+        return Response(QuotaSerializer(body).data)

@@ -1,0 +1,271 @@
+"""What a challenge's starter kit holds, and its content version.
+
+A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
+
+- ``README.md``: the steps, from the base image to a submission, with the local evaluation
+  commands written out for each task (its limits, its protocol's settings);
+- ``agents/<example>/``: the example agent fitting each protocol the challenge's tasks use;
+- ``data/<task>/<split>/``: the public splits (validation and public test) whose data the
+  organisers let be seen (``kit_splits``); never a private test;
+- ``corpus/``: the challenge's search corpus, only when the organisers allow it
+  (``Challenge.kit_includes_corpus``);
+- ``tools/``: Podium's own ``agentkit``, ``evaluator`` and ``workers`` (its Django parts left
+  out), ``podium/cli.py`` and the modules it imports, with ``tools/requirements.txt``: what
+  the commands need;
+- ``kit.json``: the manifest (the splits and corpus by sha256, the version).
+
+The version is a hash of everything that goes in, so the archive is made again exactly when a
+public split, the corpus, a setting, a limit or Podium's code changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from leaderboard.models import Challenge, Split, Task
+from workers.pipeline.bundles import corpus_sha256
+
+# The example agent a kit carries for each protocol (``examples/agents/<name>``).
+EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
+# Podium's source the commands need; the Django side of ``workers`` stays out.
+TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
+TOOLS_LEFT_OUT = ("workers/pipeline", "workers/tasks.py")
+# podium.cli and what it imports of podium (none of them imports Django)
+CLI_MODULES = ("cli.py", "api_client.py", "cli_text.py", "downloads.py")
+# requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
+REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
+KIT_FORMAT = 1  # bumped when the layout of a kit changes
+
+
+def archive_filename(image: str) -> str:
+    """A base image's download name: ``podium/agent-base:py3.11`` ->
+    ``podium-agent-base-py3.11.tar``."""
+    return image.replace("/", "-").replace(":", "-").replace("@", "-") + ".tar"
+
+
+def repository() -> Path:
+    return Path(settings.BASE_DIR)
+
+
+@dataclass(frozen=True)
+class KitPlan:
+    challenge: Challenge
+    tasks: tuple[Task, ...]
+    splits: tuple[Split, ...]  # in the kit
+    withheld: tuple[tuple[Split, str], ...]  # with data, not in the kit: why
+    corpus_sha256: str | None  # the corpus in the kit, if any
+    corpus_withheld: bool  # the challenge has a corpus the organisers keep out
+    agents: tuple[str, ...]  # example agents' folder names
+    manifest: dict
+    readme: str
+    version: str
+
+    @property
+    def folder(self) -> str:
+        return f"{self.challenge.slug}-starter-kit"
+
+    @property
+    def filename(self) -> str:
+        return f"{self.folder}-{self.version[:12]}.tar.gz"
+
+    @property
+    def storage_name(self) -> str:
+        return f"kits/{self.challenge.slug}/{self.version}.tar.gz"
+
+
+def split_path(split: Split) -> str:
+    return f"data/{split.task.task_id}/{split.kind}"
+
+
+def kit_splits(challenge: Challenge) -> tuple[list[Split], list[tuple[Split, str]]]:
+    """The splits a kit carries, and those with data it leaves out (with the reason).
+
+    In: validation and public-test splits whose results the organisers made public
+    (``Split.is_revealed``: visibility public, reveal time reached). Out: every private test,
+    a hidden split, and one whose reveal time has not come.
+    """
+    included, withheld = [], []
+    splits = Split.objects.filter(task__challenge=challenge).exclude(sha256="")
+    kinds = list(Split.Kind.values)  # validation, public test, private test
+    ordered = sorted(
+        splits.select_related("task"),
+        key=lambda s: (s.task.order, s.task.task_id, kinds.index(s.kind)),
+    )
+    for split in ordered:
+        if split.is_private:
+            withheld.append((split, "a private test is never in the kit"))
+        elif split.visibility == Split.Visibility.HIDDEN:
+            withheld.append((split, "the organisers keep it hidden"))
+        elif not split.is_revealed():
+            withheld.append((split, f"from {split.reveal_at:%Y-%m-%d %H:%M} UTC"))
+        else:
+            included.append(split)
+    return included, withheld
+
+
+def _tool_files() -> list[tuple[Path, str]]:
+    """(file on disk, name in the kit) of Podium's source the kit carries."""
+    root, files = repository(), []
+    for package in TOOL_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            name = path.relative_to(root).as_posix()
+            if not path.is_file() or "__pycache__" in name or path.suffix == ".pyc":
+                continue
+            if any(name == out or name.startswith(f"{out}/") for out in TOOLS_LEFT_OUT):
+                continue
+            files.append((path, f"tools/{name}"))
+    for module in CLI_MODULES:
+        files.append((root / "podium" / module, f"tools/podium/{module}"))
+    return files
+
+
+def agent_files(agents: tuple[str, ...]) -> list[tuple[Path, str]]:
+    root, files = repository() / "examples" / "agents", []
+    for agent in agents:
+        for path in sorted((root / agent).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files.append((path, f"agents/{agent}/{path.relative_to(root / agent).as_posix()}"))
+    return files
+
+
+def tool_requirements() -> str:
+    """The lines of requirements.txt's workers and evaluator sections."""
+    lines, keep = [], False
+    for line in (repository() / "requirements.txt").read_text().splitlines():
+        if line.startswith("# ---"):
+            keep = line.startswith(REQUIREMENT_SECTIONS)
+        if keep:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def code_files(agents: tuple[str, ...]) -> list[tuple[Path, str]]:
+    return [*_tool_files(), *agent_files(agents)]
+
+
+@functools.cache
+def _file_hash(path: Path, size: int, mtime_ns: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _code_hash(agents: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for path, name in code_files(agents):
+        stat = path.stat()
+        digest.update(f"{name} {_file_hash(path, stat.st_size, stat.st_mtime_ns)}\n".encode())
+    return digest.hexdigest()
+
+
+def plan(challenge: Challenge) -> KitPlan:
+    """The kit as it would be made now (cheap: nothing is read from storage but hashes)."""
+    tasks = tuple(challenge.tasks.order_by("order", "task_id"))
+    splits, withheld = kit_splits(challenge)
+    stored_corpus = corpus_sha256(challenge)
+    corpus = stored_corpus if challenge.kit_includes_corpus else None
+    agents = tuple(sorted({EXAMPLE_AGENTS[t.protocol] for t in tasks}))
+    manifest = {
+        "format": KIT_FORMAT,
+        "challenge": challenge.slug,
+        "tasks": [
+            {
+                "task_id": task.task_id,
+                "protocol": task.protocol,
+                "settings": task.effective_settings,
+                "run_settings": list(task.run_settings()),
+                "example_agent": EXAMPLE_AGENTS.get(task.protocol),
+            }
+            for task in tasks
+        ],
+        "splits": [
+            {"task_id": s.task.task_id, "kind": s.kind, "path": split_path(s), "sha256": s.sha256}
+            for s in splits
+        ],
+        "corpus": {"path": "corpus", "sha256": corpus} if corpus else None,
+        "base_images": list(settings.PODIUM_BUILD_BASE_IMAGES),
+    }
+    readme = render_to_string(
+        "leaderboard/kit/README.md",
+        {
+            "challenge": challenge,
+            "tasks": [(task, _task_commands(task, splits, corpus is not None)) for task in tasks],
+            "splits": splits,
+            "withheld": withheld,
+            "corpus": corpus,
+            "corpus_withheld": stored_corpus is not None and corpus is None,
+            "agents": agents,
+            "base_image": settings.PODIUM_BUILD_BASE_IMAGES[0],
+            "base_image_file": archive_filename(settings.PODIUM_BUILD_BASE_IMAGES[0]),
+        },
+    )
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode())
+    digest.update(readme.encode())
+    digest.update(_code_hash(agents).encode())
+    version = digest.hexdigest()
+    manifest["version"] = version
+    return KitPlan(
+        challenge=challenge,
+        tasks=tasks,
+        splits=tuple(splits),
+        withheld=tuple(withheld),
+        corpus_sha256=corpus,
+        corpus_withheld=stored_corpus is not None and corpus is None,
+        agents=agents,
+        manifest=manifest,
+        readme=readme,
+        version=version,
+    )
+
+
+@dataclass(frozen=True)
+class TaskCommands:
+    run: str  # python -m workers.cli ...
+    score: str  # python -m evaluator score ...
+    split: str  # the split directory they use ("" when the kit has none of this task)
+
+
+def _score_options(task: Task, setting: str) -> list[str]:
+    """The task's protocol settings as ``python -m evaluator score`` options, scoring the one
+    setting run (``evaluated`` is the list of settings a server run covers)."""
+    options = [f"--settings {setting}"] if setting else []
+    for key, value in task.effective_settings.items():
+        if key != "evaluated":
+            options.append(f"--{key.replace('_', '-')} {value}")
+    return options
+
+
+def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommands:
+    mine = [s for s in splits if s.task_id == task.pk]
+    directory = split_path(mine[0]) if mine else f"data/{task.task_id}/validation"
+    setting = task.run_settings()[0]
+    protocol = f" --protocol {task.protocol}" if task.protocol != "crag-mm" else ""
+    out = f"runs/{task.task_id}{'-' + setting if setting else ''}"
+    run = [
+        f"python -m workers.cli --image my-agent{protocol} --task {task.task_id}",
+        f"--split {directory}" + (f" --setting {setting}" if setting else ""),
+        f"--out {out}/predictions.jsonl --report {out}/report.json",
+        f"--batch-size-max {task.max_batch_size} --per-turn-s {task.per_item_s:g} "
+        f"--readiness-s {task.readiness_s} --total-s {task.total_wall_s}",
+        f"--timeout-policy {'fail' if task.timeout_policy == 'fail-run' else 'missing'} "
+        f"--error-policy {task.error_policy}",
+    ]
+    if corpus and task.declared().search_corpus and task.declared().searches:
+        run.append("--corpus corpus")
+    score = [
+        f"python -m evaluator score{protocol} --split {directory}",
+        " ".join(
+            [
+                f"--predictions {out}/predictions.jsonl --out {out}/scores",
+                *_score_options(task, setting),
+            ]
+        ),
+    ]
+    return TaskCommands(
+        run=" \\\n    ".join(run), score=" \\\n    ".join(score), split=directory if mine else ""
+    )

@@ -1,0 +1,139 @@
+"""The answers a run page lists: filtered by verdict, by "wrong answers only" (in the task
+protocol's terms, ``Protocol.falls_short``) and by slice (``Protocol.item_slices`` of each
+verdict's row), a page at a time. Who may see them is the view's to check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.http import QueryDict
+
+from evaluator.protocols.base import Protocol
+from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
+from leaderboard.models.results import ALL
+
+ANSWERS_PER_PAGE = 200
+UNLABELLED = "(unlabelled)"  # a slice value no row names: not offered as a filter
+
+
+@dataclass(frozen=True)
+class AnswerFilter:
+    verdict: str = ""
+    wrong: bool = False
+    dimension: str = ""
+    value: str = ""
+    page: str = "1"
+
+    @classmethod
+    def from_query(cls, query: QueryDict) -> AnswerFilter:
+        return cls(
+            verdict=query.get("verdict", ""),
+            wrong=query.get("wrong") == "1",
+            dimension=query.get("slice", ""),
+            value=query.get("value", ""),
+            page=query.get("page", "1"),
+        )
+
+    def query(self, **changes: Any) -> str:
+        """This filter as a query string, with ``changes`` (the page goes back to 1)."""
+        fields = {"verdict": self.verdict, "wrong": "1" if self.wrong else "",
+                  "slice": self.dimension, "value": self.value, "page": ""} | changes  # fmt: skip
+        data = QueryDict(mutable=True)
+        for name, value in fields.items():
+            if value:
+                data[name] = value
+        return data.urlencode()
+
+
+@dataclass
+class AnswerList:
+    page: Page
+    answers: list[ItemAnswer]
+    verdicts: list[str]  # the grades the run's verdicts have
+    wrong_grades: list[str]  # of those, the wrong ones
+    slices: list[tuple[str, list[str]]]  # dimension, values: what the run was scored by
+    problem: str = ""  # a filter that names nothing on this run, in words
+
+
+def slice_options(run: EvaluationRun) -> list[tuple[str, list[str]]]:
+    """The slices the run's scores have (its stored ``SliceScore`` rows)."""
+    options: dict[str, list[str]] = {}
+    rows = SliceScore.objects.filter(run=run).exclude(dimension=ALL[0], value=ALL[1])
+    for dimension, value in rows.order_by("dimension", "value").values_list("dimension", "value"):
+        if value != UNLABELLED:
+            options.setdefault(dimension, []).append(value)
+    return list(options.items())
+
+
+def list_answers(
+    run: EvaluationRun, protocol: Protocol[Any, Any, Any], wanted: AnswerFilter
+) -> AnswerList:
+    """The page of ``run``'s answers ``wanted`` asks for, in split order."""
+    chosen = ItemAnswer.objects.filter(run=run)
+    verdicts = sorted(set(chosen.exclude(verdict=None).values_list("verdict__verdict", flat=True)))
+    wrong = [grade for grade in verdicts if protocol.falls_short(grade)]
+    slices = slice_options(run)
+    problem = ""
+    if wanted.verdict:
+        chosen = chosen.filter(verdict__verdict=wanted.verdict)
+    if wanted.wrong:
+        chosen = chosen.filter(verdict__verdict__in=wrong)
+    ordered = chosen.order_by("group", "position")
+    if wanted.dimension:
+        if wanted.value not in dict(slices).get(wanted.dimension, []):
+            problem = f"this run has no slice {wanted.dimension} = {wanted.value!r}"
+        rows = ordered.exclude(verdict=None).values_list("pk", "verdict__detail")
+        ids = [
+            pk
+            for pk, row in rows
+            if protocol.item_slices(row or {}).get(wanted.dimension) == wanted.value
+        ]
+        page = Paginator(ids, ANSWERS_PER_PAGE).get_page(wanted.page)
+        answers = list(
+            ItemAnswer.objects.filter(pk__in=list(page.object_list))
+            .select_related("verdict")
+            .order_by("group", "position")
+        )
+    else:
+        page = Paginator(ordered.select_related("verdict"), ANSWERS_PER_PAGE).get_page(wanted.page)
+        answers = list(page.object_list)
+    question, truth = protocol.shown_fields
+    for answer in answers:  # from the verdict's row: the item as the judge saw it
+        row = (answer.verdict.detail if hasattr(answer, "verdict") else None) or {}
+        answer.question = row.get(question)
+        answer.truth = row.get(truth)
+        answer.slice_values = protocol.item_slices(row) if row else {}
+        answer.wrong = hasattr(answer, "verdict") and protocol.falls_short(answer.verdict.verdict)
+    return AnswerList(page, answers, verdicts, wrong, slices, problem)
+
+
+def filter_links(listed: AnswerList, wanted: AnswerFilter) -> dict[str, Any]:
+    """The query strings of the run page's filters and pages (``current``: the one shown)."""
+    page = listed.page
+    return {
+        "all": wanted.query(verdict="", wrong=""),
+        "verdicts": [
+            (grade, wanted.query(verdict=grade, wrong=""), grade == wanted.verdict)
+            for grade in listed.verdicts
+        ],
+        "wrong": wanted.query(verdict="", wrong="" if wanted.wrong else "1"),
+        "every_slice": wanted.query(slice="", value=""),
+        "slices": [
+            (
+                dimension,
+                [
+                    (
+                        value,
+                        wanted.query(slice=dimension, value=value),
+                        (dimension, value) == (wanted.dimension, wanted.value),
+                    )
+                    for value in values
+                ],
+            )
+            for dimension, values in listed.slices
+        ],
+        "previous": wanted.query(page=str(page.number - 1)) if page.has_previous() else None,
+        "next": wanted.query(page=str(page.number + 1)) if page.has_next() else None,
+    }
