@@ -6,7 +6,8 @@ Usage: python bench/seed_leaderboard.py [--database podium_bench] [--teams 1000]
 Drops and re-creates ``--database``, migrates it, then writes one published challenge with the
 three CRAG-MM tasks, a public-test split each, ``--teams`` teams, ``--submissions`` submissions
 (a few organiser baselines among them) and a done run of every submission on every split with a
-SliceScore row for the headline block and 40 slice values (COPY), ranked by truthfulness.
+SliceScore row for the headline block and 40 slice values, and its Headline (COPY), ranked by
+truthfulness.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ SLICE_COLUMNS = (
     "run_id", "dimension", "value", "count", "primary", "primary_ci_low", "primary_ci_high",
     "metrics",
 )  # fmt: skip
+HEADLINE_COLUMNS = (
+    "run_id", "split_id", "setting", "count", "primary", "primary_ci_low", "primary_ci_high",
+    "metrics", "dimensions",
+)  # fmt: skip
 
 
 def block(rng: random.Random, skill: float, turns: int) -> dict[str, object]:
@@ -74,6 +79,12 @@ def slice_row(run_id: int, dimension: str, value: str, metrics: dict[str, object
         run_id, dimension, value, metrics["turns"], metrics["truthfulness"], low, high,
         json.dumps(metrics),
     )  # fmt: skip
+
+
+def copy_into(table: str, columns: tuple[str, ...]) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
 
 
 def recreate_database(server: str, name: str) -> str:
@@ -144,14 +155,20 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
             ),
             batch_size=2000,
         )
-        table = sql.SQL("COPY leaderboard_slicescore ({}) FROM STDIN").format(
-            sql.SQL(", ").join(map(sql.Identifier, SLICE_COLUMNS))
-        )
         slice_rows = 0
-        with connection.cursor() as cursor, cursor.connection.cursor().copy(table) as copy:
+        headlines = []
+        dimensions = sorted(SLICE_VALUES)
+        with (
+            connection.cursor() as cursor,
+            cursor.connection.cursor().copy(
+                copy_into("leaderboard_slicescore", SLICE_COLUMNS)
+            ) as copy,
+        ):
             for run in runs:
                 level = skill.get(run.submission.team_id, 0.5) + rng.gauss(0, 0.1)
-                copy.write_row(slice_row(run.pk, "all", "all", block(rng, level, 1200)))
+                whole = slice_row(run.pk, "all", "all", block(rng, level, 1200))
+                copy.write_row(whole)
+                headlines.append((run.pk, run.split_id, "", *whole[3:], dimensions))
                 for dimension, values in SLICE_VALUES.items():
                     for value in values:
                         turns = rng.randrange(20, 200)
@@ -159,6 +176,14 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
                             slice_row(run.pk, dimension, value, block(rng, level, turns))
                         )
                         slice_rows += 1
+        with (
+            connection.cursor() as cursor,
+            cursor.connection.cursor().copy(
+                copy_into("leaderboard_headline", HEADLINE_COLUMNS)
+            ) as copy,
+        ):
+            for headline in headlines:
+                copy.write_row(headline)
         Split.results_changed(*(split.pk for split in splits))
     with connection.cursor() as cursor:  # the steady state autovacuum keeps a live database in
         cursor.execute("VACUUM ANALYZE")

@@ -10,6 +10,9 @@ when a value (or an interval) goes below zero. Ticks are labelled in the table's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
+
+from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.protocols.base import Metric
 from leaderboard.ranking import SliceTable
@@ -22,6 +25,11 @@ GROUP_GAP = 14
 TOP = 24
 
 
+def _n(number: float) -> str:
+    """A coordinate as SVG reads it (never localised)."""
+    return f"{number:.2f}"
+
+
 @dataclass(frozen=True)
 class Bar:
     series: int
@@ -31,12 +39,34 @@ class Bar:
     title: str
     ci: tuple[float, float] | None = None  # the interval's ends, as x positions
 
+    def svg(self) -> str:
+        """The bar (and its interval) as SVG elements, escaped: built here, not by template
+        lookups, as a chart has many bars."""
+        rect = (
+            f'<rect class="s{self.series}" x="{_n(self.x)}" y="{_n(self.y)}" '
+            f'width="{_n(self.width)}" height="8"><title>{escape(self.title)}</title></rect>'
+        )
+        if self.ci is None:
+            return rect
+        middle = _n(self.y + 4)
+        return (
+            f'{rect}<line class="ci" x1="{_n(self.ci[0])}" x2="{_n(self.ci[1])}" '
+            f'y1="{middle}" y2="{middle}"/>'
+        )
+
 
 @dataclass(frozen=True)
 class Group:
     label: str
     y: float
     bars: list[Bar]
+
+    def svg(self, plot_left: int) -> str:
+        """The group's label and bars as SVG elements, escaped."""
+        label = self.label if len(self.label) <= 28 else self.label[:27] + "…"
+        x, y = plot_left - 6, _n(self.y + 9)
+        text = f'<text x="{x}" y="{y}" text-anchor="end">{escape(label)}</text>'
+        return text + "".join(bar.svg() for bar in self.bars)
 
 
 @dataclass(frozen=True)
@@ -55,6 +85,9 @@ class Chart:
     ticks: list[Tick]
     series: list[str]
 
+    def groups_svg(self) -> SafeString:
+        return mark_safe("".join(group.svg(self.plot_left) for group in self.groups))  # escaped
+
 
 def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
     """The metric's fixed axis (``Metric.axis``; from 0 when nothing is negative), or from
@@ -63,7 +96,7 @@ def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
         number
         for _, cells in table.rows
         for cell in cells.values()
-        for number in (_value(cell, metric), *(_interval(cell, metric) or ()))
+        for number in (cell_value(cell, metric), *(cell_interval(cell, metric) or ()))
         if number is not None
     ]
     fixed = metric.axis()
@@ -73,12 +106,12 @@ def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
     return min([0.0, *values]), max([1.0, *values])
 
 
-def _value(cell: dict, metric: Metric) -> float | None:
+def cell_value(cell: dict, metric: Metric) -> float | None:
     value = cell["metrics"].get(metric.name)
     return float(value) if isinstance(value, int | float) else None
 
 
-def _interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
+def cell_interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
     ends = cell["metrics"].get(f"{metric.name}_ci95")
     if (
         isinstance(ends, list | tuple)
@@ -104,10 +137,10 @@ def slice_chart(table: SliceTable, metric: Metric) -> Chart:
         bars = []
         for series, (entry, cells) in enumerate(rows):
             cell = cells.get(value)
-            number = _value(cell, metric) if cell is not None else None
+            number = cell_value(cell, metric) if cell is not None else None
             if cell is not None and number is not None:
                 left, right = sorted((zero_x, x(number)))
-                interval = _interval(cell, metric)
+                interval = cell_interval(cell, metric)
                 shown = f"{entry.method_name}: {metric.shown(number)}"
                 if interval is not None:
                     shown += f" [{metric.shown(interval[0])}, {metric.shown(interval[1])}]"

@@ -1,34 +1,36 @@
-"""Reading leaderboards from stored SliceScore rows: entries, slices, comparisons.
+"""Reading leaderboards from stored rows: entries, slices, comparisons.
 
-A constant number of queries whatever the number of entries: one for the entries (one per team
-chosen in SQL with a window function), one for a slice dimension's rows, one for the list of
-dimensions. Nothing here computes a metric.
+A constant number of queries whatever the number of entries: one for the entries and their slice
+dimensions (runs' ``Headline`` rows, one per team chosen in SQL with a window function), one
+for a slice dimension's rows. Nothing here computes a metric.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models import Case, F, QuerySet, TextField, Value, When
 from django.db.models.expressions import Window
-from django.db.models.functions import RowNumber
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Cast, RowNumber
 
 from evaluator.protocols.base import Metric
-from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split, Task
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Split, Task
 from leaderboard.models.results import ALL
 
 # What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
 # of ``Entry``'s fields after ``rank``.
 ENTRY_FIELDS = (
-    "run_id", "run__submission_id", "run__submission__team__name",
+    "run_id", "run__submission_id", "run__submission__team_id", "run__submission__team__name",
     "run__submission__method_name", "run__submission__is_baseline",
     "run__submission__paper_url", "run__submission__code_url", "run__submission__created_at",
     "run__judge_id", "run__scores_complete", "run__unjudged_items",
-    "count", "primary", "primary_ci_low", "primary_ci_high", "metrics",
+    "count", "primary", "primary_ci_low", "primary_ci_high", "metrics_json",
 )  # fmt: skip
 
 
@@ -42,6 +44,7 @@ class Entry(NamedTuple):
     rank: int | None
     run_id: int
     submission_id: int
+    team_id: int
     team: str
     method_name: str
     is_baseline: bool
@@ -55,7 +58,13 @@ class Entry(NamedTuple):
     primary: float | None
     primary_ci_low: float | None
     primary_ci_high: float | None
-    metrics: dict[str, Any]  # every metric of the run's headline block, by name
+    metrics_json: str  # every metric of the run's headline block, as stored (JSON)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """Every metric of the run's headline block, by name: decoded on each access (a page
+        decodes its own entries', not the whole board's)."""
+        return json.loads(self.metrics_json)
 
     def record(self) -> dict[str, Any]:
         """The entry as plain data: the one shape for exports and the API."""
@@ -115,12 +124,13 @@ def _team_order(task: Task) -> list:
     return [metric, oldest_first]
 
 
-def _headline_rows(split: Split, setting: str | None) -> QuerySet[SliceScore]:
-    """The finished runs' headline rows on ``split``: in ``setting``, or in every one (None)."""
-    rows = SliceScore.objects.filter(
-        run__split=split, run__state=EvaluationRun.State.DONE, dimension=ALL[0], value=ALL[1]
+def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
+    """The finished runs' headlines on ``split``: in ``setting``, or in every one (None)."""
+    # the run's split too: the planner then reads only this split's runs
+    rows = Headline.objects.filter(
+        split=split, run__split=split, run__state=EvaluationRun.State.DONE
     )
-    return rows if setting is None else rows.filter(run__setting=setting)
+    return rows if setting is None else rows.filter(setting=setting)
 
 
 def entries(split: Split, setting: str = "") -> list[Entry]:
@@ -128,12 +138,18 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
     for a protocol without settings): one entry per team by the task's rule, plus every
     baseline, ranked by the task's primary metric (incomplete results last); equal scores share
     a rank, or by the task's ``tie_rule`` the earlier submission ranks first."""
+    return _entries(split, setting)[0]
+
+
+def _entries(split: Split, setting: str) -> tuple[list[Entry], list[str]]:
+    """``entries`` and the slice dimensions their runs have, from one query."""
     task = split.task
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
         When(run__submission__is_baseline=True, then=F("run__submission_id")), default=Value(0)
     )
-    rows = (
+    # Pick on narrow rows, then read the wide ones (texts, metrics) of the picked runs only.
+    picked = (
         _headline_rows(split, setting)
         .annotate(
             pick=Window(
@@ -143,15 +159,22 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
             )
         )
         .filter(pick=1)
+        .values("run_id")
+    )
+    rows = (
+        Headline.objects.filter(run_id__in=picked)
+        .annotate(metrics_json=Cast("metrics", TextField()))
         .order_by(_by_primary(task), "run__submission__created_at")
-        .values_list(*ENTRY_FIELDS)
+        .values_list(*ENTRY_FIELDS, "dimensions")
     )
     primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
     shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission ranks first
     result: list[Entry] = []
+    dimensions: set[str] = set()
     ranked = 0
     previous: tuple[float | None, int] | None = None
-    for row in rows:
+    for *row, stored in rows:
+        dimensions.update(stored)
         if row[baseline]:
             result.append(Entry(None, *row))
             continue
@@ -161,7 +184,7 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
         rank = previous[1] if tied and shared and previous else ranked
         previous = (value, rank)
         result.append(Entry(rank, *row))
-    return result
+    return result, sorted(dimensions)
 
 
 @dataclass(frozen=True)
@@ -179,11 +202,11 @@ class Board:
 
 
 def board(split: Split, setting: str = "") -> Board:
-    leaderboard = entries(split, setting)
+    leaderboard, dimensions = _entries(split, setting)
     derived, undefined = derived_scores(split, [e.submission_id for e in leaderboard])
     return Board(
         entries=leaderboard,
-        dimensions=slice_dimensions(leaderboard),
+        dimensions=dimensions,
         judges=sorted({e.judge_id for e in leaderboard if e.judge_id}),
         setting=setting,
         derived=derived,
@@ -215,18 +238,6 @@ def derived_scores(
     return kept, {sid: undefined[sid] for sid in kept if undefined[sid]}
 
 
-def slice_dimensions(leaderboard: Sequence[Entry]) -> list[str]:
-    """Every dimension in the entries' stored slice rows (labels, is_ego, turn_idx, ...)."""
-    dimensions = (
-        SliceScore.objects.filter(run_id__in=[e.run_id for e in leaderboard])
-        .exclude(dimension=ALL[0])
-        .order_by()
-        .values_list("dimension", flat=True)
-        .distinct()
-    )
-    return sorted(dimensions)
-
-
 def _value_order(value: str) -> tuple[int, int, str]:
     return (0, int(value), "") if value.isdigit() else (1, 0, value)
 
@@ -242,13 +253,22 @@ class SliceTable:
     rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
 
 
-def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
-    """The stored scores of each leaderboard entry for every value of ``dimension``."""
+def slice_table(
+    leaderboard: Sequence[Entry], dimension: str, metrics: Sequence[str] | None = None
+) -> SliceTable:
+    """The stored scores of each leaderboard entry for every value of ``dimension``: every
+    metric, or only those named in ``metrics`` (each cell's other metrics are not read)."""
     by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
-    cells = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).values(
-        "run_id", "value", "count", "metrics"
-    )
+    rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension)
+    if metrics is None:
+        cells = rows.values("run_id", "value", "count", "metrics")
+    else:
+        picked = {f"metric_{i}": KeyTransform(name, "metrics") for i, name in enumerate(metrics)}
+        cells = rows.annotate(**picked).values("run_id", "value", "count", *picked)
     for cell in cells:
+        if metrics is not None:
+            read = (cell.pop(f"metric_{i}") for i in range(len(metrics)))
+            cell["metrics"] = {n: v for n, v in zip(metrics, read, strict=True) if v is not None}
         by_run[cell["run_id"]][cell["value"]] = cell
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(
@@ -256,6 +276,22 @@ def slice_table(leaderboard: Sequence[Entry], dimension: str) -> SliceTable:
         values=values,
         rows=[(e, by_run[e.run_id]) for e in leaderboard],
     )
+
+
+def entry_slices(entry: Entry) -> list[SliceTable]:
+    """The entry's stored scores on every slice, one table (of one row) per dimension."""
+    cells: dict[str, dict[str, SliceCell]] = {}
+    rows = (
+        SliceScore.objects.filter(run_id=entry.run_id)
+        .exclude(dimension=ALL[0])
+        .values("dimension", "value", "count", "metrics")
+    )
+    for cell in rows:
+        cells.setdefault(cell["dimension"], {})[cell["value"]] = cell
+    return [
+        SliceTable(name, sorted(cells[name], key=_value_order), [(entry, cells[name])])
+        for name in sorted(cells)
+    ]
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from leaderboard.models import (
     EvaluationRun,
     ItemVerdict,
     RunAction,
-    SliceScore,
     Submission,
 )
+from leaderboard.scores import drop_scores
 from leaderboard.tasks import dispatch_stage
 
 State = EvaluationRun.State
@@ -91,7 +91,7 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     if run.state not in EvaluationRun.TERMINAL_STATES:
         raise RunActionRefused(f"it is {run.state}; cancel it first")
     run.answers.all().delete()  # their verdicts with them
-    SliceScore.objects.filter(run=run).delete()
+    drop_scores(run)
     EntryComparison.objects.filter(Q(run_a=run) | Q(run_b=run)).delete()
     forget_similarities(run)
     run.move_to(State.QUEUED, operator_detail=f"re-run by {by}: {why}")

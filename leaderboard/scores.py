@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from evaluator.protocols import get_protocol
 from evaluator.protocols.base import Metric, ScoreBlock
-from leaderboard.models import EntryComparison, EvaluationRun, SliceScore, Split
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Split
 from leaderboard.models.results import ALL
 
 
@@ -84,14 +84,32 @@ def store_scores(
     unjudged = scores.get("unjudged", 0)
     if isinstance(unjudged, bool) or not isinstance(unjudged, int) or unjudged < 0:
         raise ScoresError(f"scores.unjudged: expected a count, got {unjudged!r}")
-    SliceScore.objects.filter(run=run).delete()
+    drop_scores(run)
     SliceScore.objects.bulk_create(rows, batch_size=1000)
+    whole = rows[0]
+    Headline.objects.create(
+        run=run,
+        split_id=run.split_id,
+        setting=run.setting,
+        count=whole.count,
+        primary=whole.primary,
+        primary_ci_low=whole.primary_ci_low,
+        primary_ci_high=whole.primary_ci_high,
+        metrics=whole.metrics,
+        dimensions=sorted({row.dimension for row in rows[1:]}),
+    )
     run.scored_with = dict(scored_with or {})
     run.scores_complete = bool(scores.get("complete", unjudged == 0))
     run.unjudged_items = unjudged
     run.save(update_fields=["scored_with", "scores_complete", "unjudged_items"])
     Split.results_changed(run.split_id)
     return len(rows)
+
+
+def drop_scores(run: EvaluationRun) -> None:
+    """Delete the run's stored scores: its SliceScore rows and its headline."""
+    SliceScore.objects.filter(run=run).delete()
+    Headline.objects.filter(run=run).delete()
 
 
 @transaction.atomic

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, kit, organise, run_live, runs, submit, teams
+from leaderboard.views import boards, entry, kit, organise, run_live, runs, submit, teams
 
 app_name = "leaderboard"
 
@@ -22,6 +22,7 @@ urlpatterns = [
     path(board, boards.leaderboard, name="leaderboard"),
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),
+    path(f"{board}entries/<int:run_id>/", entry.entry_page, name="entry"),
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
     path("submissions/", runs.my_submissions, name="my-submissions"),

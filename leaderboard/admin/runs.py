@@ -19,6 +19,7 @@ from leaderboard.models import (
     AnswerSimilarity,
     EntryComparison,
     EvaluationRun,
+    Headline,
     ItemAnswer,
     ItemVerdict,
     JudgmentRecord,
@@ -253,6 +254,21 @@ class SliceScoreAdmin(admin.ModelAdmin):
     list_filter = ("dimension",)
     search_fields = ("dimension", "value")
     raw_id_fields = ("run",)
+
+
+@admin.register(Headline)
+class HeadlineAdmin(admin.ModelAdmin):
+    """Copied from the run's all/all SliceScore row when its scores are stored: read-only."""
+
+    list_display = ("run", "split", "setting", "count", "primary")
+    list_filter = ("setting",)
+    raw_id_fields = ("run", "split")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(EntryComparison)

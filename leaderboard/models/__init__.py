@@ -5,6 +5,7 @@ from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
+    Headline,
     ItemAnswer,
     ItemVerdict,
     JudgmentRecord,
@@ -25,6 +26,7 @@ __all__ = [
     "Challenge",
     "EntryComparison",
     "EvaluationRun",
+    "Headline",
     "HubModel",
     "InvalidTransition",
     "Invitation",

@@ -264,14 +264,15 @@ class Task(models.Model):
         )
         super().save(*args, **kwargs)
         if before is not None and before != self.primary_metric:
-            from leaderboard.models.results import SliceScore
+            from leaderboard.models.results import Headline, SliceScore
 
-            rows = list(SliceScore.objects.filter(run__task=self))
-            for row in rows:
-                row.set_primary(self.primary_metric)
-            SliceScore.objects.bulk_update(
-                rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
-            )
+            for model in (SliceScore, Headline):
+                rows = list(model.objects.filter(run__task=self))
+                for row in rows:
+                    row.set_primary(self.primary_metric)
+                model.objects.bulk_update(
+                    rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
+                )
             for split in self.splits.all():
                 Split.results_changed(split.pk)
 

@@ -3,6 +3,7 @@ and the judgment cache's audit trail."""
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
@@ -71,19 +72,33 @@ class ItemVerdict(models.Model):
         return f"{self.answer}: {self.verdict}"
 
 
-class SliceScore(models.Model):
-    """A run's metric block for one slice value (``all``/``all`` is the whole run), as its
-    protocol gives it (``Protocol.score_blocks``): ``count`` items behind it, every metric in
-    ``metrics``, and the task's primary metric (with its interval) in columns, for ranking."""
+class ScoreRow(models.Model):
+    """A metric block as stored: ``count`` items behind it, every metric in ``metrics``, and the
+    task's primary metric (with its interval) in columns, for ranking."""
 
-    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="slice_scores")
-    dimension = models.CharField(max_length=100)
-    value = models.CharField(max_length=200)
     count = models.PositiveIntegerField()
     primary = models.FloatField(null=True)
     primary_ci_low = models.FloatField(null=True)
     primary_ci_high = models.FloatField(null=True)
     metrics = models.JSONField(default=dict)
+
+    class Meta:
+        abstract = True
+
+    def set_primary(self, name: str) -> None:
+        """Take the primary metric ``name`` (and its interval) from ``metrics``."""
+        self.primary = primary_value(self.metrics, name)
+        ci = self.metrics.get(f"{name}_ci95") or (None, None)
+        self.primary_ci_low, self.primary_ci_high = ci
+
+
+class SliceScore(ScoreRow):
+    """A run's metric block for one slice value (``all``/``all`` is the whole run), as its
+    protocol gives it (``Protocol.score_blocks``)."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="slice_scores")
+    dimension = models.CharField(max_length=100)
+    value = models.CharField(max_length=200)
 
     class Meta:
         ordering = ("run", "dimension", "value")
@@ -97,11 +112,32 @@ class SliceScore(models.Model):
     def __str__(self) -> str:
         return f"run #{self.run_id} {self.dimension}={self.value}"
 
-    def set_primary(self, name: str) -> None:
-        """Take the primary metric ``name`` (and its interval) from ``metrics``."""
-        self.primary = primary_value(self.metrics, name)
-        ci = self.metrics.get(f"{name}_ci95") or (None, None)
-        self.primary_ci_low, self.primary_ci_high = ci
+
+class Headline(ScoreRow):
+    """A run's whole-run block (its ``all``/``all`` SliceScore row), copied when its scores are
+    stored, with the slice dimensions it has: what the leaderboard reads. The split's runs'
+    headlines lie together, so a board reads a few pages, not one page per run among their
+    slice rows. Written only with the run's SliceScore rows (``scores.store_scores``,
+    ``scores.drop_scores``, ``Task.save``'s re-ranking)."""
+
+    run = models.OneToOneField(
+        EvaluationRun, on_delete=models.CASCADE, primary_key=True, related_name="headline"
+    )
+    # indexed by ``headline_board``, which starts with it
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="+", db_index=False)
+    setting = models.CharField(max_length=32, blank=True)
+    dimensions = ArrayField(models.CharField(max_length=100), default=list)  # stored, sorted
+
+    class Meta:
+        # covering: the ranking reads a split's runs and primary values from the index alone
+        indexes = (
+            models.Index(
+                fields=["split", "setting"], include=["run", "primary"], name="headline_board"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} headline"
 
 
 def primary_value(metrics: dict, name: str) -> float | None:

@@ -22,11 +22,12 @@ from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
-from leaderboard.views import board_settings
+from leaderboard.views import board_nav, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
@@ -106,30 +107,51 @@ def _page(entries: list[ranking.Entry], number: int) -> Page:
         raise Http404(f"no page {number}: the leaderboard has {len(entries)} entries") from None
 
 
+def _entry_href(split: Split, query: str) -> str:
+    """The URL of an entry's page with ``{}`` for its run id and ``query`` (the page's
+    setting, metric, ...) kept: one ``reverse`` a page, not one a row."""
+    task = split.task
+    first = reverse("leaderboard:entry", args=(task.challenge.slug, task.task_id, split.kind, 0))
+    return first.removesuffix("0/") + "{}/" + (f"?{query}" if query else "")
+
+
 def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResponse:
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
     number = _page_number(request)
-    shown = board_settings.settings_shown(request, split, setting)
+    columns = ranking.columns(split.task, setting, split)
+    sort = board_table.asked_sort(request.GET, columns)
+
+    def lacking(name: str) -> Collection[str]:
+        """The order asked for, when the other setting's board lacks its column."""
+        other = {c.name for c in ranking.columns(split.task, name, split)}
+        return ("sort", "dir") if sort.key in {c.name for c in columns} - other else ()
+
+    shown = board_settings.settings_shown(request, split, setting, lacking)
 
     def render_body() -> str:
         board = board_cache.board(split, setting)
-        page = _page(board.entries, number)
+        page = _page(board_table.sorted_entries(board.entries, sort), number)
+        kept = shown["setting_query"]
         context = {
             "split": split,
             "task": split.task,
             "board": board,
             "page": page,
-            "query": f"{shown['setting_query']}&" if shown["setting_query"] else "",
-            "setting_query": shown["setting_query"],
-            "columns": ranking.columns(split.task, setting, split),
+            "rows": board_table.rows(list(page.object_list), columns, _entry_href(split, kept)),
+            "headers": board_table.headers(columns, sort, kept),
+            "query": "".join(f"{part}&" for part in (kept, sort.query) if part),
+            "setting_query": kept,
+            "columns": columns,
             "count_label": split.task.declared().unit.capitalize(),
             "across": board_settings.across_settings(split.task, board, list(page.object_list)),
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
 
-    body = board_cache.fragment(split, setting, "leaderboard", [number], render_body)
+    parts = [number, sort.key, sort.descending]
+    body = board_cache.fragment(split, setting, "leaderboard", parts, render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
+    context |= board_nav.around(request, split, "leaderboard", setting)
     return render(request, "leaderboard/leaderboard.html", context)
 
 
@@ -156,7 +178,13 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
         page = _page(board.entries, number)
-        table = ranking.slice_table(page.object_list, dimension) if dimension else None
+        shown_metrics = (metric.name, f"{metric.name}_ci95")
+        table = (
+            ranking.slice_table(page.object_list, dimension, shown_metrics) if dimension else None
+        )
+        query = urlencode({"dimension": dimension, "metric": metric.name}) + (
+            f"&{shown['setting_query']}" if shown["setting_query"] else ""
+        )
         context = {
             "split": split,
             "task": split.task,
@@ -164,19 +192,21 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             "dimension": dimension,
             "metric": metric,
             "page": page,
-            "query": urlencode({"dimension": dimension, "metric": metric.name})
-            + "&"
-            + (f"{shown['setting_query']}&" if shown["setting_query"] else ""),
+            "query": f"{query}&",
             "setting": setting,
             "setting_query": shown["setting_query"],
             "columns": columns,
             "table": table,
+            "lines": board_table.slice_lines(table, metric, _entry_href(split, query))
+            if table
+            else [],
             "chart": slice_chart(table, metric) if table and table.values else None,
         }
         return render_to_string("leaderboard/_slices_body.html", context)
 
     body = board_cache.fragment(split, setting, "slices", [asked, metric.name, number], render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
+    context |= board_nav.around(request, split, "slices", setting)
     return render(request, "leaderboard/slices.html", context)
 
 

@@ -7,6 +7,7 @@ from django.urls import reverse
 from leaderboard.models import (
     AnswerSimilarity,
     EvaluationRun,
+    Headline,
     HubModel,
     RunAction,
     Submission,
@@ -40,12 +41,13 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
-        # runs: by submitting; run actions: by acting on runs
+        # runs: by submitting; run actions: by acting on runs; headlines: by storing scores
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
             HubModel,
             EvaluationRun,
+            Headline,
             RunAction,
             TermsAcceptance,
             SubmissionTask,

@@ -14,8 +14,8 @@ TRUTHFULNESS = next(m for m in get_protocol("crag-mm").metrics if m.name == "tru
 
 def entry(run_id: int) -> Entry:
     return Entry(
-        run_id, run_id, run_id, f"team{run_id}", f"m{run_id}", False, "", "",
-        datetime(2026, 1, 1, tzinfo=UTC), "rules@1", True, 0, 10, 0.1, None, None, {},
+        run_id, run_id, run_id, run_id, f"team{run_id}", f"m{run_id}", False, "", "",
+        datetime(2026, 1, 1, tzinfo=UTC), "rules@1", True, 0, 10, 0.1, None, None, "{}",
     )  # fmt: skip
 
 
@@ -55,3 +55,12 @@ def test_the_negative_side_appears_when_a_value_or_interval_is_negative():
     chart = slice_chart(table, TRUTHFULNESS)
     assert chart.ticks[0].label == "-100.0" and chart.ticks[2].label == "0.0"
     assert chart.zero_x == LABEL_WIDTH + PLOT_WIDTH / 2
+
+
+def test_the_svg_escapes_team_written_names_and_slice_values():
+    table = SliceTable("domain", ['<b>"food"</b>'], [(entry(1), {'<b>"food"</b>': cell(0.5)})])
+    named = entry(1)._replace(method_name="<script>x</script>")
+    table = SliceTable(table.dimension, table.values, [(named, table.rows[0][1])])
+    svg = slice_chart(table, TRUTHFULNESS).groups_svg()
+    assert "<script>" not in svg and "&lt;script&gt;x&lt;/script&gt;: 50.0" in svg
+    assert "&lt;b&gt;&quot;food&quot;&lt;/b&gt;" in svg and "<b>" not in svg

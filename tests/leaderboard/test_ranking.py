@@ -91,7 +91,7 @@ def test_slice_table_matches_stored_rows_and_orders_turns_numerically(teams, pub
     ((entry, cells),) = table.rows
     assert entry.run_id == run.pk
     assert cells["10"]["metrics"]["truthfulness"] == pytest.approx(0.5)
-    assert ranking.slice_dimensions(ranking.entries(public)) == ["turn_idx"]
+    assert ranking.board(public).dimensions == ["turn_idx"]
 
 
 def test_query_count_does_not_grow_with_entries(
@@ -102,9 +102,9 @@ def test_query_count_does_not_grow_with_entries(
         make_entry(team, public, i / 100)
         make_entry(team, public, i / 200)
     public = type(public).objects.select_related("task").get(pk=public.pk)
-    with django_assert_max_num_queries(3):
-        leaderboard = ranking.entries(public)
-        ranking.slice_dimensions(leaderboard)
+    with django_assert_max_num_queries(2):
+        board = ranking.board(public)  # its entries and slice dimensions
+        leaderboard = board.entries
         ranking.slice_table(leaderboard, "domain")
         records = [e.record() for e in leaderboard]
     assert len(records) == 30

@@ -1,0 +1,195 @@
+"""The leaderboard table: its order (``?sort=<column>&dir=asc|desc``, checked against the
+board's own columns), its sortable headers (plain links: no JavaScript needed) and its rows as
+text, each entry's stored metrics decoded once.
+
+The order is the board's (its ranks, by the task's rule) unless a column is asked for: then
+every entry (baselines too) by that column, empty values last either way; the rank shown stays
+the board's. A column's first click shows its best values first (``Metric.higher_is_better``),
+the next one reverses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from urllib.parse import urlencode
+
+from django.http import Http404, QueryDict
+from django.utils.safestring import SafeString, mark_safe
+
+from evaluator.protocols.base import Metric
+from leaderboard.charts import cell_interval, cell_value
+from leaderboard.ranking import Entry, SliceCell, SliceTable
+
+RANK = "rank"  # the board's own order
+SUBMITTED = "submitted"  # by submission date
+DIRECTIONS = ("asc", "desc")
+
+
+@dataclass(frozen=True)
+class Sort:
+    key: str  # RANK, SUBMITTED, or a column's metric name
+    descending: bool
+
+    @property
+    def query(self) -> str:
+        """The sort as query parameters ("" for the board's own order)."""
+        if self.key == RANK:
+            return ""
+        return urlencode({"sort": self.key, "dir": DIRECTIONS[self.descending]})
+
+
+def _default_descending(key: str, columns: list[Metric]) -> bool:
+    """Best first: a metric's better end, the newest submission."""
+    metric = next((c for c in columns if c.name == key), None)
+    return metric.higher_is_better if metric is not None else key == SUBMITTED
+
+
+def asked_sort(query: QueryDict, columns: list[Metric]) -> Sort:
+    """The order ``?sort=`` and ``?dir=`` ask for; 404 naming the valid choices if unknown."""
+    key = query.get("sort") or RANK
+    keys = [RANK, *(c.name for c in columns), SUBMITTED]
+    if key not in keys:
+        raise Http404(f"sort={key!r}: this leaderboard sorts by {', '.join(keys)}")
+    if key == RANK:
+        if query.get("dir"):
+            raise Http404("dir= goes with sort=<column>: the ranks have one order")
+        return Sort(RANK, False)
+    direction = query.get("dir") or DIRECTIONS[_default_descending(key, columns)]
+    if direction not in DIRECTIONS:
+        raise Http404(f"dir={direction!r}: expected asc or desc")
+    return Sort(key, direction == "desc")
+
+
+def sorted_entries(entries: list[Entry], sort: Sort) -> list[Entry]:
+    """``entries`` (in the board's order) in ``sort``'s order; ties keep the board's order."""
+    if sort.key == RANK:
+        return entries
+    if sort.key == SUBMITTED:
+        values: list[float | None] = [e.submitted_at.timestamp() for e in entries]
+    else:
+        values = [_number(e.metrics.get(sort.key)) for e in entries]
+    present = [(v, e) for v, e in zip(values, entries, strict=True) if v is not None]
+    present.sort(key=lambda pair: pair[0], reverse=sort.descending)
+    return [e for _, e in present] + [e for v, e in zip(values, entries, strict=True) if v is None]
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Header:
+    """A sortable column header: ``href`` a query string; ``aria_sort`` for the current one."""
+
+    label: str
+    href: str
+    aria_sort: str  # "ascending", "descending" or "" (not sorted by it)
+
+
+def headers(columns: list[Metric], sort: Sort, kept: str) -> dict[str, Header]:
+    """The headers of the rank, metric and submission-date columns, by sort key; each link
+    keeps ``kept`` (the setting's query) and goes to the first page."""
+    labels = {RANK: "#", **{c.name: c.label for c in columns}, SUBMITTED: "Submitted"}
+    result = {}
+    for key, label in labels.items():
+        current = sort.key == key
+        if key == RANK:
+            descending = False
+        elif current:
+            descending = not sort.descending
+        else:
+            descending = _default_descending(key, columns)
+        query = Sort(key, descending).query
+        href = "?" + "&".join(part for part in (kept, query) if part)
+        aria = ("descending" if sort.descending else "ascending") if current else ""
+        result[key] = Header(label, href, aria)
+    return result
+
+
+@dataclass(frozen=True)
+class Row:
+    """An entry as its leaderboard line shows it: one text per metric column, the primary
+    metric's interval, the submission date, the link to the entry's page."""
+
+    entry: Entry
+    cells: list[str]
+    interval: str
+    submitted: str
+    href: str = ""
+
+    @property
+    def submitted_iso(self) -> str:
+        return self.entry.submitted_at.isoformat()
+
+    def metric_tds(self) -> SafeString:
+        """The metric cells, the interval's after the first, escaped: built here, not by
+        template lookups (100 rows a page)."""
+        texts = [self.cells[0], self.interval, *self.cells[1:]]
+        return mark_safe("".join(f'<td class="num">{escape(text)}</td>' for text in texts))
+
+
+def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> list[Row]:
+    """The entries' lines; ``entry_href``: the URL of the first entry's page with ``{}`` for
+    the run id (``entry_href.format(run_id)``)."""
+    primary = columns[0]
+    result = []
+    for entry in entries:
+        metrics = entry.metrics
+        interval = (
+            f"[{primary.shown(entry.primary_ci_low)}, {primary.shown(entry.primary_ci_high)}]"
+            if entry.primary_ci_low is not None and entry.primary_ci_high is not None
+            else "–"
+        )
+        cells = [c.shown(_number(metrics.get(c.name))) for c in columns]
+        submitted = f"{entry.submitted_at:%Y-%m-%d}"
+        href = entry_href.format(entry.run_id) if entry_href else ""
+        result.append(Row(entry, cells, interval, submitted, href))
+    return result
+
+
+@dataclass(frozen=True)
+class CellText:
+    """A slice cell as shown: ``value`` for ``data-value`` ("" when none), the metric's text,
+    its interval's, the items behind it (None: no cell)."""
+
+    value: str
+    shown: str
+    interval: str
+    count: int | None
+
+    def td(self) -> SafeString:
+        """The cell of the slice table, escaped: built here, not by template lookups, as a
+        table has a cell per entry and slice value."""
+        count = f' <span class="muted">n={self.count}</span>' if self.count is not None else ""
+        title = f' title="95 % interval {escape(self.interval)}"' if self.interval != "–" else ""
+        return mark_safe(
+            f'<td class="num" data-value="{escape(self.value)}"{title}>'
+            f"{escape(self.shown)}{count}</td>"
+        )
+
+
+def cell_text(cell: SliceCell | None, metric: Metric) -> CellText:
+    if cell is None:
+        return CellText("", metric.shown(None), "–", None)
+    number = cell_value(cell, metric)
+    ends = cell_interval(cell, metric)
+    interval = f"[{metric.shown(ends[0])}, {metric.shown(ends[1])}]" if ends else "–"
+    return CellText(
+        "" if number is None else repr(number), metric.shown(number), interval, cell["count"]
+    )
+
+
+def slice_lines(
+    table: SliceTable, metric: Metric, entry_href: str
+) -> list[tuple[Entry, str, list[CellText]]]:
+    """The slice table's rows as shown: per entry, its page's URL (``rows``' ``entry_href``)
+    and one cell per slice value."""
+    return [
+        (
+            entry,
+            entry_href.format(entry.run_id),
+            [cell_text(cells.get(value), metric) for value in table.values],
+        )
+        for entry, cells in table.rows
+    ]

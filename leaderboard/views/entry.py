@@ -1,0 +1,58 @@
+"""One leaderboard entry's page: its headline scores and, per slice dimension, a chart of its
+score on each slice value with the 95 % interval where stored, and the table behind it.
+
+Only an entry of the board (``?setting=``'s) is shown: a team's other runs are not entries, and
+the board's visibility (``results_split``) is checked first, so a private board before its
+reveal stays hidden from everyone but its organisers.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from evaluator.protocols.base import Metric
+from leaderboard import board_cache, ranking
+from leaderboard.charts import Chart, slice_chart
+from leaderboard.views import board_nav, board_settings, board_table
+from leaderboard.views.boards import results_split
+
+
+def _slice(
+    table: ranking.SliceTable, metric: Metric
+) -> tuple[str, Chart | None, list[tuple[str, board_table.CellText]]]:
+    """A dimension of the entry: its chart (one bar per slice value) and its lines."""
+    ((_, cells),) = table.rows
+    lines = [(value, board_table.cell_text(cells[value], metric)) for value in table.values]
+    return table.dimension, slice_chart(table, metric) if table.values else None, lines
+
+
+def entry_page(
+    request: HttpRequest, slug: str, task_id: str, kind: str, run_id: int
+) -> HttpResponse:
+    split = results_split(request, slug, task_id, kind)
+    setting = board_settings.asked_setting(request, split)
+    columns = ranking.columns(split.task, setting, split)
+    metric = next((c for c in columns if c.name == request.GET.get("metric")), columns[0])
+    if request.GET.get("metric", metric.name) != metric.name:
+        names = ", ".join(c.name for c in columns)
+        raise Http404(f"unknown metric {request.GET['metric']!r}: this board has {names}")
+    board = board_cache.board(split, setting)
+    entry = next((e for e in board.entries if e.run_id == run_id), None)
+    if entry is None:
+        raise Http404(f"run #{run_id} is not an entry of this leaderboard")
+    tables = ranking.entry_slices(entry)
+    shown = board_settings.settings_shown(request, split, setting, lambda name: ("metric",))
+    context = {
+        "split": split,
+        "task": split.task,
+        "entry": entry,
+        "row": board_table.rows([entry], columns)[0],
+        "columns": columns,
+        "metric": metric,
+        "count_label": split.task.declared().unit.capitalize(),
+        "slices": [_slice(table, metric) for table in tables],
+        **shown,
+        **board_nav.around(request, split, "leaderboard", setting),
+    }
+    return render(request, "leaderboard/entry.html", context)
