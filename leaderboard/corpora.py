@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from evaluator.archives import ArchiveError, extract_tar
+from evaluator.archives import ArchiveError
 from leaderboard.models import Challenge
-from leaderboard.splits import archive_limits
+from leaderboard.splits import unpack_upload
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import corpus_sha256, store_corpus
 from workers.search.corpus import Corpus, CorpusError
@@ -70,11 +70,7 @@ def import_corpus_archive(challenge: Challenge, upload: IO[bytes]) -> CorpusImpo
     one; unsafe members are refused (``evaluator.archives``)."""
     with tempfile.TemporaryDirectory(prefix="podium-corpus-") as scratch:
         try:
-            extract_tar(upload, scratch, archive_limits())
+            root = unpack_upload(upload, Path(scratch))
         except ArchiveError as exc:
             raise CorpusImportError(f"the uploaded archive: {exc}") from None
-        root = Path(scratch)
-        entries = list(root.iterdir())
-        if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "images":
-            root = entries[0]  # a tar of the directory itself
         return import_corpus_dir(challenge, root)

@@ -115,14 +115,21 @@ def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> 
     """Import a tar of a split directory (the admin's upload); unsafe members are refused."""
     with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
         try:
-            extract_tar(upload, scratch, archive_limits())
+            root = unpack_upload(upload, Path(scratch))
         except ArchiveError as e:
             raise SplitImportError(f"the uploaded bundle: {e}") from e
-        root = Path(scratch)
-        entries = list(root.iterdir())
-        if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "images":
-            root = entries[0]  # a tar of the directory itself
         return import_split_dir(task, kind, root, **options)
+
+
+def unpack_upload(upload: IO[bytes], scratch: Path) -> Path:
+    """Unpack an uploaded tar (plain or compressed) of a directory into ``scratch`` within the
+    archive limits; the directory: ``scratch``, or the one folder the tar holds (a tar of the
+    directory itself). Raises :class:`ArchiveError` (unsafe or oversized members)."""
+    extract_tar(upload, scratch, archive_limits())
+    entries = list(scratch.iterdir())
+    if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "images":
+        return entries[0]
+    return scratch
 
 
 @transaction.atomic
