@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -141,50 +141,80 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
     return _entries(split, setting)[0]
 
 
-def _entries(split: Split, setting: str) -> tuple[list[Entry], list[str]]:
-    """``entries`` and the slice dimensions their runs have, from one query."""
-    task = split.task
+def _picked(split: Split, setting: str) -> QuerySet[Headline]:
+    """The run ids of the board's entries: one per team by the task's rule, every baseline."""
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
         When(run__submission__is_baseline=True, then=F("run__submission_id")), default=Value(0)
     )
-    # Pick on narrow rows, then read the wide ones (texts, metrics) of the picked runs only.
-    picked = (
+    # Pick on narrow rows; callers read the wide ones (texts, metrics) of picked runs only.
+    return (
         _headline_rows(split, setting)
         .annotate(
             pick=Window(
                 RowNumber(),
                 partition_by=[F("run__submission__team_id"), group],
-                order_by=_team_order(task),
+                order_by=_team_order(split.task),
             )
         )
         .filter(pick=1)
         .values("run_id")
     )
-    rows = (
-        Headline.objects.filter(run_id__in=picked)
-        .annotate(metrics_json=Cast("metrics", TextField()))
-        .order_by(_by_primary(task), "run__submission__created_at")
-        .values_list(*ENTRY_FIELDS, "dimensions")
-    )
-    primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
-    shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission ranks first
-    result: list[Entry] = []
-    dimensions: set[str] = set()
+
+
+def board_rows(split: Split, setting: str) -> QuerySet[Headline]:
+    """The headlines of the board's entries in its order: by the primary metric (incomplete
+    results last), then the earlier submission, then the run (a total order)."""
+    order = (_by_primary(split.task), F("run__submission__created_at").asc(), F("run_id").asc())
+    return Headline.objects.filter(run_id__in=_picked(split, setting)).order_by(*order)
+
+
+def ranks(lines: Iterable[tuple[float | None, bool]], shared: bool) -> list[int | None]:
+    """The ranks of the board's lines (primary value, is a baseline), in the board's order:
+    None for baselines; equal values share a rank when ``shared``, else the earlier line ranks
+    first; incomplete results (None) never tie."""
+    result: list[int | None] = []
     ranked = 0
     previous: tuple[float | None, int] | None = None
-    for *row, stored in rows:
-        dimensions.update(stored)
-        if row[baseline]:
-            result.append(Entry(None, *row))
+    for value, baseline in lines:
+        if baseline:
+            result.append(None)
             continue
         ranked += 1
-        value = row[primary]
         tied = previous is not None and value is not None and previous[0] == value
         rank = previous[1] if tied and shared and previous else ranked
         previous = (value, rank)
-        result.append(Entry(rank, *row))
-    return result, sorted(dimensions)
+        result.append(rank)
+    return result
+
+
+def read_entries(
+    split: Split, setting: str, run_ids: list[int], ranks_: list[int | None]
+) -> list[Entry]:
+    """The entries of ``run_ids`` (runs of the board of ``split`` in ``setting``) with their
+    ``ranks_``, in that order: their wide rows only."""
+    rows = (
+        Headline.objects.filter(run_id__in=run_ids, split=split, setting=setting)
+        .annotate(metrics_json=Cast("metrics", TextField()))
+        .values_list(*ENTRY_FIELDS)
+    )
+    by_run = {row[0]: row for row in rows}
+    return [Entry(rank, *by_run[run_id]) for run_id, rank in zip(run_ids, ranks_, strict=True)]
+
+
+def _entries(split: Split, setting: str) -> tuple[list[Entry], list[str]]:
+    """``entries`` and the slice dimensions their runs have, from one query."""
+    rows = list(
+        board_rows(split, setting)
+        .annotate(metrics_json=Cast("metrics", TextField()))
+        .values_list(*ENTRY_FIELDS, "dimensions")
+    )
+    primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
+    shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    ranked = ranks(((row[primary], row[baseline]) for row in rows), shared)
+    dimensions = {name for row in rows for name in row[-1]}
+    entries_ = [Entry(rank, *row[:-1]) for row, rank in zip(rows, ranked, strict=True)]
+    return entries_, sorted(dimensions)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
+from typing import TypeVar
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -24,6 +25,7 @@ from leaderboard.ranking import Entry, SliceCell, SliceTable
 RANK = "rank"  # the board's own order
 SUBMITTED = "submitted"  # by submission date
 DIRECTIONS = ("asc", "desc")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -65,16 +67,26 @@ def sorted_entries(entries: list[Entry], sort: Sort) -> list[Entry]:
     """``entries`` (in the board's order) in ``sort``'s order; ties keep the board's order."""
     if sort.key == RANK:
         return entries
-    if sort.key == SUBMITTED:
-        values: list[float | None] = [e.submitted_at.timestamp() for e in entries]
-    else:
-        values = [_number(e.metrics.get(sort.key)) for e in entries]
-    present = [(v, e) for v, e in zip(values, entries, strict=True) if v is not None]
-    present.sort(key=lambda pair: pair[0], reverse=sort.descending)
-    return [e for _, e in present] + [e for v, e in zip(values, entries, strict=True) if v is None]
+    return ordered(entries, [sort_value(e, sort.key) for e in entries], sort.descending)
 
 
-def _number(value: object) -> float | None:
+def sort_value(entry: Entry, key: str) -> float | None:
+    """What ``sort`` (not RANK) orders ``entry`` by: its submission time or a metric's number."""
+    if key == SUBMITTED:
+        return entry.submitted_at.timestamp()
+    return number(entry.metrics.get(key))
+
+
+def ordered(items: list[T], values: list[float | None], descending: bool) -> list[T]:
+    """``items`` by their ``values`` (a stable sort: ties keep their order), None last."""
+    present = [(v, item) for v, item in zip(values, items, strict=True) if v is not None]
+    present.sort(key=lambda pair: pair[0], reverse=descending)
+    return [item for _, item in present] + [
+        item for v, item in zip(values, items, strict=True) if v is None
+    ]
+
+
+def number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -141,7 +153,7 @@ def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> l
             if entry.primary_ci_low is not None and entry.primary_ci_high is not None
             else "–"
         )
-        cells = [c.shown(_number(metrics.get(c.name))) for c in columns]
+        cells = [c.shown(number(metrics.get(c.name))) for c in columns]
         submitted = f"{entry.submitted_at:%Y-%m-%d}"
         href = entry_href.format(entry.run_id) if entry_href else ""
         result.append(Row(entry, cells, interval, submitted, href))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -27,7 +27,7 @@ from django.urls import reverse
 from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
-from leaderboard.views import board_nav, board_settings, board_table
+from leaderboard.views import board_nav, board_page, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
@@ -100,7 +100,7 @@ def _page_number(request: HttpRequest) -> int:
     return int(value)
 
 
-def _page(entries: list[ranking.Entry], number: int) -> Page:
+def _page(entries: Sequence[ranking.Entry], number: int) -> Page:
     try:
         return Paginator(entries, ENTRIES_PER_PAGE).page(number)
     except EmptyPage:
@@ -130,8 +130,8 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     shown = board_settings.settings_shown(request, split, setting, lacking)
 
     def render_body() -> str:
-        board = board_cache.board(split, setting)
-        page = _page(board_table.sorted_entries(board.entries, sort), number)
+        board = board_page.board(split, setting, sort)  # reads this page's entries only
+        page = _page(board.entries, number)
         kept = shown["setting_query"]
         context = {
             "split": split,
@@ -173,7 +173,7 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
     shown = board_settings.settings_shown(request, split, setting, lacking)
 
     def render_body() -> str:
-        board = board_cache.board(split, setting)
+        board = board_page.board(split, setting, board_table.Sort(board_table.RANK, False))
         dimension = asked or (board.dimensions[0] if board.dimensions else "")
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
