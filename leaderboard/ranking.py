@@ -142,7 +142,7 @@ def entries(split: Split, setting: str = "") -> list[Entry]:
 
 
 def _picked(split: Split, setting: str) -> QuerySet[Headline]:
-    """The run ids of the board's entries: one per team by the task's rule, every baseline."""
+    """The headlines of the board's entries: one per team by the task's rule, every baseline."""
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
         When(run__submission__is_baseline=True, then=F("run__submission_id")), default=Value(0)
@@ -158,15 +158,25 @@ def _picked(split: Split, setting: str) -> QuerySet[Headline]:
             )
         )
         .filter(pick=1)
-        .values("run_id")
     )
 
 
+def _board_order(task: Task) -> tuple[Any, ...]:
+    """By the primary metric (incomplete results last), the earlier submission, the run."""
+    return (_by_primary(task), F("run__submission__created_at").asc(), F("run_id").asc())
+
+
 def board_rows(split: Split, setting: str) -> QuerySet[Headline]:
-    """The headlines of the board's entries in its order: by the primary metric (incomplete
-    results last), then the earlier submission, then the run (a total order)."""
-    order = (_by_primary(split.task), F("run__submission__created_at").asc(), F("run_id").asc())
-    return Headline.objects.filter(run_id__in=_picked(split, setting)).order_by(*order)
+    """The headlines of the board's entries in its order: picked on narrow rows, then read
+    (for the wide columns: texts, metrics)."""
+    picked = _picked(split, setting).values("run_id")
+    return Headline.objects.filter(run_id__in=picked).order_by(*_board_order(split.task))
+
+
+def narrow_board_rows(split: Split, setting: str) -> QuerySet[Headline]:
+    """``board_rows`` read in the picking query itself: for narrow columns only (each is read
+    for every run of the setting, not only the picked ones)."""
+    return _picked(split, setting).order_by(*_board_order(split.task))
 
 
 def ranks(lines: Iterable[tuple[float | None, bool]], shared: bool) -> list[int | None]:

@@ -129,10 +129,13 @@ class Headline(ScoreRow):
     dimensions = ArrayField(models.CharField(max_length=100), default=list)  # stored, sorted
 
     class Meta:
-        # covering: the ranking reads a split's runs and primary values from the index alone
+        # covering: the ranking reads a split's runs, primary values and slice dimensions from
+        # the index alone
         indexes = (
             models.Index(
-                fields=["split", "setting"], include=["run", "primary"], name="headline_board"
+                fields=["split", "setting"],
+                include=["run", "primary", "dimensions"],
+                name="headline_board",
             ),
         )
 

@@ -56,7 +56,7 @@ def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
     elif sort.key != RANK:
         extra["sort_value"] = KeyTransform(sort.key, "metrics")
     rows = list(
-        ranking.board_rows(split, setting)
+        ranking.narrow_board_rows(split, setting)
         .annotate(**extra)
         .values_list(*NARROW, "run__submission_id", *extra)
     )
