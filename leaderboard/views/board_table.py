@@ -26,6 +26,7 @@ RANK = "rank"  # the board's own order
 SUBMITTED = "submitted"  # by submission date
 DIRECTIONS = ("asc", "desc")
 T = TypeVar("T")
+ENTRY_TITLE = "this entry's slices"  # an entry link's title on the leaderboard
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,30 @@ class Row:
         texts = [self.cells[0], self.interval, *self.cells[1:]]
         return mark_safe("".join(f'<td class="num">{escape(text)}</td>' for text in texts))
 
+    def tr(self) -> SafeString:
+        """The leaderboard line, escaped: built here, not by template lookups."""
+        entry = self.entry
+        links = "".join(
+            f' · <a href="{escape(url)}" rel="nofollow noopener">{name}</a>'
+            for name, url in (("paper", entry.paper_url), ("code", entry.code_url))
+            if url
+        )
+        if not entry.complete:
+            links += f'<span class="badge failed">incomplete: {entry.unjudged} unjudged</span>'
+        return mark_safe(
+            f'<tr data-team="{entry.team_id}">{_rank_td(entry)}'
+            f'<td class="team">{escape(entry.team)}</td>'
+            f'<td><a class="entry" href="{escape(self.href)}" title="{ENTRY_TITLE}">'
+            f"{escape(entry.method_name)}</a>{links}</td>"
+            f'{self.metric_tds()}<td class="num">{entry.count}</td>'
+            f'<td><time datetime="{self.submitted_iso}">{self.submitted}</time></td></tr>\n'
+        )
+
+
+def _rank_td(entry: Entry) -> str:
+    rank = entry.rank if entry.rank else '<span class="badge baseline">baseline</span>'
+    return f"<td>{rank}</td>"
+
 
 def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> list[Row]:
     """The entries' lines; ``entry_href``: the URL of the first entry's page with ``{}`` for
@@ -192,16 +217,19 @@ def cell_text(cell: SliceCell | None, metric: Metric) -> CellText:
     )
 
 
-def slice_lines(
-    table: SliceTable, metric: Metric, entry_href: str
-) -> list[tuple[Entry, str, list[CellText]]]:
-    """The slice table's rows as shown: per entry, its page's URL (``rows``' ``entry_href``)
-    and one cell per slice value."""
-    return [
-        (
-            entry,
-            entry_href.format(entry.run_id),
-            [cell_text(cells.get(value), metric) for value in table.values],
+def slice_lines(table: SliceTable, metric: Metric, entry_href: str) -> list[SafeString]:
+    """The slice table's rows as HTML, escaped: per entry, a link to its page (``rows``'
+    ``entry_href``) and a cell per slice value (``CellText.td``); built here, not by template
+    lookups, as a page has a cell per entry and slice value."""
+    lines = []
+    for entry, cells in table.rows:
+        href = escape(entry_href.format(entry.run_id))
+        tds = "".join(cell_text(cells.get(value), metric).td() for value in table.values)
+        lines.append(
+            mark_safe(
+                f'<tr data-team="{entry.team_id}">{_rank_td(entry)}<td class="team">'
+                f'<a class="entry" href="{href}">{escape(entry.method_name)}</a> '
+                f'<span class="muted">({escape(entry.team)})</span></td>{tds}</tr>\n'
+            )
         )
-        for entry, cells in table.rows
-    ]
+    return lines
