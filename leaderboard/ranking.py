@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Case, F, QuerySet, TextField, Value, When
+from django.db.models import Case, F, Func, JSONField, QuerySet, TextField, Value, When
 from django.db.models.expressions import Window
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, RowNumber
@@ -299,17 +299,23 @@ def slice_table(
     """The stored scores of each leaderboard entry for every value of ``dimension``: every
     metric, or only those named in ``metrics`` (each cell's other metrics are not read)."""
     by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
-    rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension)
+    # unordered: the model's order by run would join every run of the site
+    rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).order_by()
     if metrics is None:
-        cells = rows.values("run_id", "value", "count", "metrics")
-    else:
-        picked = {f"metric_{i}": KeyTransform(name, "metrics") for i, name in enumerate(metrics)}
-        cells = rows.annotate(**picked).values("run_id", "value", "count", *picked)
-    for cell in cells:
+        cells = rows.values_list("run_id", "value", "count", "metrics")
+    else:  # one JSON object a cell, of the named metrics only
+        pairs = [part for name in metrics for part in (Value(name), KeyTransform(name, "metrics"))]
+        shown = Func(*pairs, function="jsonb_build_object", output_field=JSONField())
+        cells = rows.annotate(shown=shown).values_list("run_id", "value", "count", "shown")
+    for run_id, value, count, stored in cells:
         if metrics is not None:
-            read = (cell.pop(f"metric_{i}") for i in range(len(metrics)))
-            cell["metrics"] = {n: v for n, v in zip(metrics, read, strict=True) if v is not None}
-        by_run[cell["run_id"]][cell["value"]] = cell
+            stored = {name: number for name, number in stored.items() if number is not None}
+        by_run[run_id][value] = {
+            "run_id": run_id,
+            "value": value,
+            "count": count,
+            "metrics": stored,
+        }
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(
         dimension=dimension,
