@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Case, F, Func, JSONField, QuerySet, TextField, Value, When
+from django.db.models import Case, F, QuerySet, TextField, Value, When
 from django.db.models.expressions import Window
-from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, RowNumber
 
 from evaluator.protocols.base import Metric
-from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Split, Task
-from leaderboard.models.results import ALL
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, Split, Task
 
 # What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
 # of ``Entry``'s fields after ``rank``.
@@ -35,6 +33,12 @@ ENTRY_FIELDS = (
 
 
 BASELINE = "run__submission__is_baseline"
+
+
+# the slice tables, read beside a board; here as before
+from leaderboard.slices import SliceCell, SliceTable, entry_slices, slice_table  # noqa: E402
+
+__all__ = ["SliceCell", "SliceTable", "entry_slices", "slice_table"]
 
 
 class Entry(NamedTuple):
@@ -276,68 +280,6 @@ def derived_scores(
     undefined = {sid: protocol.undefined(settings) for sid, settings in by_submission.items()}
     kept = {sid: values for sid, values in derived.items() if values}
     return kept, {sid: undefined[sid] for sid in kept if undefined[sid]}
-
-
-def _value_order(value: str) -> tuple[int, int, str]:
-    return (0, int(value), "") if value.isdigit() else (1, 0, value)
-
-
-# A slice cell: the stored numbers of one entry for one slice value: {"count", "metrics"}.
-SliceCell = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class SliceTable:
-    dimension: str
-    values: list[str]
-    rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
-
-
-def slice_table(
-    leaderboard: Sequence[Entry], dimension: str, metrics: Sequence[str] | None = None
-) -> SliceTable:
-    """The stored scores of each leaderboard entry for every value of ``dimension``: every
-    metric, or only those named in ``metrics`` (each cell's other metrics are not read)."""
-    by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
-    # unordered: the model's order by run would join every run of the site
-    rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).order_by()
-    if metrics is None:
-        cells = rows.values_list("run_id", "value", "count", "metrics")
-    else:  # one JSON object a cell, of the named metrics only
-        pairs = [part for name in metrics for part in (Value(name), KeyTransform(name, "metrics"))]
-        shown = Func(*pairs, function="jsonb_build_object", output_field=JSONField())
-        cells = rows.annotate(shown=shown).values_list("run_id", "value", "count", "shown")
-    for run_id, value, count, stored in cells:
-        if metrics is not None:
-            stored = {name: number for name, number in stored.items() if number is not None}
-        by_run[run_id][value] = {
-            "run_id": run_id,
-            "value": value,
-            "count": count,
-            "metrics": stored,
-        }
-    values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
-    return SliceTable(
-        dimension=dimension,
-        values=values,
-        rows=[(e, by_run[e.run_id]) for e in leaderboard],
-    )
-
-
-def entry_slices(entry: Entry) -> list[SliceTable]:
-    """The entry's stored scores on every slice, one table (of one row) per dimension."""
-    cells: dict[str, dict[str, SliceCell]] = {}
-    rows = (
-        SliceScore.objects.filter(run_id=entry.run_id)
-        .exclude(dimension=ALL[0])
-        .values("dimension", "value", "count", "metrics")
-    )
-    for cell in rows:
-        cells.setdefault(cell["dimension"], {})[cell["value"]] = cell
-    return [
-        SliceTable(name, sorted(cells[name], key=_value_order), [(entry, cells[name])])
-        for name in sorted(cells)
-    ]
 
 
 @dataclass(frozen=True)

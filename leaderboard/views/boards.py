@@ -178,10 +178,7 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
         page = _page(board.entries, number)
-        shown_metrics = (metric.name, f"{metric.name}_ci95")
-        table = (
-            ranking.slice_table(page.object_list, dimension, shown_metrics) if dimension else None
-        )
+        table = ranking.slice_table(page.object_list, dimension, metric.name) if dimension else None
         query = urlencode({"dimension": dimension, "metric": metric.name}) + (
             f"&{shown['setting_query']}" if shown["setting_query"] else ""
         )

@@ -8,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard import ranking
-from leaderboard.models import Split, Submission, Task, Team
+from leaderboard.charts import cell_interval, cell_value
+from leaderboard.models import SliceScore, Split, Submission, Task, Team
 from leaderboard.views import board_page, board_table
 from leaderboard.views.board_table import RANK, SUBMITTED, Sort
 
@@ -79,3 +80,33 @@ def test_a_page_reads_only_its_entries(teams, public, make_entry):
     assert page == ranking.board(split).entries[2:5]
     with pytest.raises(TypeError):
         listing[0]
+
+
+ODD_CELLS = [
+    {"truthfulness": 0.25, "truthfulness_ci95": [0.1, 0.4]},
+    {"truthfulness": 3, "truthfulness_ci95": [0, 1]},
+    {"truthfulness": True, "truthfulness_ci95": [0.1, "x"]},
+    {"truthfulness": "n/a", "truthfulness_ci95": 5},
+    {"truthfulness": None, "truthfulness_ci95": [1, 2, 3]},
+    {"truthfulness": [1], "truthfulness_ci95": {"low": 1}},
+    {"truthfulness_ci95": [False, -0.5]},
+    {},
+]
+
+
+def test_a_slice_page_reads_its_metric_as_the_chart_reads_the_stored_cell(
+    teams, public, make_entry
+):
+    run = make_entry(teams["alpha"], public, 0.3)
+    for i, metrics in enumerate(ODD_CELLS):
+        SliceScore.objects.create(run=run, dimension="odd", value=f"v{i}", count=i, metrics=metrics)
+    entries = ranking.entries(public)
+    full = ranking.slice_table(entries, "odd")
+    shown = ranking.slice_table(entries, "odd", "truthfulness")
+    assert shown.values == full.values == [f"v{i}" for i in range(len(ODD_CELLS))]
+    metric = next(c for c in ranking.columns(public.task) if c.name == "truthfulness")
+    (_, stored), (_, read) = full.rows[0], shown.rows[0]
+    for value in full.values:
+        assert cell_value(read[value], metric) == cell_value(stored[value], metric), value
+        assert cell_interval(read[value], metric) == cell_interval(stored[value], metric), value
+        assert read[value]["count"] == stored[value]["count"]
