@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -185,10 +185,9 @@ def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> l
     return result
 
 
-@dataclass(frozen=True)
-class CellText:
+class CellText(NamedTuple):
     """A slice cell as shown: ``value`` for ``data-value`` ("" when none), the metric's text,
-    its interval's, the items behind it (None: no cell)."""
+    its interval's, the items behind it (None: no cell). A tuple: ~1,300 a slice page."""
 
     value: str
     shown: str
