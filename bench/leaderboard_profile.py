@@ -1,0 +1,86 @@
+"""In-process profile of the uncached leaderboard read path: wall, SQL and Python CPU time.
+
+Usage: python bench/leaderboard_profile.py [--database podium_bench] [--views 12]
+       [--profile "leaderboard, page 1"]
+
+Seed the database first (``bench/seed_leaderboard.py``). For each page of
+``leaderboard_load.PAGES``: ``--views`` views through Django's test client, each right after the
+split's ``results_version`` changed (nothing cached); prints the median wall time, time inside
+``cursor.execute`` (SQL) and this process's CPU time. ``--profile`` names a page to profile
+(cProfile, its last view, the 30 costliest calls by cumulative time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", default="podium_bench")
+    parser.add_argument("--server", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--views", type=int, default=12)
+    parser.add_argument("--profile", default="")
+    args = parser.parse_args()
+    os.environ["DATABASE_URL"] = f"{args.server}/{args.database}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+    from leaderboard_load import PAGES
+
+    from leaderboard.models import Split
+
+    in_sql = [0.0]
+
+    def timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            in_sql[0] += time.perf_counter() - started
+
+    client = Client()
+    print("| page | wall ms | SQL ms | Python CPU ms |")
+    print("| --- | --- | --- | --- |")
+    for name, path in PAGES.items():
+        walls, sqls, cpus = [], [], []
+        profile = cProfile.Profile()
+        for view in range(args.views):
+            Split.objects.update(results_version=uuid.uuid4())
+            in_sql[0] = 0.0
+            profiled = name == args.profile and view == args.views - 1
+            with connection.execute_wrapper(timed):
+                wall, cpu = time.perf_counter(), time.process_time()
+                if profiled:
+                    profile.enable()
+                response = client.get(path)
+                profile.disable()
+                walls.append((time.perf_counter() - wall) * 1000)
+                cpus.append((time.process_time() - cpu) * 1000)
+            sqls.append(in_sql[0] * 1000)
+            if response.status_code != 200:
+                raise RuntimeError(f"GET {path}: HTTP {response.status_code}")
+        medians = (statistics.median(v) for v in (walls, sqls, cpus))
+        print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + " |")
+        if name == args.profile:
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
