@@ -135,7 +135,7 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     page = client.get(board)
     assert page.status_code == 200
     html = page.content.decode()
-    assert html.index("<td>rag-kit-a-agent") < html.index("<td>idk-agent"), "rag ranks first"
+    assert html.index(">rag-kit-a-agent</a>") < html.index(">idk-agent</a>"), "rag ranks first"
     best = SliceScore.objects.get(run=rag, dimension="all")
     worst = SliceScore.objects.get(run=idk, dimension="all")
     assert best.primary > worst.primary == 0.0  # truthfulness, the task's primary metric
