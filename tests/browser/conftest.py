@@ -86,3 +86,20 @@ def page(chromium, live_server):
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+def public_entries(teams, splits, make_entry):  # noqa: F811 - the imported fixtures
+    """Two teams and an organisers' baseline on the public test (its bundle named as stored)."""
+    from leaderboard.models import Team
+    from tests.leaderboard.factories import block
+
+    slices = {"domain": {"food": block(0.6, turns=12), "vehicle": block(0.2, turns=8)}}
+    public = splits["public-test"]
+    public.bundle.name, public.items = "splits/public-test.tar", 20
+    public.save(update_fields=["bundle", "items"])
+    make_entry(teams["beta"], public, 0.30, method="beta-rag", slices=slices)
+    make_entry(teams["gamma"], public, 0.10, method="gamma-agent", slices=slices)
+    organisers = Team.objects.create(name="organisers")
+    make_entry(organisers, public, 0.05, method="llava-baseline", baseline=True, slices=slices)
+    return public

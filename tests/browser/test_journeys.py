@@ -30,7 +30,7 @@ from django.core import mail
 
 from leaderboard.models import Challenge, EvaluationRun, RunAction, Split, Submission, Team
 from tests.browser.axe import assert_accessible
-from tests.browser.test_leaderboard_browser import SLICES, finish_pipeline
+from tests.browser.test_leaderboard_browser import finish_pipeline
 from tests.leaderboard.broker import broker_at, sent
 from tests.leaderboard.factories import write_small_split
 
@@ -108,16 +108,9 @@ def written(challenge: Challenge) -> Challenge:
 
 
 @pytest.fixture
-def entries(written, teams, splits, make_entry):
-    """Two teams and an organisers' baseline on the public test, whose bundle is stored."""
-    public = splits["public-test"]
-    public.bundle.name, public.items = "splits/public-test.tar", 20
-    public.save(update_fields=["bundle", "items"])
-    make_entry(teams["beta"], public, 0.30, method="beta-rag", slices=SLICES)
-    make_entry(teams["gamma"], public, 0.10, method="gamma-agent", slices=SLICES)
-    organisers = Team.objects.create(name="organisers")
-    make_entry(organisers, public, 0.05, method="llava-baseline", baseline=True, slices=SLICES)
-    return public
+def entries(written, public_entries):
+    """Two teams and an organisers' baseline on the written challenge's public test."""
+    return public_entries
 
 
 def click_link(page, name: str, within: str = "main") -> None:

@@ -6,26 +6,18 @@ import re
 
 import pytest
 
-from leaderboard.models import EvaluationRun, Submission, Team
+from leaderboard.models import EvaluationRun, Submission
 from leaderboard.scores import store_scores
 from tests.leaderboard.broker import broker_at, sent
 from tests.leaderboard.factories import block, scores_dict
 
 BROKER = "redis://127.0.0.1:6379/13"  # the browser tests' own Redis database
 BOARD = "/c/crag-mm-2026/multi-turn-qa/public-test/"
-SLICES = {"domain": {"food": block(0.6, turns=12), "vehicle": block(0.2, turns=8)}}
 
 
 @pytest.fixture
-def board(teams, splits, make_entry, make_user):
+def board(public_entries, teams, make_user):
     """Two teams on the public-test leaderboard, an organisers' baseline, and ann of alpha."""
-    public = splits["public-test"]
-    public.bundle.name, public.items = "splits/public-test.tar", 20
-    public.save(update_fields=["bundle", "items"])
-    make_entry(teams["beta"], public, 0.30, method="beta-rag", slices=SLICES)
-    make_entry(teams["gamma"], public, 0.10, method="gamma-agent", slices=SLICES)
-    organisers = Team.objects.create(name="organisers")
-    make_entry(organisers, public, 0.05, method="llava-baseline", baseline=True, slices=SLICES)
     return make_user("ann", team=teams["alpha"])
 
 
