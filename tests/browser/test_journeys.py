@@ -33,8 +33,9 @@ from tests.browser.axe import assert_accessible
 from tests.browser.test_leaderboard_browser import finish_pipeline
 from tests.leaderboard.broker import broker_at, sent
 from tests.leaderboard.factories import write_small_split
+from tests.services import redis_url
 
-BROKER = "redis://127.0.0.1:6379/15"  # its own: 13 is the other browser tests', 11 a bench's
+BROKER = redis_url("journeys")  # tests/services.py: its own database, emptied around each test
 SIZES = {"1400": {"width": 1400, "height": 900}, "390": {"width": 390, "height": 844}}
 PASSWORD = "a-long-pass-phrase-9"
 CHALLENGE = "/c/crag-mm-2026/"

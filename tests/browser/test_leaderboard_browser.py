@@ -10,8 +10,9 @@ from leaderboard.models import EvaluationRun, Submission
 from leaderboard.scores import store_scores
 from tests.leaderboard.broker import broker_at, sent
 from tests.leaderboard.factories import block, scores_dict
+from tests.services import redis_url
 
-BROKER = "redis://127.0.0.1:6379/13"  # the browser tests' own Redis database
+BROKER = redis_url("e2e")  # tests/services.py: its own database, emptied around each test
 BOARD = "/c/crag-mm-2026/multi-turn-qa/public-test/"
 
 

@@ -8,8 +8,9 @@ import pytest
 from leaderboard.models import Submission, Task
 from tests.leaderboard.broker import broker_at
 from tests.leaderboard.submit_support import image_archive
+from tests.services import redis_url
 
-BROKER = "redis://127.0.0.1:6379/13"  # the browser tests' own Redis database
+BROKER = redis_url("e2e")  # tests/services.py: its own database, emptied around each test
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

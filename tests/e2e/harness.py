@@ -30,10 +30,11 @@ from leaderboard.demo.setup import context_tar
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Task, Team
 from leaderboard.submitting import Artifact, MethodInfo, evaluated_splits, submit
 from podium.celery import app
+from tests.services import redis_url
 from workers.sandbox import LABEL_IMAGE
 
 REPO = Path(__file__).resolve().parents[2]
-BROKER = "redis://127.0.0.1:6379/13"  # a database of its own, emptied around each test
+BROKER = redis_url("e2e")  # tests/services.py: its own database, emptied around each test
 ALL_QUEUES = "build,gpu-l40s,judge,default"
 LABELS = {
     "domain": "vehicle",

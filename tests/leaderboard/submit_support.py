@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from leaderboard.models import Split
+from tests.services import redis_url
 
 from .broker import broker_at
 
-BROKER = "redis://127.0.0.1:6379/12"  # the submission tests' own database
+BROKER = redis_url("submit")  # tests/services.py: its own database, emptied around each test
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from django.utils import timezone
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.tasks import STAGE_TASKS, requeue_stale_runs
 from podium.celery import app
+from tests.services import redis_url
 
 State = EvaluationRun.State
-BROKER = "redis://127.0.0.1:6379/14"  # a database of its own, emptied around each test
+BROKER = redis_url("reaper")  # tests/services.py: its own database, emptied around each test
 
 
 def _use_broker(url):
