@@ -214,10 +214,10 @@ STATIC_URL = "static/"
 PODIUM_SERVE_STATIC = _env_bool("PODIUM_SERVE_STATIC", True)
 if not PODIUM_SERVE_STATIC:
     MIDDLEWARE.remove("whitenoise.middleware.WhiteNoiseMiddleware")
-# Set (as in Podium's image, which runs collectstatic at build time): static files are served
-# from there only, compressed. Unset: from the apps' own static folders, as they are.
+# collectstatic's target. Set (as in Podium's image, which collects at build time): static
+# files are served from there only, compressed. Unset: from the apps' own static folders.
 _static_root = _env("PODIUM_STATIC_ROOT", "", "<unset: served from the apps' folders>")
-STATIC_ROOT = Path(_static_root) if _static_root else VAR_DIR / "static"
+STATIC_ROOT = Path(_static_root) if _static_root else None
 WHITENOISE_USE_FINDERS = not _static_root
 MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
 # This node's copies of the models challenges let agents load by hub id (workers.model_store).
