@@ -185,3 +185,8 @@ def test_keys_come_from_a_secret_and_migrations_from_a_job(rendered):
             assert refs == [secret], f"{where} {container['name']}"
             if not where.startswith("Job/"):
                 assert "migrate --check" in " ".join(spec["initContainers"][0]["command"])
+
+
+def test_no_pod_holds_a_kubernetes_api_token(rendered):
+    for where, template in pods(rendered):
+        assert template["spec"]["automountServiceAccountToken"] is False, where
