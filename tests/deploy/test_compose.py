@@ -95,6 +95,7 @@ def test_the_web_is_gunicorn_as_nobody_without_the_engine(services):
     web = services["web"]
     assert web["command"] == ["gunicorn", "podium.wsgi:application"]
     assert web["user"] == "65534:65534"
+    assert web["environment"]["PODIUM_VAR_DIR"].startswith("/tmp/")  # writable as nobody
     assert not web.get("volumes")
     assert not any("runserver" in str(s.get("command")) for s in services.values())
 

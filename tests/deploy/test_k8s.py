@@ -93,6 +93,10 @@ def test_the_web_probes_are_the_health_endpoints(rendered):
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert web["command"][:2] == ["gunicorn", "podium.wsgi:application"]
+    env = {e["name"]: e["value"] for e in web["env"]}
+    mounts = {m["mountPath"] for m in web["volumeMounts"]}
+    assert web["securityContext"]["readOnlyRootFilesystem"] and "/tmp" in mounts
+    assert env["PODIUM_VAR_DIR"].startswith("/tmp/")  # the only writable place
 
 
 def test_a_worker_per_queue_scaled_by_keda_on_its_redis_list(rendered):

@@ -75,9 +75,13 @@ class Stack:
         (tmp / "var" / "tmp").mkdir(parents=True, exist_ok=True)
         self.tmp = tmp
 
-    def start(self, role: str, command: list[str], *, engine: bool = False, **kw) -> None:
+    def start(
+        self, role: str, command: list[str], *, engine: bool = False, var_dir: str = "", **kw
+    ) -> None:
         volumes = {}
         env = dict(self.env)
+        if var_dir:  # as deploy/compose.yaml sets it for the web
+            env["PODIUM_VAR_DIR"] = var_dir
         if engine:  # as deploy/compose.yaml mounts them for the build and GPU workers
             volumes = {
                 "/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"},
@@ -141,7 +145,7 @@ def test_the_images_serve_evaluate_and_rank_the_example_agent(
 
     site = f"http://127.0.0.1:{stack.port}"
     stack.start("web", ["gunicorn", "podium.wsgi:application", f"--bind=127.0.0.1:{stack.port}",
-                        "--workers=2"], user="65534:65534")  # fmt: skip
+                        "--workers=2"], user="65534:65534", var_dir="/tmp/podium")  # fmt: skip
     stack.start("worker", ["celery", "-A", "podium", "worker", "-Q", ALL_QUEUES,
                            "--concurrency=1", "-l", "INFO"], engine=True)  # fmt: skip
     stack.start("beat", ["celery", "-A", "podium", "beat", "-s", "/tmp/celerybeat-schedule"])
