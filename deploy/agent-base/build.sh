@@ -8,7 +8,8 @@
 # cpu (default):
 #   1. debootstrap Debian bookworm (minbase + python3, python3-pil, python3-numpy, python3-venv)
 #      into a cached rootfs tarball (first run only, about 45 s; later runs reuse the tarball);
-#   2. import it as podium/debian-python:bookworm-<packages hash> (skipped when it exists);
+#   2. import it as podium/debian-python:bookworm-<packages hash> (skipped when it exists; steps 1-2
+#      are deploy/lib/debian-base.sh, shared with Podium's own image, deploy/images/build.sh);
 #   3. docker build Dockerfile on it with agentkit inside.
 # cuda: steps 1-3 with gcc, libc6-dev and python3-dev added to the rootfs (Triton compiles its
 #   launchers at run time), tagged podium/agent-base:cuda12-python; then the wheels of
