@@ -100,8 +100,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "podium.health.ProbeMiddleware",  # /healthz, /readyz: before the host check
     "podium.timing.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # /static/, when PODIUM_SERVE_STATIC (below)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -208,9 +210,15 @@ USE_TZ = True
 
 # --- files: static assets are public; media (uploads, split bundles) is never served by URL
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-# Serve /static/ from the app itself (the one-machine setup has no front web server).
+# Serve /static/ from the app itself through WhiteNoise (no front web server needed).
 PODIUM_SERVE_STATIC = _env_bool("PODIUM_SERVE_STATIC", True)
+if not PODIUM_SERVE_STATIC:
+    MIDDLEWARE.remove("whitenoise.middleware.WhiteNoiseMiddleware")
+# collectstatic's target. Set (as in Podium's image, which collects at build time): static
+# files are served from there only, compressed. Unset: from the apps' own static folders.
+_static_root = _env("PODIUM_STATIC_ROOT", "", "<unset: served from the apps' folders>")
+STATIC_ROOT = Path(_static_root) if _static_root else None
+WHITENOISE_USE_FINDERS = not _static_root
 MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
 # This node's copies of the models challenges let agents load by hub id (workers.model_store).
 PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
@@ -239,7 +247,8 @@ else:
     }
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # collectstatic also writes gzip copies, which WhiteNoise serves to clients that accept them.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Uploaded files (image archives of several GB) are streamed to a temporary file in 64 KiB
 # chunks, whatever their size, and from there to storage: never held in memory. Form fields
