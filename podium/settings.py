@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from workers.limits import SearchLimits
+from workers.sandbox import SandboxPolicy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -313,6 +314,22 @@ PODIUM_GPU_CLASSES = [
     c.strip() for c in _env("PODIUM_GPU_CLASSES", "l40s").split(",") if c.strip()
 ] or ["l40s"]
 PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
+# The GPUs every agent container this worker starts is given: "" or "none" (CPU workers),
+# "all", or device ids or UUIDs ("0", "GPU-1c2b..."). Unset, it is what the worker itself was
+# given: a Kubernetes pod with nvidia.com/gpu or a Compose service reserving a device sees its
+# GPU in NVIDIA_VISIBLE_DEVICES, so one worker's agent gets exactly that worker's GPU.
+_visible = os.environ.get("NVIDIA_VISIBLE_DEVICES", "").strip()
+_visible = "" if _visible in ("void", "none") else _visible
+PODIUM_AGENT_GPUS = _env(
+    "PODIUM_AGENT_GPUS",
+    _visible,
+    f"<unset: NVIDIA_VISIBLE_DEVICES={_visible}>" if _visible else "<unset: none>",
+).strip()
+PODIUM_AGENT_GPUS = "" if PODIUM_AGENT_GPUS in ("none", "void") else PODIUM_AGENT_GPUS
+try:
+    SandboxPolicy(gpus=PODIUM_AGENT_GPUS or None).device_requests()
+except ValueError as _bad:
+    raise ImproperlyConfigured(f"PODIUM_AGENT_GPUS={PODIUM_AGENT_GPUS!r}: {_bad}") from None
 # A run whose worker sent no heartbeat for this long is re-queued, at most this many attempts.
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)

@@ -118,7 +118,9 @@ def test_health_checks_everywhere_one_shots_first(services):
 def _gpu_reserved(service: dict[str, Any]) -> bool:
     devices = service.get("deploy", {}).get("resources", {}).get("reservations", {})
     return any(
-        d.get("driver") == "nvidia" and "gpu" in d["capabilities"] and d.get("count") == 1
+        d.get("driver") == "nvidia"
+        and "gpu" in d["capabilities"]
+        and (d.get("count") == 1 or len(d.get("device_ids", [])) == 1)
         for d in devices.get("devices", [])
     )
 
@@ -129,6 +131,12 @@ def test_the_gpu_is_reserved_for_the_gpu_worker_and_the_judge_model(services):
         "worker-gpu",
         "vllm",
     }
+
+
+def test_the_gpu_worker_gives_its_agents_the_gpu_it_reserved(services):
+    worker = services["worker-gpu"]
+    (device,) = worker["deploy"]["resources"]["reservations"]["devices"]
+    assert device["device_ids"] == [worker["environment"]["PODIUM_AGENT_GPUS"]] == ["0"]
 
 
 def test_only_build_and_gpu_workers_reach_the_docker_engine(services):
