@@ -14,6 +14,7 @@ kubelet or a health check asks by the pod's or container's address, not a name i
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
 TIMEOUT_S = 3.0
+log = logging.getLogger(__name__)
 
 
 def _database() -> str | None:
@@ -47,9 +49,14 @@ def _broker() -> str | None:
 
 
 def _readiness() -> JsonResponse:
+    """Anyone may ask, so the reply names only the failing part (``database``, ``broker``); the
+    error itself, which can name hosts and users, goes to this process's log."""
     problems = [p for p in (_database(), _broker()) if p]
+    for problem in problems:
+        log.warning("not ready: %s", problem)
     return JsonResponse(
-        {"ready": not problems, "problems": problems}, status=503 if problems else 200
+        {"ready": not problems, "problems": [p.split(":", 1)[0] for p in problems]},
+        status=503 if problems else 200,
     )
 
 
