@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.judges import SQLiteCache, judge_all, make_judge
+from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
 from tests.fake_openai import serve
 
@@ -56,7 +57,7 @@ def main() -> None:
     url = receive.recv()
     requests = turns(args.turns)
     judge = make_judge(
-        "openai", base_url=url, model="bench-judge", structured="none",
+        "openai", CragMMRubric(), base_url=url, model="bench-judge", structured="none",
         concurrency=args.concurrency, max_retries=0,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,6 +35,12 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = -1  # headers and body leave in one write
     server: _Server
 
+    def setup(self) -> None:  # one call per connection
+        super().setup()
+        fake = self.server.fake
+        with fake._lock:
+            fake.connections += 1
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
@@ -73,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake.finished()
         if status != 200:
             error = {"error": {"message": text, "type": "fake_error", "code": status}}
-            self._send(status, json.dumps(error).encode(), {"Retry-After-Ms": "10"})
+            self._send(status, json.dumps(error).encode(), fake.retry_after)
         elif text == GARBAGE:
             self._send(200, b"this is not json {")
         elif text == NO_CHOICES:
@@ -112,6 +118,8 @@ class FakeOpenAI:
         self.replies: dict[str, str] = {}
         self.latency_s = latency_s
         self.hang_s = 0.0
+        self.retry_after = {"Retry-After-Ms": "10"}  # sent with every scripted failure
+        self.connections = 0  # TCP connections accepted
         self.reject_response_format = False
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of each request

@@ -157,7 +157,7 @@ JUDGE_NAMES: tuple[str, ...] = ("rules", "openai", "replay")
 
 
 def __getattr__(name: str) -> Any:
-    # OpenAIJudge is imported on first use: the openai client takes over a second to import,
+    # OpenAIJudge is imported on first use: its HTTP client (aiohttp) takes time to import,
     # which the rules judge (and everything else here) does not need.
     if name == "OpenAIJudge":
         from evaluator.judges.openai_judge import OpenAIJudge

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import uvloop
 from tqdm import tqdm
 
 from evaluator.judges.base import Judge
@@ -60,7 +61,9 @@ def judge_all(
         finally:
             await judge.aclose()
 
-    return asyncio.run(run())
+    # uvloop: the event loop in C, about a tenth less CPU a turn than asyncio's own.
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(run())
 
 
 async def judge_all_async(

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
+import redis
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -27,6 +30,7 @@ from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
 from workers.faults import PodiumFault
+from workers.judge_slots import judge_slots
 from workers.pipeline.bundles import split_dir
 from workers.pipeline.thumbnails import store_thumbnails
 
@@ -44,8 +48,9 @@ def task_judge(task: Task) -> Judge:
     return make_spec_judge(JudgeSpec.of_task(task), task)
 
 
-def make_spec_judge(spec: JudgeSpec, task: Task) -> Judge:
-    """The judge ``spec`` names (a task's, or one chosen for a run) on the task's rubric."""
+def make_spec_judge(spec: JudgeSpec, task: Task, concurrency: int | None = None) -> Judge:
+    """The judge ``spec`` names (a task's, or one chosen for a run) on the task's rubric;
+    ``concurrency``: the endpoint slots this process holds (``judge_slots``)."""
     rubric = protocol_class(task.protocol).rubric
     if spec.kind == RULES:
         return make_judge("rules", rubric)
@@ -60,8 +65,24 @@ def make_spec_judge(spec: JudgeSpec, task: Task) -> Judge:
         model=spec.model or endpoint.get("model"),
         api_key=os.environ.get(key_env) if key_env else None,
         revision=spec.revision or None,
-        concurrency=settings.PODIUM_JUDGE_CONCURRENCY,
+        concurrency=concurrency or settings.PODIUM_JUDGE_CONCURRENCY,
     )
+
+
+@contextmanager
+def endpoint_slots(spec: JudgeSpec) -> Iterator[int | None]:
+    """The slots of ``spec``'s endpoint this process may use while it judges (None for the
+    rules judge, which calls no endpoint): every judge process shares the endpoint's
+    ``PODIUM_JUDGE_CONCURRENCY`` (``workers.judge_slots``)."""
+    if spec.kind == RULES:
+        yield None
+        return
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        with judge_slots(spec.endpoint, settings.PODIUM_JUDGE_CONCURRENCY, client) as taken:
+            yield taken
+    finally:
+        client.close()
 
 
 def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
@@ -113,8 +134,12 @@ def judge_stage(run: EvaluationRun) -> int:
         for key, answer in answers.items()
         if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
-    judge = make_spec_judge(run_judge(run), task)
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
+    spec = run_judge(run)
+    with (
+        endpoint_slots(spec) as concurrency,
+        tempfile.TemporaryFile("w+", encoding="utf-8") as transcript,
+    ):
+        judge = make_spec_judge(spec, task, concurrency)
         try:
             graded = protocol.grade(
                 data,

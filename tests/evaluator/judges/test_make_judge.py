@@ -73,7 +73,7 @@ def test_unknown_judge() -> None:
 
 
 def _key(judge) -> str:
-    return judge._client_options["api_key"]
+    return judge._headers["Authorization"].removeprefix("Bearer ")
 
 
 @pytest.mark.parametrize(

@@ -167,3 +167,24 @@ def test_concurrency_is_bounded_by_the_judge(fake_openai: FakeOpenAI) -> None:
     judgments = run(judge_for(fake_openai, concurrency=3), *requests)
     assert all(j.verdict == Verdict.CORRECT for j in judgments)
     assert fake_openai.peak_in_flight == 3
+
+
+@pytest.mark.parametrize(
+    ("header", "wait_s"), [({"Retry-After": "1"}, 1.0), ({"Retry-After-Ms": "600"}, 0.6)]
+)
+def test_the_endpoints_retry_after_is_honoured(
+    fake_openai: FakeOpenAI, header: dict[str, str], wait_s: float
+) -> None:
+    fake_openai.retry_after = header
+    fake_openai.fail(503, times=1)
+    started = time.monotonic()
+    (judgment,) = run(judge_for(fake_openai, max_retries=1), DOG)
+    assert judgment.verdict == Verdict.CORRECT and fake_openai.count == 2
+    assert wait_s <= time.monotonic() - started < wait_s + 1.0
+
+
+def test_one_connection_per_concurrent_request_kept_alive(fake_openai: FakeOpenAI) -> None:
+    requests = [JudgeRequest(f"q{i}", "a", "a") for i in range(40)]
+    judgments = run(judge_for(fake_openai, concurrency=4), *requests)
+    assert all(j.verdict == Verdict.CORRECT for j in judgments)
+    assert 1 <= fake_openai.connections <= 4  # 40 requests over at most 4 kept-alive connections
