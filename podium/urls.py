@@ -1,4 +1,4 @@
-"""Top-level URLs: pages, the admin, sign-in, the REST API, and static assets.
+"""Top-level URLs: pages, the admin, sign-in, the REST API, ``/metrics``, and static assets.
 
 Stored files (split bundles, submission artifacts) have no URL at all.
 """
@@ -8,10 +8,13 @@ from django.contrib import admin
 from django.contrib.staticfiles.views import serve
 from django.urls import include, path, re_path
 
+from podium.metrics import metrics_view
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("api/", include("leaderboard.api.urls")),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("leaderboard.urls")),
 ]
 if settings.PODIUM_SERVE_STATIC:

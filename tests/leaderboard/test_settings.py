@@ -64,7 +64,7 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["db"] == "django.db.backends.postgresql"
-    assert shown["storage"]["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert shown["storage"]["BACKEND"] == "podium.storage.S3Storage"
     assert shown["storage"]["OPTIONS"]["bucket_name"] == "podium-artifacts"
     assert shown["storage"]["OPTIONS"]["default_acl"] == "private"
     assert shown["judges"]["default"]["model"] == "llama-judge"

@@ -22,10 +22,11 @@ from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import protocol_class
 from evaluator.protocols.base import Protocol
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, Judgment
 from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
+from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir
 from workers.pipeline.thumbnails import store_thumbnails
@@ -113,7 +114,10 @@ def judge_stage(run: EvaluationRun) -> int:
         for key, answer in answers.items()
         if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
-    judge = make_spec_judge(run_judge(run), task)
+    spec = run_judge(run)
+    judge = make_spec_judge(spec, task)
+    calls: list[tuple[float, Judgment]] = []
+    judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
         try:
             graded = protocol.grade(
@@ -126,6 +130,7 @@ def judge_stage(run: EvaluationRun) -> int:
             )
         finally:
             asyncio.run(judge.aclose())
+            record_judge_calls(spec.endpoint or spec.kind, calls)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     with transaction.atomic():
@@ -141,6 +146,14 @@ def judge_stage(run: EvaluationRun) -> int:
             judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_items=unjudged
         )
     return unjudged
+
+
+def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:
+    """Each call's latency, and the calls left undecided as errors, for ``/metrics``."""
+    labels = {"judge": judge}
+    events = [(JUDGE_LATENCY, seconds, labels) for seconds, _ in calls]
+    events += [(JUDGE_ERRORS, 1.0, labels) for _, j in calls if j.verdict == UNJUDGED]
+    record_many(events)
 
 
 def verdict_row(protocol: Protocol[Any, Any, Any], answer: ItemAnswer, item: Any) -> ItemVerdict:
