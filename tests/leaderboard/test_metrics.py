@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evaluator.judges import judge_all, make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
-from leaderboard.models import EvaluationRun, Submission
+from leaderboard.models import EvaluationRun
 from leaderboard.tasks import dispatch_stage
 from podium.storage import FileSystemStorage
 from tests.fake_openai import GARBAGE, FakeOpenAI
@@ -41,26 +41,6 @@ def staff(make_user) -> Client:
     client = Client()
     client.force_login(make_user("operator", staff=True))
     return client
-
-
-@pytest.fixture
-def make_run(teams, splits):
-    def make(state: str = State.QUEUED) -> EvaluationRun:
-        split = splits["public-test"]
-        submission = Submission.objects.create(
-            team=teams["alpha"],
-            challenge=split.task.challenge,
-            artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
-            method_name="m",
-        )
-        run = EvaluationRun.objects.create(submission=submission, task=split.task, split=split)
-        path = [State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING, State.DONE]
-        if state in path:
-            for step in path[: path.index(state) + 1]:
-                run.move_to(step, worker_id="node-a:1")
-        return run
-
-    return make
 
 
 def scrape(client: Client) -> dict[tuple[str, frozenset], float]:
@@ -118,12 +98,12 @@ def test_the_token_and_staff_read_the_same_metrics(settings, broker, staff):
 
 
 def test_a_queued_message_raises_its_queue_depth(
-    broker, staff, make_run, django_capture_on_commit_callbacks
+    broker, staff, pipeline_run, django_capture_on_commit_callbacks
 ):
     before = scrape(staff)
     assert value(before, "podium_queue_depth", queue="gpu-l40s") == 0
     assert value(before, "podium_queue_depth", queue="build") == 0
-    run = make_run(State.RUNNING)
+    run = pipeline_run(State.RUNNING)
     with django_capture_on_commit_callbacks(execute=True):
         dispatch_stage(run, State.RUNNING)
         dispatch_stage(run, State.RUNNING)
@@ -135,9 +115,9 @@ def test_a_queued_message_raises_its_queue_depth(
 
 
 def test_a_finished_run_appears_in_runs_by_state_and_the_duration_histogram(
-    broker, staff, make_run
+    broker, staff, pipeline_run
 ):
-    run = make_run(State.SCORING)
+    run = pipeline_run(State.SCORING)
     samples = scrape(staff)
     assert value(samples, "podium_runs", state="scoring") == 1
     assert value(samples, "podium_runs", state="done") == 0
@@ -157,9 +137,9 @@ def test_a_finished_run_appears_in_runs_by_state_and_the_duration_histogram(
     assert value(samples, "podium_run_duration_seconds_bucket", state="done", le="+Inf") == 1
 
 
-def test_failures_are_counted_by_whose_fault_they_are(broker, staff, make_run):
-    claims.fail_for_podium(make_run(State.RUNNING), "engine config broken")
-    make_run(State.BUILDING).move_to(State.FAILED, failure_reason="your image did not build")
+def test_failures_are_counted_by_whose_fault_they_are(broker, staff, pipeline_run):
+    claims.fail_for_podium(pipeline_run(State.RUNNING), "engine config broken")
+    pipeline_run(State.BUILDING).move_to(State.FAILED, failure_reason="your image did not build")
     samples = scrape(staff)
     assert value(samples, "podium_failed_runs", kind="podium") == 1
     assert value(samples, "podium_failed_runs", kind="team") == 1
@@ -167,8 +147,10 @@ def test_failures_are_counted_by_whose_fault_they_are(broker, staff, make_run):
     assert value(samples, "podium_runs", state="failed") == 2
 
 
-def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(broker, staff, make_run):
-    run = make_run(State.QUEUED)
+def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(
+    broker, staff, pipeline_run
+):
+    run = pipeline_run(State.QUEUED)
     mine = claims.claim(run.pk, State.BUILDING)
     assert mine is not None
     claims.release(mine, TransientFault("the Docker engine did not answer"))
@@ -188,15 +170,19 @@ def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(broker, 
     assert value(scrape(staff), "podium_retrying_runs") == 0
 
 
-def test_dead_time_is_the_idle_time_between_a_worker_s_stages(broker, staff, make_run, monkeypatch):
+def test_dead_time_is_the_idle_time_between_a_worker_s_stages(
+    broker, staff, pipeline_run, monkeypatch
+):
     node = socket.gethostname()
     monkeypatch.setattr(claims, "_idle_since", None)
-    assert claims.claim(make_run().pk, State.BUILDING) is not None
+    assert claims.claim(pipeline_run().pk, State.BUILDING) is not None
     name = "podium_worker_dead_time_seconds_count"
     assert value(scrape(staff), name, node=node) == 0, "no previous stage: no dead time"
     claims.stage_ended()
-    assert claims.claim(make_run().pk, State.BUILDING) is not None
-    assert claims.claim(make_run(State.RUNNING).pk, State.BUILDING) is None, "not mine: not counted"
+    assert claims.claim(pipeline_run().pk, State.BUILDING) is not None
+    assert claims.claim(pipeline_run(State.RUNNING).pk, State.BUILDING) is None, (
+        "not mine: not counted"
+    )
     samples = scrape(staff)
     assert value(samples, name, node=node) == 1
     assert value(samples, "podium_worker_dead_time_seconds_bucket", node=node, le="1.0") == 1
@@ -241,8 +227,8 @@ def test_storage_errors_are_counted_and_a_missing_file_is_not_one(broker, staff,
 
 
 @pytest.mark.django_db
-def test_with_redis_down_the_database_figures_still_answer(staff, make_run):
-    make_run(State.RUNNING)
+def test_with_redis_down_the_database_figures_still_answer(staff, pipeline_run):
+    pipeline_run(State.RUNNING)
     with broker_unreachable():
         samples = scrape(staff)
     assert value(samples, "podium_metrics_redis_up") == 0

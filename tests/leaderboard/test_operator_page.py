@@ -8,16 +8,14 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from leaderboard import operations
-from leaderboard.models import EvaluationRun, RunAction, Submission
+from leaderboard.models import EvaluationRun, RunAction
 from leaderboard.tasks import STAGE_TASKS
 from tests.leaderboard.broker import broker_at, broker_unreachable, sent
 from tests.services import redis_url
@@ -54,29 +52,6 @@ def staff(operator) -> Client:
 
 
 @pytest.fixture
-def make_run(teams, splits):
-    def make(state: str, worker: str = "gpu-node-7:4242", silent_s: float = 0) -> EvaluationRun:
-        split = splits["public-test"]
-        submission = Submission.objects.create(
-            team=teams["alpha"],
-            challenge=split.task.challenge,
-            artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
-            method_name="m",
-        )
-        run = EvaluationRun.objects.create(submission=submission, task=split.task, split=split)
-        path = [State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING]
-        for step in path[: path.index(state) + 1]:
-            run.move_to(step, worker_id=worker)
-        EvaluationRun.objects.filter(pk=run.pk).update(
-            heartbeat_at=timezone.now() - timedelta(seconds=silent_s)
-        )
-        run.refresh_from_db()
-        return run
-
-    return make
-
-
-@pytest.fixture
 def post(django_capture_on_commit_callbacks):
     """POST an action as the page's form does (its CSRF token); messages sent at commit."""
 
@@ -91,8 +66,8 @@ def post(django_capture_on_commit_callbacks):
 
 
 @pytest.mark.django_db
-def test_only_staff_see_the_page_or_act(make_user, make_run, broker):
-    run = make_run(State.RUNNING)
+def test_only_staff_see_the_page_or_act(make_user, pipeline_run, broker):
+    run = pipeline_run(State.RUNNING)
     anonymous = Client().get(PAGE)
     assert anonymous.status_code == 302 and "login" in anonymous["Location"]
     participant = Client()
@@ -105,12 +80,12 @@ def test_only_staff_see_the_page_or_act(make_user, make_run, broker):
 
 
 def test_the_page_shows_nodes_queues_and_the_runs_that_need_an_operator(
-    staff, make_run, broker, settings
+    staff, pipeline_run, broker, settings
 ):
     settings.PODIUM_HEARTBEAT_TIMEOUT_S = 60
-    healthy = make_run(State.RUNNING, worker="gpu-node-1:11")
-    stuck = make_run(State.RUNNING, worker="gpu-node-7:4242", silent_s=600)
-    retrying = make_run(State.BUILDING, worker=claims.worker_id())
+    healthy = pipeline_run(State.RUNNING, worker="gpu-node-1:11")
+    stuck = pipeline_run(State.RUNNING, worker="gpu-node-7:4242", silent_s=600)
+    retrying = pipeline_run(State.BUILDING, worker=claims.worker_id())
     claims.release(retrying, TransientFault("storage did not answer"))
     broker.lpush("build", b"{}")
     page = staff.get(PAGE)
@@ -127,10 +102,10 @@ def test_the_page_shows_nodes_queues_and_the_runs_that_need_an_operator(
 
 
 def test_re_queue_sends_the_stage_again_and_is_logged(
-    post, staff, operator, make_run, broker, settings
+    post, staff, operator, pipeline_run, broker, settings
 ):
     settings.PODIUM_HEARTBEAT_TIMEOUT_S = 60
-    stuck = make_run(State.RUNNING, silent_s=600)
+    stuck = pipeline_run(State.RUNNING, silent_s=600)
     response = post(staff, stuck, "requeue", "stuck: worker gone")
     assert response.status_code == 302
     stuck.refresh_from_db()
@@ -152,8 +127,8 @@ def test_re_queue_sends_the_stage_again_and_is_logged(
     assert f"Run #{stuck.pk} re-queued." in staff.get(PAGE).content.decode()
 
 
-def test_a_queued_run_whose_message_was_lost_is_sent_again(post, staff, make_run, broker):
-    run = make_run(State.JUDGING)
+def test_a_queued_run_whose_message_was_lost_is_sent_again(post, staff, pipeline_run, broker):
+    run = pipeline_run(State.JUDGING)
     run.move_to(State.QUEUED)
     assert post(staff, run, "requeue").status_code == 302
     run.refresh_from_db()
@@ -161,8 +136,8 @@ def test_a_queued_run_whose_message_was_lost_is_sent_again(post, staff, make_run
     assert sent(broker, "judge") == [(STAGE_TASKS[State.JUDGING], {"run_id": run.pk})]
 
 
-def test_cancel_stops_the_run_and_is_logged(post, staff, make_run, broker):
-    run = make_run(State.JUDGING)
+def test_cancel_stops_the_run_and_is_logged(post, staff, pipeline_run, broker):
+    run = pipeline_run(State.JUDGING)
     assert post(staff, run, "cancel", "a bad judge config").status_code == 302
     run.refresh_from_db()
     assert run.state == State.CANCELLED
@@ -172,9 +147,9 @@ def test_cancel_stops_the_run_and_is_logged(post, staff, make_run, broker):
 
 
 def test_finished_runs_unknown_actions_and_missing_reasons_are_refused(
-    post, staff, make_run, broker
+    post, staff, pipeline_run, broker
 ):
-    run = make_run(State.RUNNING)
+    run = pipeline_run(State.RUNNING)
     run.move_to(State.FAILED, failure_reason="x")
     assert post(staff, run, "requeue").status_code == 302
     page = staff.get(PAGE).content.decode()
@@ -182,14 +157,14 @@ def test_finished_runs_unknown_actions_and_missing_reasons_are_refused(
     run.refresh_from_db()
     assert run.state == State.FAILED and sent(broker, "gpu-l40s") == []
     assert post(staff, run, "delete").status_code == 403
-    live = make_run(State.RUNNING)
+    live = pipeline_run(State.RUNNING)
     post(staff, live, "cancel", why="   ")
     live.refresh_from_db()
     assert live.state == State.RUNNING and not RunAction.objects.exists()
 
 
-def test_an_action_without_its_csrf_token_or_by_get_is_refused(staff, make_run, broker):
-    run = make_run(State.RUNNING)
+def test_an_action_without_its_csrf_token_or_by_get_is_refused(staff, pipeline_run, broker):
+    run = pipeline_run(State.RUNNING)
     url = reverse("leaderboard:operator-action", args=[run.pk, "cancel"])
     assert staff.post(url, {"why": "no token"}).status_code == 403
     assert staff.get(url).status_code == 405
@@ -198,8 +173,8 @@ def test_an_action_without_its_csrf_token_or_by_get_is_refused(staff, make_run, 
 
 
 @pytest.mark.django_db
-def test_with_redis_down_the_page_still_answers(staff, make_run):
-    make_run(State.RUNNING, worker=f"{socket.gethostname()}:1")
+def test_with_redis_down_the_page_still_answers(staff, pipeline_run):
+    pipeline_run(State.RUNNING, worker=f"{socket.gethostname()}:1")
     with broker_unreachable():
         page = staff.get(PAGE)
     assert page.status_code == 200
