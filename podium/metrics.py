@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from kombu.transport.redis import PRIORITY_STEPS, Channel
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -36,9 +37,6 @@ logger = logging.getLogger("podium.metrics")
 State = EvaluationRun.State
 # Upper bounds of the run-duration buckets (seconds from its first stage to its end).
 RUN_DURATION_BUCKETS = (60.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0)
-# kombu's Redis transport keeps a queue's prioritised messages in lists beside its own.
-_PRIORITY_SEPARATOR = "\x06\x16"
-_PRIORITY_STEPS = (3, 6, 9)
 
 
 def queue_names() -> list[str]:
@@ -50,7 +48,8 @@ def queue_depths(client: redis.Redis) -> dict[str, int]:
     """Messages waiting in each queue: the length of its Redis list(s)."""
     depths = {}
     for name in queue_names():
-        keys = [name, *(f"{name}{_PRIORITY_SEPARATOR}{step}" for step in _PRIORITY_STEPS)]
+        # kombu keeps a queue's prioritised messages in lists beside its own (step 0: itself).
+        keys = [name, *(f"{name}{Channel.sep}{step}" for step in PRIORITY_STEPS if step)]
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.llen(key)

@@ -16,7 +16,8 @@ from evaluator.judges import judge_all, make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
 from leaderboard.models import EvaluationRun
-from leaderboard.tasks import dispatch_stage
+from leaderboard.tasks import STAGE_TASKS, dispatch_stage
+from podium.celery import app
 from podium.storage import FileSystemStorage
 from tests.fake_openai import GARBAGE, FakeOpenAI
 from tests.leaderboard.broker import broker_at, broker_unreachable
@@ -112,6 +113,9 @@ def test_a_queued_message_raises_its_queue_depth(
     assert value(after, "podium_queue_depth", queue="build") == 0
     broker.delete("gpu-l40s")
     assert value(scrape(staff), "podium_queue_depth", queue="gpu-l40s") == 0
+    app.send_task(STAGE_TASKS[State.BUILDING], kwargs={"run_id": run.pk}, priority=9)
+    assert broker.llen("build") == 0, "kombu keeps a prioritised message in a list of its own"
+    assert value(scrape(staff), "podium_queue_depth", queue="build") == 1
 
 
 def test_a_finished_run_appears_in_runs_by_state_and_the_duration_histogram(
