@@ -10,7 +10,6 @@ from leaderboard import operations
 from leaderboard.models import EvaluationRun, RunAction
 from tests.browser.test_journeys import Journey, screen  # noqa: F401 - fixture used by name
 from tests.leaderboard.broker import broker_at, sent
-from tests.leaderboard.conftest import pipeline_run  # noqa: F401 - fixture used by name
 from tests.services import redis_url
 
 State = EvaluationRun.State
@@ -24,7 +23,7 @@ def _quick_broadcast(monkeypatch):
 
 def test_an_operator_re_queues_a_stuck_run_and_cancels_another(
     screen,  # noqa: F811 - the fixture imported above
-    pipeline_run,  # noqa: F811
+    pipeline_run,
     make_user,
     artifacts,
     settings,
