@@ -6,15 +6,16 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from leaderboard.models import EvaluationRun, Submission
-from podium.logs import RunIdFilter
+from podium.logs import RunIdFilter, run_context
 from tests.leaderboard.test_settings import settings_in_process
 from workers import tasks
-from workers.pipeline.claims import worker_id
+from workers.pipeline.claims import heartbeats, worker_id
 
 State = EvaluationRun.State
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +73,13 @@ def test_json_is_the_default_and_plain_text_is_there_for_a_terminal(tmp_path):
     text = plain.stderr.splitlines()
     assert any(line.endswith("INFO podium.pipeline: outside") for line in text), text
     assert any(line.endswith("WARNING workers.runner run #41: inside a run") for line in text)
+
+
+def test_the_heartbeat_thread_writes_with_the_run_id_of_its_stage(pipeline_run):
+    run = pipeline_run(State.RUNNING)
+    broken = EvaluationRun(pk="not-a-number", state=run.state)  # its heartbeat's update raises
+    with json_lines() as lines, run_context(run.pk), heartbeats(broken, interval_s=0.01):
+        time.sleep(0.3)
+    failed = [line for line in lines if line["message"] == "run #not-a-number: heartbeat failed"]
+    assert failed, lines
+    assert failed[0]["run_id"] == run.pk and "ValueError" in failed[0]["exc_info"]
