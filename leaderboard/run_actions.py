@@ -10,6 +10,9 @@ why, from which state) and refused, with the reason, where the run's state does 
   already judged.
 - Cancel: an unfinished run stops; a worker on it notices at its next heartbeat or batch. The
   team reads a fixed reason; the organisers' words go to the operator detail.
+- Re-queue: an unfinished run (stuck, retrying, or its message lost) goes back to its stage's
+  queue, as the reaper sends it (``leaderboard.tasks.requeue``); a worker on it stops at its next
+  heartbeat. What is stored (answers, verdicts) stays.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from leaderboard.models import (
 )
 from leaderboard.scores import drop_scores
 from leaderboard.tasks import dispatch_stage
+from leaderboard.tasks import requeue as requeue_run
 
 State = EvaluationRun.State
 Kind = RunAction.Kind
@@ -87,6 +91,10 @@ def cancel(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
     return _act(Kind.CANCEL, runs, by, why, _cancel)
 
 
+def requeue(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
+    return _act(Kind.REQUEUE, runs, by, why, _requeue)
+
+
 def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     if run.state not in EvaluationRun.TERMINAL_STATES:
         raise RunActionRefused(f"it is {run.state}; cancel it first")
@@ -97,7 +105,8 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     run.move_to(State.QUEUED, operator_detail=f"re-run by {by}: {why}")
     fresh = {
         "stage": "", "attempt": 0, "worker_id": "", "started_at": None, "finished_at": None,
-        "failure_reason": "", "items_done": 0, "agent_log": "", "transcript": "",
+        "failure_reason": "", "failure_kind": "", "items_done": 0, "agent_log": "",
+        "transcript": "",
         "judge_id": "", "judge_choice": {}, "prompt_version": "", "scored_with": {},
         "scores_complete": False,
         "unjudged_items": 0,
@@ -132,3 +141,9 @@ def _cancel(run: EvaluationRun, by: User, why: str) -> None:
         failure_reason=CANCELLED_REASON,
         operator_detail=f"cancelled by {by}: {why}",
     )
+
+
+def _requeue(run: EvaluationRun, by: User, why: str) -> None:
+    if run.state in EvaluationRun.TERMINAL_STATES:
+        raise RunActionRefused(f"it is {run.state}; re-run it instead")
+    requeue_run(run, f"re-queued by {by}: {why}")

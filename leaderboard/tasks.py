@@ -67,20 +67,29 @@ def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
 
 
 def _requeue_or_fail(run: EvaluationRun) -> str:
-    stage, silent_since = run.state, run.heartbeat_at or run.started_at
+    silent_since = run.heartbeat_at or run.started_at
     detail = f"no heartbeat from worker {run.worker_id or '?'} since {silent_since:%H:%M:%S}"
-    logger.warning("run #%s in %s: %s", run.pk, stage, detail)
+    logger.warning("run #%s in %s: %s", run.pk, run.state, detail)
     if run.attempt + 1 >= settings.PODIUM_RUN_MAX_ATTEMPTS:
         run.move_to(
             State.FAILED,
             failure_reason=LOST_WORKER_REASON.format(attempts=run.attempt + 1),
             operator_detail=detail,
+            failure_kind=EvaluationRun.FailureKind.LOST_WORKER,
         )
         Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
         return "failed"
-    run.move_to(State.QUEUED, operator_detail=detail)
-    dispatch_stage(run, stage)
+    requeue(run, detail)
     return "requeued"
+
+
+def requeue(run: EvaluationRun, detail: str) -> None:
+    """Back to ``queued`` (unless it is there) and its stage's task sent again: the stage it
+    was in, or building for a run never started. The stage resumes from what is stored."""
+    stage = run.stage or State.BUILDING
+    if run.state != State.QUEUED:
+        run.move_to(State.QUEUED, operator_detail=detail)
+    dispatch_stage(run, stage)
 
 
 @shared_task(name="housekeeping.reap_stale_runs")

@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from leaderboard.views import boards, entry, kit, organise, run_live, runs, submit, teams
+from leaderboard.views import (
+    boards,
+    entry,
+    kit,
+    operator,
+    organise,
+    run_live,
+    runs,
+    submit,
+    teams,
+)
 
 app_name = "leaderboard"
 
@@ -32,6 +42,12 @@ urlpatterns = [
     path("teams/<int:team_id>/", teams.team_page, name="team"),
     path("teams/<int:team_id>/<str:action>/", teams.team_action, name="team-action"),
     path("invitations/<str:token>/", teams.invitation, name="invitation"),
+    path("operator/", operator.operator_page, name="operator"),
+    path(
+        "operator/runs/<int:run_id>/<slug:action>/",
+        operator.operator_action,
+        name="operator-action",
+    ),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),

@@ -63,6 +63,8 @@ app.conf.update(
     accept_content=["json"],
     result_expires=7 * 24 * 3600,
     broker_connection_retry_on_startup=True,
+    # Django's LOGGING (podium/logs.py) writes the worker's lines too, JSON with the run id.
+    worker_hijack_root_logger=False,
     beat_schedule={
         "reap-stale-runs": {
             "task": "housekeeping.reap_stale_runs",

@@ -16,6 +16,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from podium.logs import logging_config
 from workers.limits import SearchLimits
 from workers.sandbox import SandboxPolicy
 
@@ -227,7 +228,7 @@ PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
 S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
 if S3_BUCKET:
     _default_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "podium.storage.S3Storage",
         "OPTIONS": {
             "bucket_name": S3_BUCKET,
             "endpoint_url": os.environ.get("PODIUM_S3_ENDPOINT_URL") or None,
@@ -243,7 +244,7 @@ if S3_BUCKET:
 else:
     DEFAULTS_IN_USE.append(f"PODIUM_S3_BUCKET=<unset: local files under {MEDIA_ROOT}>")
     _default_storage = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "BACKEND": "podium.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT), "base_url": None},
     }
 STORAGES = {
@@ -400,13 +401,20 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {
-        "podium": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-        "leaderboard": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-    },
-}
+# Log lines (podium/logs.py): JSON by default, one object a line with the run id; "plain" for a
+# terminal while developing. PODIUM_LOG_LEVEL: Podium's and Celery's loggers (others: WARNING).
+PODIUM_LOG_FORMAT = _env("PODIUM_LOG_FORMAT", "json").strip().lower()
+PODIUM_LOG_LEVEL = _env("PODIUM_LOG_LEVEL", "INFO").strip().upper()
+if PODIUM_LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+    raise ImproperlyConfigured(
+        f"PODIUM_LOG_LEVEL={PODIUM_LOG_LEVEL!r}: expected DEBUG, INFO, WARNING or ERROR"
+    )
+try:
+    LOGGING = logging_config(PODIUM_LOG_FORMAT, PODIUM_LOG_LEVEL)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"PODIUM_LOG_FORMAT: {exc}") from None
+
+# /metrics (podium/metrics.py) answers staff, and scrapers sending this bearer token.
+PODIUM_METRICS_TOKEN = os.environ.get("PODIUM_METRICS_TOKEN", "")
+if PODIUM_METRICS_TOKEN and len(PODIUM_METRICS_TOKEN) < 24:
+    raise ImproperlyConfigured("PODIUM_METRICS_TOKEN: use at least 24 characters (or leave unset)")

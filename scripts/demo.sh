@@ -16,6 +16,7 @@ bash scripts/install.sh
 . .venv/bin/activate
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/podium}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+export PODIUM_LOG_FORMAT="${PODIUM_LOG_FORMAT:-plain}"  # log lines read in a terminal (else JSON)
 echo "demo: database $DATABASE_URL, broker $REDIS_URL"
 
 echo "demo: migrating the database"

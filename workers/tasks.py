@@ -26,6 +26,7 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 
 from leaderboard.models import EvaluationRun, InvalidTransition
 from leaderboard.tasks import STAGE_TASKS
+from podium.logs import run_context
 from workers.faults import PodiumFault, TransientFault
 from workers.pipeline.aggregate import aggregate_stage
 from workers.pipeline.build import prepare_run as build_stage
@@ -36,6 +37,7 @@ from workers.pipeline.claims import (
     hand_over,
     heartbeats,
     release,
+    stage_ended,
 )
 from workers.pipeline.judge import judge_stage
 from workers.pipeline.run import run_stage
@@ -54,9 +56,9 @@ def backoff_s(retries: int) -> int:
     return int(min(cap, base * 2 ** min(retries, 16)))
 
 
-def _give_back(run: EvaluationRun) -> None:
+def _give_back(run: EvaluationRun, fault: Exception) -> None:
     try:
-        release(run)
+        release(run, fault)
     except RETRYABLE:  # the reaper re-queues it once its heartbeat is stale
         logger.warning("run #%s: could not release it; the reaper will", run.pk)
 
@@ -66,13 +68,25 @@ class RetryLater(Exception):
 
 
 def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[EvaluationRun], None]) -> str:
-    """Claim the run, do ``work`` and decide what a failure means; returns the run's state."""
-    try:
-        run = claim(run_id, stage)
-    except RETRYABLE as exc:
-        raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
-    if run is None:
-        return "not mine"
+    """Claim the run, do ``work`` and decide what a failure means; returns the run's state.
+    Every log line written meanwhile carries the run id (``podium.logs``)."""
+    with run_context(run_id):
+        try:
+            run = claim(run_id, stage)
+        except RETRYABLE as exc:
+            raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
+        if run is None:
+            return "not mine"
+        try:
+            return _work(task, stage, run, work)
+        finally:
+            stage_ended()
+
+
+def _work(
+    task: CeleryTask, stage: str, run: EvaluationRun, work: Callable[[EvaluationRun], None]
+) -> str:
+    run_id = run.pk
     try:
         with heartbeats(run):
             work(run)
@@ -81,12 +95,12 @@ def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[Evaluation
         logger.info("run #%s: %s", run_id, exc)
         return "not mine"
     except RetryLater as exc:
-        _give_back(run)
+        _give_back(run, exc)
         countdown = backoff_s(task.request.retries)
         logger.warning("run #%s in %s: %s; again in %s s", run_id, stage, exc, countdown)
         raise task.retry(exc=exc, countdown=countdown) from exc
     except RETRYABLE as exc:
-        _give_back(run)
+        _give_back(run, exc)
         if task.request.retries >= MAX_INFRASTRUCTURE_RETRIES:
             fail_for_podium(run, f"gave up after {task.request.retries} retries: {exc}")
             return run.state

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 from evaluator.judges.rubric import UNJUDGED
@@ -21,6 +22,8 @@ class Judge(abc.ABC):
     prompt_version: str
     prompt_hash: str
     concurrency: int = 1  # how many requests the judge works on at once
+    # Told of every call ``judge_all`` makes (seconds taken, the judgment): Podium's metrics.
+    on_call: Callable[[float, Judgment], None] | None = None
 
     @abc.abstractmethod
     async def judge(self, request: JudgeRequest) -> Judgment:

@@ -96,7 +96,10 @@ async def judge_all_async(
 
     async def worker() -> None:
         for key, request in todo:
+            call_started = time.monotonic()
             judgment = await judge.judge(request)
+            if judge.on_call is not None:
+                judge.on_call(time.monotonic() - call_started, judgment)
             stats.model_calls += 1
             done[key] = judgment
             if judgment.verdict == UNJUDGED:

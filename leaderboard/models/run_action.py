@@ -1,4 +1,5 @@
-"""What organisers did to runs (re-run, re-judge, cancel): who, when, why, from which state."""
+"""What organisers did to runs (re-run, re-judge, cancel, re-queue): who, when, why, from
+which state."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ class RunAction(models.Model):
         RERUN = "rerun", "re-run"
         REJUDGE = "rejudge", "re-judge"
         CANCEL = "cancel", "cancel"
+        REQUEUE = "requeue", "re-queue"
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="actions")
     kind = models.CharField(max_length=16, choices=Kind)

@@ -108,6 +108,13 @@ class EvaluationRun(models.Model):
         FAILED = "failed", "failed"
         CANCELLED = "cancelled", "cancelled"
 
+    class FailureKind(models.TextChoices):
+        """Whose fault a failed run is (``workers/faults.py``), for operators and ``/metrics``."""
+
+        TEAM = "team", "the team's"
+        PODIUM = "podium", "Podium's"
+        LOST_WORKER = "lost_worker", "worker lost too often"
+
     ACTIVE_STATES = (State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING)
     TERMINAL_STATES = (State.DONE, State.FAILED, State.CANCELLED)
     # queued -> building -> running -> judging -> scoring -> done; any unfinished run can fail or
@@ -138,6 +145,14 @@ class EvaluationRun(models.Model):
     )
     failure_reason = models.TextField(blank=True, help_text="participant-safe")
     operator_detail = models.TextField(blank=True, help_text="organisers only")
+    failure_kind = models.CharField(
+        max_length=16, choices=FailureKind, blank=True, help_text="a failed run's: whose fault"
+    )
+    retry_reason = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="operators: the fault its stage waits to retry after (cleared when claimed)",
+    )
     agent_log = models.TextField(
         blank=True, default="", help_text="tail of the agent's output; the team off private splits"
     )
@@ -196,6 +211,7 @@ class EvaluationRun(models.Model):
         failure_reason: str = "",
         operator_detail: str = "",
         worker_id: str | None = None,
+        failure_kind: str = "",
     ) -> None:
         """Move to ``state`` if the current state allows it; the one place states change.
 
@@ -206,7 +222,7 @@ class EvaluationRun(models.Model):
         if state not in self.TRANSITIONS[self.state]:
             raise InvalidTransition(f"run #{self.pk}: {self.state} -> {state} is not allowed")
         now, previous = timezone.now(), self.state
-        changes: dict[str, object] = {"state": state}
+        changes: dict[str, object] = {"state": state, "retry_reason": ""}
         if state in self.ACTIVE_STATES:
             changes.update(stage=state, heartbeat_at=now)
             if self.started_at is None:
@@ -219,6 +235,8 @@ class EvaluationRun(models.Model):
             changes.update(finished_at=now, heartbeat_at=None)
         if failure_reason:
             changes["failure_reason"] = failure_reason
+        if state == self.State.FAILED:
+            changes["failure_kind"] = self.FailureKind(failure_kind or self.FailureKind.TEAM)
         if operator_detail:
             changes["operator_detail"] = operator_detail
         updated = EvaluationRun.objects.filter(pk=self.pk, state=self.state).update(**changes)

@@ -21,6 +21,7 @@ from tests.leaderboard.conftest import (  # noqa: F401 - fixtures used by name
     challenge,
     make_entry,
     make_user,
+    pipeline_run,
     splits,
     task,
     teams,

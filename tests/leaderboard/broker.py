@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -32,6 +33,20 @@ def broker_at(url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.flushdb()
+        _use_broker(previous)
+
+
+@contextmanager
+def broker_unreachable() -> Iterator[str]:
+    """The app publishes to (and reads from) a Redis URL where nothing listens."""
+    with socket.socket() as probe:  # a port that was free a moment ago, closed again
+        probe.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    previous = app.conf.broker_url
+    _use_broker(url)
+    try:
+        yield url
+    finally:
         _use_broker(previous)
 
 

@@ -120,3 +120,39 @@ def make_entry(db):
 @pytest.fixture
 def teams(db) -> dict[str, Team]:
     return {name: Team.objects.create(name=name) for name in ("alpha", "beta", "gamma")}
+
+
+@pytest.fixture
+def pipeline_run(teams, splits):
+    """A run of team alpha on the public test, moved through the stages up to ``state`` by
+    ``worker`` (its last heartbeat ``silent_s`` ago); ``submission`` fields as given."""
+
+    def make(
+        state: str = EvaluationRun.State.QUEUED,
+        /,
+        *,
+        worker: str = "node-a:1",
+        silent_s: float = 0,
+        **submission: object,
+    ) -> EvaluationRun:
+        split = splits["public-test"]
+        owner = Submission.objects.create(
+            team=teams["alpha"],
+            challenge=split.task.challenge,
+            artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
+            method_name="m",
+            **submission,
+        )
+        run = EvaluationRun.objects.create(submission=owner, task=split.task, split=split)
+        path = [*EvaluationRun.ACTIVE_STATES, EvaluationRun.State.DONE]
+        steps = path[: path.index(state) + 1] if state in path else []
+        for step in steps:
+            run.move_to(step, worker_id=worker)
+        if silent_s:
+            EvaluationRun.objects.filter(pk=run.pk).update(
+                heartbeat_at=timezone.now() - timedelta(seconds=silent_s)
+            )
+            run.refresh_from_db()
+        return run
+
+    return make

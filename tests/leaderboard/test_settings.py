@@ -20,13 +20,14 @@ SHOW = (
 )
 
 
-def settings_in_process(tmp_path, **env):
+def settings_in_process(tmp_path, code=SHOW, **env):
+    """``code`` run in a fresh process with only ``env`` of Podium's variables set."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PODIUM_", "DATABASE_"))}
     for name in ("REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "NVIDIA_VISIBLE_DEVICES"):
         clean.pop(name, None)
     clean.update(DJANGO_SETTINGS_MODULE="podium.settings", PODIUM_VAR_DIR=str(tmp_path), **env)
     done = subprocess.run(
-        [sys.executable, "-c", SHOW],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env=clean,
         capture_output=True,
@@ -87,7 +88,7 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["db"] == "django.db.backends.postgresql"
-    assert shown["storage"]["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert shown["storage"]["BACKEND"] == "podium.storage.S3Storage"
     assert shown["storage"]["OPTIONS"]["bucket_name"] == "podium-artifacts"
     assert shown["storage"]["OPTIONS"]["default_acl"] == "private"
     assert shown["judges"]["default"]["model"] == "llama-judge"
@@ -107,6 +108,9 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         ({"PODIUM_SEARCH_MEMORY_BYTES": "1000"}, "PODIUM_SEARCH_MEMORY_BYTES=1000 is below"),
         ({"PODIUM_JUDGE_ENDPOINTS": "{not json"}, "PODIUM_JUDGE_ENDPOINTS is not valid JSON"),
         ({"PODIUM_JUDGE_ENDPOINTS": '{"big": {"model": "x"}}'}, "must map names to"),
+        ({"PODIUM_LOG_FORMAT": "xml"}, "PODIUM_LOG_FORMAT: log format 'xml': expected one of"),
+        ({"PODIUM_LOG_LEVEL": "LOUD"}, "PODIUM_LOG_LEVEL='LOUD': expected DEBUG"),
+        ({"PODIUM_METRICS_TOKEN": "short"}, "PODIUM_METRICS_TOKEN: use at least 24 characters"),
     ],
 )
 def test_bad_settings_name_the_variable(tmp_path, env, message):

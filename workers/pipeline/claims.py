@@ -5,14 +5,19 @@ a resume after a lost worker) or claimed it after the previous stage handed it o
 to the stage with no ``worker_id``). Anything else (a duplicate delivery, a run another worker
 holds, a finished run) is "not mine" and the task does nothing. A handed-over run waits in its
 queue without a worker, so the reaper leaves it alone until a worker claims it.
+
+Each successful claim records the worker's dead time: how long this process was idle since its
+previous stage task ended (``stage_ended``), per node, for ``/metrics``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +27,7 @@ from django.utils import timezone
 
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
+from podium.metric_events import STAGE_RETRIES, WORKER_DEAD_TIME, record
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -31,6 +37,10 @@ PODIUM_FAULT_REASON = (
     "Podium could not evaluate this run because of a problem on its side; the organisers have "
     "the details. It does not count against your quota."
 )
+
+
+# When this process's last stage task ended (monotonic seconds); None before its first.
+_idle_since: float | None = None
 
 
 class RunLost(Exception):
@@ -57,19 +67,33 @@ def claim(run_id: int, stage: str) -> EvaluationRun | None:
     try:
         if run.state == State.QUEUED and (run.stage == stage or first_stage):
             run.move_to(stage, worker_id=me)
-            return run
+            return _claimed(run)
     except InvalidTransition:
         return None
     if run.state == stage and run.worker_id == "":
         now = timezone.now()
         taken = EvaluationRun.objects.filter(pk=run.pk, state=stage, worker_id="").update(
-            worker_id=me, heartbeat_at=now
+            worker_id=me, heartbeat_at=now, retry_reason=""
         )
         if taken == 1:
-            run.worker_id, run.heartbeat_at = me, now
-            return run
+            run.worker_id, run.heartbeat_at, run.retry_reason = me, now, ""
+            return _claimed(run)
     logger.info("run #%s is %s (worker %r): not mine", run.pk, run.state, run.worker_id)
     return None
+
+
+def _claimed(run: EvaluationRun) -> EvaluationRun:
+    if _idle_since is not None:
+        idle = max(0.0, time.monotonic() - _idle_since)
+        record(WORKER_DEAD_TIME, idle, node=socket.gethostname())
+    logger.info("run #%s: claimed for %s by %s", run.pk, run.state, run.worker_id)
+    return run
+
+
+def stage_ended() -> None:
+    """This process finished a stage task it had claimed: it is idle from now on."""
+    global _idle_since
+    _idle_since = time.monotonic()
 
 
 def hand_over(run: EvaluationRun, stage: str) -> None:
@@ -81,15 +105,23 @@ def hand_over(run: EvaluationRun, stage: str) -> None:
 def fail_for_podium(run: EvaluationRun, detail: str) -> None:
     """Fail the run for a reason on Podium's side: participant-safe reason, quota refunded."""
     logger.error("run #%s failed on Podium's side: %s", run.pk, detail)
-    run.move_to(State.FAILED, failure_reason=PODIUM_FAULT_REASON, operator_detail=detail)
+    run.move_to(
+        State.FAILED,
+        failure_reason=PODIUM_FAULT_REASON,
+        operator_detail=detail,
+        failure_kind=EvaluationRun.FailureKind.PODIUM,
+    )
     Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
 
 
-def release(run: EvaluationRun) -> None:
-    """Give up ownership (e.g. before a retry with a countdown); the state stays."""
+def release(run: EvaluationRun, fault: Exception) -> None:
+    """Give up ownership before a retry with a countdown, keeping ``fault`` for operators (the
+    run's ``retry_reason``, the retries counted in ``/metrics``); the state stays."""
+    reason = f"{type(fault).__name__}: {fault}"[:300]
     EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id()).update(
-        worker_id=""
+        worker_id="", retry_reason=reason
     )
+    record(STAGE_RETRIES, stage=run.state, fault=type(fault).__name__)
 
 
 def beat_if_mine(run: EvaluationRun, items_done: int | None = None) -> bool:
@@ -119,7 +151,9 @@ def heartbeats(run: EvaluationRun, interval_s: float | None = None) -> Iterator[
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=beat, name=f"heartbeat-{run.pk}", daemon=True)
+    thread = threading.Thread(  # in this context: its log lines carry the run id
+        target=contextvars.copy_context().run, args=(beat,), name=f"heartbeat-{run.pk}", daemon=True
+    )
     thread.start()
     try:
         yield

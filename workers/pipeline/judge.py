@@ -25,10 +25,11 @@ from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import protocol_class
 from evaluator.protocols.base import Protocol
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, Judgment
 from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
+from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.judge_slots import judge_slots
 from workers.pipeline.bundles import split_dir
@@ -135,11 +136,13 @@ def judge_stage(run: EvaluationRun) -> int:
         if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
     spec = run_judge(run)
+    calls: list[tuple[float, Judgment]] = []
     with (
         endpoint_slots(spec) as concurrency,
         tempfile.TemporaryFile("w+", encoding="utf-8") as transcript,
     ):
         judge = make_spec_judge(spec, task, concurrency)
+        judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
         try:
             graded = protocol.grade(
                 data,
@@ -151,6 +154,7 @@ def judge_stage(run: EvaluationRun) -> int:
             )
         finally:
             asyncio.run(judge.aclose())
+            record_judge_calls(spec.endpoint or spec.kind, calls)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     with transaction.atomic():
@@ -166,6 +170,14 @@ def judge_stage(run: EvaluationRun) -> int:
             judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_items=unjudged
         )
     return unjudged
+
+
+def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:
+    """Each call's latency, and the calls left undecided as errors, for ``/metrics``."""
+    labels = {"judge": judge}
+    events = [(JUDGE_LATENCY, seconds, labels) for seconds, _ in calls]
+    events += [(JUDGE_ERRORS, 1.0, labels) for _, j in calls if j.verdict == UNJUDGED]
+    record_many(events)
 
 
 def verdict_row(protocol: Protocol[Any, Any, Any], answer: ItemAnswer, item: Any) -> ItemVerdict:
