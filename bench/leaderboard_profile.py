@@ -7,7 +7,9 @@ Seed the database first (``bench/seed_leaderboard.py``). For each page of
 ``leaderboard_load.PAGES``: ``--views`` views through Django's test client, each right after the
 split's ``results_version`` changed (nothing cached); prints the median wall time, time inside
 ``cursor.execute`` (SQL) and this process's CPU time. ``--profile`` names a page to profile
-(cProfile, its last view, the 30 costliest calls by cumulative time).
+(cProfile, its last view, the 30 costliest calls by cumulative time). Then the write side: the
+median time of ``Split.results_changed`` on the pages' split (what every change of its results
+calls: the version, and where boards are stored, ranking them again), ``--views`` times.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def main() -> None:
     django.setup()
     from django.db import connection
     from django.test import Client
-    from leaderboard_load import PAGES
+    from leaderboard_load import BOARD, PAGES
 
     from leaderboard.models import Split
 
@@ -80,6 +82,15 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + " |")
         if name == args.profile:
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+    _, _, _, task_id, kind, _ = BOARD.split("/")
+    split = Split.objects.get(task__task_id=task_id, kind=kind)
+    changes = []
+    for _ in range(args.views):
+        started = time.perf_counter()
+        Split.results_changed(split.pk)
+        changes.append((time.perf_counter() - started) * 1000)
+    change = statistics.median(changes)
+    print(f"| a change of its results (Split.results_changed) | {change:.1f} | | |")
 
 
 if __name__ == "__main__":

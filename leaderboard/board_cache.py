@@ -1,9 +1,10 @@
 """Rendered leaderboard fragments, cached per split until the split's results change.
 
-A split's ``results_version`` becomes a fresh UUID (``Split.results_changed``) whenever anything
-its leaderboard shows changes: stored scores (``store_scores``), a run entering or leaving
-``done`` (``EvaluationRun.move_to``), a submission's method, links, baseline or chosen flag, a
-team's name, a task's ranking rule, a deleted run (the receivers below). Fragments are keyed by
+A split's ``results_version`` becomes a fresh UUID and its stored boards are ranked again
+(``Split.results_changed``, ``leaderboard.board_store``) whenever anything its leaderboard
+shows changes: stored scores (``store_scores``), a run entering or leaving ``done``
+(``EvaluationRun.move_to``), a submission's method, links, baseline or chosen flag, a team's
+name, a task's ranking rule, a deleted run (the receivers below). Fragments are keyed by
 that version, so a page never shows results older than the database and no process has to be
 told to forget anything: every web process (each with its own default cache, or all sharing
 one) stops asking for the old keys, which then expire.
@@ -19,12 +20,13 @@ import hashlib
 from collections.abc import Callable, Iterable
 
 from django.core.cache import cache
+from django.db.models import QuerySet
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard import ranking
-from leaderboard.models import EvaluationRun, Split, Submission, Task, Team
+from leaderboard import board_store, ranking
+from leaderboard.models import Challenge, EvaluationRun, RankedBoard, Split, Submission, Task, Team
 
 # Long enough to serve a busy leaderboard from memory, short enough to free old keys' memory.
 FRAGMENT_TIMEOUT_S = 15 * 60
@@ -53,9 +55,9 @@ def _key(split: Split, name: str, setting: str, parts: Iterable[object] = ()) ->
 
 
 def board(split: Split, setting: str = "") -> ranking.Board:
-    """``ranking.board(split, setting)``, computed once per version of the split's results."""
+    """``board_store.board(split, setting)``, read once per version of the split's results."""
     return cache.get_or_set(
-        _key(split, "board", setting), lambda: ranking.board(split, setting), FRAGMENT_TIMEOUT_S
+        _key(split, "board", setting), lambda: board_store.board(split, setting), FRAGMENT_TIMEOUT_S
     )
 
 
@@ -91,5 +93,15 @@ def _task_saved(sender: type, instance: Task, created: bool, **kwargs: object) -
 
 
 @receiver(post_delete, sender=EvaluationRun, dispatch_uid="board_cache_run")
-def _run_deleted(sender: type, instance: EvaluationRun, **kwargs: object) -> None:
-    Split.results_changed(instance.split_id)
+def _run_deleted(
+    sender: type, instance: EvaluationRun, origin: object = None, **kwargs: object
+) -> None:
+    deleted = origin.model if isinstance(origin, QuerySet) else type(origin)
+    if deleted not in (Split, Task, Challenge):  # else the run's board goes with its split
+        Split.results_changed(instance.split_id)
+
+
+@receiver(post_delete, sender=Split, dispatch_uid="board_cache_split")
+def _split_deleted(sender: type, instance: Split, **kwargs: object) -> None:
+    # a board ranked again while the split's runs went (by a receiver of theirs) goes too
+    RankedBoard.objects.filter(split_id=instance.pk).delete()

@@ -92,18 +92,19 @@ class Chart:
 def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
     """The metric's fixed axis (``Metric.axis``; from 0 when nothing is negative), or from
     the lowest value (0 at most) to the largest (1 at least) for the rest."""
-    values = [
+    values = (
         number
         for _, cells in table.rows
         for cell in cells.values()
         for number in (cell_value(cell, metric), *(cell_interval(cell, metric) or ()))
         if number is not None
-    ]
+    )
     fixed = metric.axis()
     if fixed is not None:
         low, high = fixed
-        return (low if any(v < 0 for v in values) else max(low, 0.0)), high
-    return min([0.0, *values]), max([1.0, *values])
+        return (low if any(v < 0 for v in values) else max(low, 0.0)), high  # to the first < 0
+    read = list(values)
+    return min([0.0, *read]), max([1.0, *read])
 
 
 NUMBER = (int, float)

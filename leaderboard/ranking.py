@@ -1,8 +1,11 @@
-"""Reading leaderboards from stored rows: entries, slices, comparisons.
+"""Ranking leaderboards and reading their entries from stored rows: entries, slices,
+comparisons.
 
-A constant number of queries whatever the number of entries: one for the entries and their slice
-dimensions (runs' ``Headline`` rows, one per team chosen in SQL with a window function), one
-for a slice dimension's rows. Nothing here computes a metric.
+A board is ranked in one query (``narrow_board_rows``: runs' ``Headline`` rows, one per team
+chosen in SQL with a window function, in the board's order) and ``ranks``, when the split's
+results change (``leaderboard.board_store`` stores the result); pages read the ranked runs'
+wide rows (``read_entries``) and a slice dimension's rows, one query each, whatever the number
+of entries. Nothing here computes a metric.
 """
 
 from __future__ import annotations
@@ -137,14 +140,6 @@ def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
     return rows if setting is None else rows.filter(setting=setting)
 
 
-def entries(split: Split, setting: str = "") -> list[Entry]:
-    """The leaderboard of a split in one of its task's settings (``Task.run_settings``; ""
-    for a protocol without settings): one entry per team by the task's rule, plus every
-    baseline, ranked by the task's primary metric (incomplete results last); equal scores share
-    a rank, or by the task's ``tie_rule`` the earlier submission ranks first."""
-    return _entries(split, setting)[0]
-
-
 def _picked(split: Split, setting: str) -> QuerySet[Headline]:
     """The headlines of the board's entries: one per team by the task's rule, every baseline."""
     # Each baseline is its own group; other entries are grouped by team.
@@ -170,16 +165,10 @@ def _board_order(task: Task) -> tuple[Any, ...]:
     return (_by_primary(task), F("run__submission__created_at").asc(), F("run_id").asc())
 
 
-def board_rows(split: Split, setting: str) -> QuerySet[Headline]:
-    """The headlines of the board's entries in its order: picked on narrow rows, then read
-    (for the wide columns: texts, metrics)."""
-    picked = _picked(split, setting).values("run_id")
-    return Headline.objects.filter(run_id__in=picked).order_by(*_board_order(split.task))
-
-
 def narrow_board_rows(split: Split, setting: str) -> QuerySet[Headline]:
-    """``board_rows`` read in the picking query itself: for narrow columns only (each is read
-    for every run of the setting, not only the picked ones)."""
+    """The headlines of the board's entries (one per team by the task's rule, every baseline)
+    in the board's order, read in the picking query itself: for narrow columns only (each is
+    read for every run of the setting, not only the picked ones)."""
     return _picked(split, setting).order_by(*_board_order(split.task))
 
 
@@ -216,21 +205,6 @@ def read_entries(
     return [Entry(rank, *by_run[run_id]) for run_id, rank in zip(run_ids, ranks_, strict=True)]
 
 
-def _entries(split: Split, setting: str) -> tuple[list[Entry], list[str]]:
-    """``entries`` and the slice dimensions their runs have, from one query."""
-    rows = list(
-        board_rows(split, setting)
-        .annotate(metrics_json=Cast("metrics", TextField()))
-        .values_list(*ENTRY_FIELDS, "dimensions")
-    )
-    primary, baseline = ENTRY_FIELDS.index("primary"), ENTRY_FIELDS.index(BASELINE)
-    shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
-    ranked = ranks(((row[primary], row[baseline]) for row in rows), shared)
-    dimensions = {name for row in rows for name in row[-1]}
-    entries_ = [Entry(rank, *row[:-1]) for row, rank in zip(rows, ranked, strict=True)]
-    return entries_, sorted(dimensions)
-
-
 @dataclass(frozen=True)
 class Board:
     """A split's leaderboard in one setting with what its pages list beside it."""
@@ -245,31 +219,20 @@ class Board:
     undefined: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
-def board(split: Split, setting: str = "") -> Board:
-    leaderboard, dimensions = _entries(split, setting)
-    derived, undefined = derived_scores(split, [e.submission_id for e in leaderboard])
-    return Board(
-        entries=leaderboard,
-        dimensions=dimensions,
-        judges=sorted({e.judge_id for e in leaderboard if e.judge_id}),
-        setting=setting,
-        derived=derived,
-        undefined=undefined,
-    )
-
-
 def derived_scores(
-    split: Split, submission_ids: Sequence[int]
+    split: Split, run_ids: Sequence[int]
 ) -> tuple[dict[int, dict[str, float | None]], dict[int, dict[str, str]]]:
-    """Per submission, the protocol's scores across its settings (``Protocol.derived``, e.g.
-    Visual-RAG's gCUE), from the headline rows of its finished runs on ``split`` (only
-    submissions that have some), and why each undefined one is undefined."""
+    """Per submission of ``run_ids`` (a board's entries), the protocol's scores across its
+    settings (``Protocol.derived``, e.g. Visual-RAG's gCUE), from the headline rows of its
+    finished runs on ``split`` (only submissions that have some), and why each undefined one is
+    undefined."""
     task = split.task
-    if len(task.run_settings()) < 2 or not submission_ids:
+    if len(task.run_settings()) < 2 or not run_ids:
         return {}, {}
+    submissions = EvaluationRun.objects.filter(pk__in=list(run_ids)).values("submission_id")
     rows = (
         _headline_rows(split, None)
-        .filter(run__submission_id__in=list(submission_ids))
+        .filter(run__submission_id__in=submissions)
         .values_list("run__submission_id", "run__setting", "metrics")
     )
     by_submission: dict[int, dict[str, dict[str, Any]]] = {}

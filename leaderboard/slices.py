@@ -69,14 +69,15 @@ def slice_table(
             by_run[run_id][value]["metrics"] = stored
     else:
         read = rows.annotate(**_numbers(metric))
+        interval = f"{metric}_ci95"
         for run_id, value, count, number, low, high in read.values_list(
             "run_id", "value", "count", "number", "low", "high"
         ):
             stored: dict[str, Any] = {} if number is None else {metric: number}
             if low is not None and high is not None:
-                stored[f"{metric}_ci95"] = [low, high]
-            by_run[run_id][value] = {"run_id": run_id, "value": value, "count": count}
-            by_run[run_id][value]["metrics"] = stored
+                stored[interval] = [low, high]
+            cell = {"run_id": run_id, "value": value, "count": count, "metrics": stored}
+            by_run[run_id][value] = cell
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(
         dimension=dimension,

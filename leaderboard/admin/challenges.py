@@ -1,5 +1,5 @@
 """Admin of what organisers publish: challenges (with their search corpus's upload), phases,
-tasks, splits (with upload)."""
+tasks, splits (with upload) and their ranked boards."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from evaluator.protocols import PROTOCOLS
 from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
-from leaderboard.models import Challenge, HubModel, Phase, Split, Task
+from leaderboard.models import Challenge, HubModel, Phase, RankedBoard, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
 from workers.pipeline.bundles import corpus_sha256
 
@@ -237,6 +237,22 @@ class SplitAdmin(admin.ModelAdmin):
     @admin.display(description="sha256")
     def short_sha256(self, split: Split) -> str:
         return split.sha256[:12]
+
+
+@admin.register(RankedBoard)
+class RankedBoardAdmin(admin.ModelAdmin):
+    """Ranked when the split's results change (``leaderboard.board_store``): read-only; a
+    deleted one is ranked again by the board's next view."""
+
+    list_display = ("split", "setting", "__str__")
+    list_filter = ("setting",)
+    raw_id_fields = ("split",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(Phase)

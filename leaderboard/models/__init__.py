@@ -9,6 +9,7 @@ from leaderboard.models.results import (
     ItemAnswer,
     ItemVerdict,
     JudgmentRecord,
+    RankedBoard,
     SliceScore,
 )
 from leaderboard.models.run_action import RunAction
@@ -35,6 +36,7 @@ __all__ = [
     "JudgmentRecord",
     "Membership",
     "Phase",
+    "RankedBoard",
     "RunAction",
     "SliceScore",
     "Split",

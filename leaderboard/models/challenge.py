@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
@@ -336,8 +336,14 @@ class Split(models.Model):
 
     @classmethod
     def results_changed(cls, *split_ids: int) -> None:
-        """Give these splits a new ``results_version``: pages render their results afresh."""
-        cls.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
+        """Give these splits a new ``results_version`` (pages render their results afresh) and
+        rank their stored boards again, in the caller's transaction: the update locks the
+        splits' rows, so changes of one split rank one after the other."""
+        from leaderboard import board_store  # it ranks with these models
+
+        with transaction.atomic():
+            cls.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
+            board_store.rebuild(*split_ids)
 
     def is_revealed(self, now: datetime | None = None) -> bool:
         """Whether results are public: never when hidden; a private test only from reveal_at."""

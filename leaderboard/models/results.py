@@ -143,6 +143,28 @@ class Headline(ScoreRow):
         return f"run #{self.run_id} headline"
 
 
+class RankedBoard(models.Model):
+    """A split's leaderboard in one setting, ranked when the split's results changed
+    (``leaderboard.board_store``, in the transaction of the change): its entries' runs in the
+    board's order, their ranks (None: a baseline), and the slice dimensions and judges behind
+    them. One row: what a board page reads instead of ranking 5,000 runs."""
+
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="+", db_index=False)
+    setting = models.CharField(max_length=32, blank=True)
+    runs = ArrayField(models.BigIntegerField(), default=list)
+    ranks = ArrayField(models.PositiveIntegerField(null=True), default=list)
+    dimensions = ArrayField(models.CharField(max_length=100), default=list)
+    judges = ArrayField(models.CharField(max_length=200), default=list)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["split", "setting"], name="ranked_board_once"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.split_id} [{self.setting}]: {len(self.runs)} entries"
+
+
 def primary_value(metrics: dict, name: str) -> float | None:
     value = metrics.get(name)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

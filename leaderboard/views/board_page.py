@@ -1,11 +1,10 @@
-"""A leaderboard as its pages read it when nothing is cached: the whole board's order and ranks
-from narrow rows (run, primary value, baseline flag, judge, slice dimensions and the value the
-page sorts by), then the wide rows (texts, metrics) of the shown page's entries only.
+"""A leaderboard as its pages read it: the stored board's order and ranks (one row,
+``board_store.stored``), then the wide rows (texts, metrics) of the shown page's entries only.
 
-A first view after the split's results changed thus builds ~100 entries, not the board's
-1,000 (nor pickles them into the cache). Ranks, ties, entry rules and sort orders are the full
-board's (``ranking.board``, ``board_table.sorted_entries``): the same picking query, order and
-rank rule, only fewer columns.
+A first view after the split's results changed thus ranks nothing and builds ~100 entries, not
+the board's 1,000 (nor pickles them into the cache). Ranks, ties, entry rules and sort orders
+are the full board's (``board_store.board``, ``board_table.sorted_entries``): the same stored
+order, and a column's order by the same rule.
 """
 
 from __future__ import annotations
@@ -15,13 +14,9 @@ from typing import Any
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
 
-from leaderboard import ranking
-from leaderboard.models import Split, Task
+from leaderboard import board_store, ranking
+from leaderboard.models import Headline, Split
 from leaderboard.views.board_table import RANK, SUBMITTED, Sort, number, ordered
-
-# The narrow columns, in this order; then the sort's value, if any.
-NARROW = ("run_id", "primary", ranking.BASELINE, "run__judge_id", "dimensions")
-RUN, PRIMARY, BASELINE, JUDGE, DIMENSIONS, SUBMISSION = range(6)
 
 
 class Listing:
@@ -41,36 +36,30 @@ class Listing:
         return ranking.read_entries(self.split, self.setting, run_ids, ranks)
 
 
-def _sort_value(row: tuple[Any, ...], key: str) -> float | None:
+def _sort_values(runs: list[int], key: str) -> list[float | None]:
+    """What ``board_table.sort_value`` orders each of ``runs`` by, read for the runs alone."""
+    value: Any = (
+        F("run__submission__created_at") if key == SUBMITTED else KeyTransform(key, "metrics")
+    )
+    rows = Headline.objects.filter(run_id__in=runs).annotate(value=value)
+    by_run = dict(rows.values_list("run_id", "value"))
     if key == SUBMITTED:
-        return row[-1].timestamp()
-    return number(row[-1])
+        return [by_run[run].timestamp() for run in runs]
+    return [number(by_run[run]) for run in runs]
 
 
 def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
-    """``ranking.board(split, setting)`` with its entries in ``sort``'s order
+    """``board_store.board(split, setting)`` with its entries in ``sort``'s order
     (``board_table.sorted_entries``) as a ``Listing``: read a page at a time."""
-    extra: dict[str, Any] = {}
-    if sort.key == SUBMITTED:
-        extra["sort_value"] = F("run__submission__created_at")
-    elif sort.key != RANK:
-        extra["sort_value"] = KeyTransform(sort.key, "metrics")
-    rows = list(
-        ranking.narrow_board_rows(split, setting)
-        .annotate(**extra)
-        .values_list(*NARROW, "run__submission_id", *extra)
-    )
-    shared = split.task.tie_rule == Task.TieRule.SHARED
-    ranks = ranking.ranks(((row[PRIMARY], row[BASELINE]) for row in rows), shared)
-    lines = list(zip(rows, ranks, strict=True))
-    if extra:
-        lines = ordered(lines, [_sort_value(row, sort.key) for row, _ in lines], sort.descending)
-    submissions = [row[SUBMISSION] for row in rows]
-    derived, undefined = ranking.derived_scores(split, submissions)
+    stored = board_store.stored(split, setting)
+    lines = list(zip(stored.runs, stored.ranks, strict=True))
+    if sort.key != RANK:
+        lines = ordered(lines, _sort_values(stored.runs, sort.key), sort.descending)
+    derived, undefined = ranking.derived_scores(split, stored.runs)
     return ranking.Board(
-        entries=Listing(split, setting, [row[RUN] for row, _ in lines], [r for _, r in lines]),  # type: ignore[arg-type]
-        dimensions=sorted({name for row in rows for name in row[DIMENSIONS]}),
-        judges=sorted({row[JUDGE] for row in rows if row[JUDGE]}),
+        entries=Listing(split, setting, [run for run, _ in lines], [r for _, r in lines]),  # type: ignore[arg-type]
+        dimensions=stored.dimensions,
+        judges=stored.judges,
         setting=setting,
         derived=derived,
         undefined=undefined,

@@ -18,7 +18,7 @@ from django.urls import reverse
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.protocols.visual_rag.metrics import gcue
 from evaluator.protocols.visual_rag.sample import write_sample
-from leaderboard import ranking
+from leaderboard import board_store
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -133,13 +133,13 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
 
     # Each setting's board ranks that setting's runs; gCUE comes across the settings' runs.
     for setting in SETTINGS:
-        board = ranking.board(split, setting)
+        board = board_store.board(split, setting)
         assert [e.method_name for e in board.entries] == ["colour-agent", "idk-agent"]
         assert {e.run_id for e in board.entries} == {
             runs["colour-agent", setting].pk,
             runs["idk-agent", setting].pk,
         }
-    derived = ranking.board(split, "gt_clue").derived
+    derived = board_store.board(split, "gt_clue").derived
     accuracies = {s: {"accuracy": colour[s].metrics["accuracy"]} for s in SETTINGS}
     assert derived[submissions["colour-agent"].pk] == gcue(accuracies, 0.5)[0]
     assert derived[submissions["idk-agent"].pk] == {"gcue@3": None}  # A_GT = B: undefined

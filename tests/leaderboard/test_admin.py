@@ -9,6 +9,7 @@ from leaderboard.models import (
     EvaluationRun,
     Headline,
     HubModel,
+    RankedBoard,
     RunAction,
     Submission,
     SubmissionTask,
@@ -41,13 +42,15 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
-        # runs: by submitting; run actions: by acting on runs; headlines: by storing scores
+        # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
+        # ranked boards: by a change of results
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
             HubModel,
             EvaluationRun,
             Headline,
+            RankedBoard,
             RunAction,
             TermsAcceptance,
             SubmissionTask,

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from leaderboard import ranking
+from leaderboard import board_store
 from leaderboard.models import EvaluationRun, Split, Team
 from leaderboard.scores import store_scores
 from leaderboard.views.boards import ENTRIES_PER_PAGE
@@ -133,7 +133,7 @@ def test_bad_pages_and_dimensions_are_not_found_cached_or_not(client, two, name,
 
 
 def test_entries_carry_the_stored_headline_numbers(two, public):
-    first, second = ranking.entries(Split.objects.select_related("task").get(pk=public.pk))
+    first, second = board_store.entries(Split.objects.select_related("task").get(pk=public.pk))
     assert first.record()["metrics"]["truthfulness"] == pytest.approx(0.4)
     assert first.record()["primary_ci95"] == pytest.approx([0.3, 0.5])
     assert (first.team, first.method_name, first.rank, first.run_id) == (

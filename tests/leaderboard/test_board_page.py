@@ -1,5 +1,6 @@
-"""A page read alone (``board_page``: ranks from narrow rows, then the page's entries) is the
-full board's page (``ranking.board`` then ``board_table.sorted_entries``), whatever the rules."""
+"""A page read alone (``board_page``: the stored board's order, then the page's entries) is the
+full board's page (``board_store.board`` then ``board_table.sorted_entries``), whatever the
+rules, and the stored board is the board ranked now."""
 
 import random
 
@@ -7,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import ranking
+from leaderboard import board_store, ranking
 from leaderboard.charts import cell_interval, cell_value
 from leaderboard.models import SliceScore, Split, Submission, Task, Team
 from leaderboard.views import board_page, board_table
@@ -47,16 +48,21 @@ def random_board(public, make_entry, seed: str) -> Split:
             )
         )
     same_time = rng.sample([run.submission_id for run in runs], 15)
-    Submission.objects.filter(pk__in=same_time).update(created_at=runs[0].submission.created_at)
+    for submission in Submission.objects.filter(pk__in=same_time):
+        submission.created_at = runs[0].submission.created_at
+        submission.save(update_fields=["created_at"])  # as an organiser edits it
     return Split.objects.select_related("task").get(pk=public.pk)
 
 
 @pytest.mark.parametrize("rule", Task.EntryRule.values)
 @pytest.mark.parametrize("tie", Task.TieRule.values)
 def test_a_page_read_alone_is_the_full_boards_page(public, make_entry, rule, tie):
-    Task.objects.filter(pk=public.task_id).update(entry_rule=rule, tie_rule=tie)
+    task = public.task
+    task.entry_rule, task.tie_rule = rule, tie
+    task.save()
     split = random_board(public, make_entry, f"{rule}-{tie}")
-    full = ranking.board(split)
+    assert board_store.stored(split, "") == board_store.ranked(split, "")
+    full = board_store.board(split)
     assert any(e.rank is None for e in full.entries)  # baselines
     assert len({e.rank for e in full.entries}) < len(full.entries)  # ties (shared) or baselines
     for sort in SORTS:
@@ -77,7 +83,7 @@ def test_a_page_reads_only_its_entries(teams, public, make_entry):
     with CaptureQueriesContext(connection) as captured:
         page = listing[2:5]
     assert len(captured) == 1  # the three entries' rows
-    assert page == ranking.board(split).entries[2:5]
+    assert page == board_store.board(split).entries[2:5]
     with pytest.raises(TypeError):
         listing[0]
 
@@ -100,7 +106,7 @@ def test_a_slice_page_reads_its_metric_as_the_chart_reads_the_stored_cell(
     run = make_entry(teams["alpha"], public, 0.3)
     for i, metrics in enumerate(ODD_CELLS):
         SliceScore.objects.create(run=run, dimension="odd", value=f"v{i}", count=i, metrics=metrics)
-    entries = ranking.entries(public)
+    entries = board_store.entries(public)
     full = ranking.slice_table(entries, "odd")
     shown = ranking.slice_table(entries, "odd", "truthfulness")
     assert shown.values == full.values == [f"v{i}" for i in range(len(ODD_CELLS))]

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from leaderboard import ranking, run_actions
+from leaderboard import board_store, run_actions
 from leaderboard.models import EvaluationRun, Headline, SliceScore
 from leaderboard.scores import ScoresError, store_scores
 from podium.celery import app
@@ -62,7 +62,7 @@ def test_a_new_primary_metric_reranks_the_headlines(teams, splits, make_entry):
     for headline in Headline.objects.all():
         assert headline.primary == pytest.approx(headline.metrics["missing"])
     public.refresh_from_db()
-    assert [e.method_name for e in ranking.entries(public)] == ["beta-agent", "alpha-rag"]
+    assert [e.method_name for e in board_store.entries(public)] == ["beta-agent", "alpha-rag"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,9 +16,9 @@ from django.db import transaction
 
 from evaluator.protocols.base import Protocol
 from evaluator.records import EvaluatorError
+from leaderboard.board_store import entries
 from leaderboard.duplicates import flag_similar_runs
 from leaderboard.models import EvaluationRun, ItemVerdict
-from leaderboard.ranking import entries
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import split_dir

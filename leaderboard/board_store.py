@@ -1,0 +1,113 @@
+"""The ranked boards as stored: each split's leaderboard in each setting of its task, ranked
+when the split's results change and read by every page, export and the API.
+
+``Split.results_changed`` is the one call every change of what a board shows makes (stored
+scores, a run entering or leaving ``done``, a submission's flags or texts, a team's name, a
+task's rules, a deleted run); it bumps the split's ``results_version`` and calls ``rebuild``
+in the same transaction, after that update has locked the split's row. Two changes of one
+split thus rank one after the other, each seeing what the other committed, and a board is
+never older than the scores it ranks.
+
+A board is one row (``RankedBoard``): its entries' runs in the board's order with their ranks,
+and the slice dimensions and judges behind them. Ranking it is ``ranking.narrow_board_rows``
+(one run per team by the task's rule, every baseline, in the board's order) and
+``ranking.ranks``; reading a page is that row, then its ~100 entries' headline rows
+(``ranking.read_entries``). A board never stored (a split whose results have not changed since
+the table exists) is ranked and stored by its first read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from leaderboard import ranking
+from leaderboard.models import RankedBoard, Split, Task
+
+STORED = ("runs", "ranks", "dimensions", "judges")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A board's order: its entries' runs, their ranks (None: a baseline), the slice
+    dimensions and judges behind them."""
+
+    runs: list[int]
+    ranks: list[int | None]
+    dimensions: list[str]
+    judges: list[str]
+
+
+def ranked(split: Split, setting: str) -> Ranked:
+    """The board of ``split`` in ``setting`` ranked now, from its headlines."""
+    rows = list(
+        ranking.narrow_board_rows(split, setting).values_list(
+            "run_id", "primary", ranking.BASELINE, "run__judge_id", "dimensions"
+        )
+    )
+    shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    return Ranked(
+        runs=[row[0] for row in rows],
+        ranks=ranking.ranks(((row[1], row[2]) for row in rows), shared),
+        dimensions=sorted({name for row in rows for name in row[4]}),
+        judges=sorted({row[3] for row in rows if row[3]}),
+    )
+
+
+def _store(split: Split, boards: dict[str, Ranked], replace: bool) -> None:
+    """Write ``boards`` (by setting): replacing stored ones, or leaving them (``replace``
+    False: a read storing a board it ranked, which a concurrent change may have stored)."""
+    rows = [
+        RankedBoard(split=split, setting=setting, **{name: getattr(board, name) for name in STORED})
+        for setting, board in boards.items()
+    ]
+    if replace:
+        RankedBoard.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["split", "setting"], update_fields=STORED
+        )
+    else:
+        RankedBoard.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def rebuild(*split_ids: int) -> None:
+    """Rank and store the boards of these splits in every setting of their tasks; boards of
+    settings a task no longer has go. Call it inside the transaction of the change, after
+    locking the splits' rows (``Split.results_changed`` does both)."""
+    for split in Split.objects.filter(pk__in=split_ids).select_related("task"):
+        settings = split.task.run_settings()
+        _store(split, {setting: ranked(split, setting) for setting in settings}, replace=True)
+        RankedBoard.objects.filter(split=split).exclude(setting__in=settings).delete()
+
+
+def stored(split: Split, setting: str) -> Ranked:
+    """The stored board of ``split`` in ``setting`` (one indexed row); ranked and stored
+    here if it never was."""
+    found = RankedBoard.objects.filter(split=split, setting=setting).values_list(*STORED)[:1]
+    if found:
+        return Ranked(*found[0])
+    board = ranked(split, setting)
+    _store(split, {setting: board}, replace=False)
+    return board
+
+
+def board(split: Split, setting: str = "") -> ranking.Board:
+    """The whole leaderboard of ``split`` in ``setting`` (the task's settings,
+    ``Task.run_settings``; "" for a protocol without settings): one entry per team by the
+    task's rule, plus every baseline, ranked by the task's primary metric (incomplete results
+    last); equal scores share a rank, or by the task's ``tie_rule`` the earlier submission
+    ranks first. With the entries' slice dimensions, judges and scores across settings."""
+    ranked_ = stored(split, setting)
+    derived, undefined = ranking.derived_scores(split, ranked_.runs)
+    return ranking.Board(
+        entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks),
+        dimensions=ranked_.dimensions,
+        judges=ranked_.judges,
+        setting=setting,
+        derived=derived,
+        undefined=undefined,
+    )
+
+
+def entries(split: Split, setting: str = "") -> list[ranking.Entry]:
+    """``board(split, setting)``'s entries."""
+    ranked_ = stored(split, setting)
+    return ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks)
