@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0023_headline_board_dimensions"),
+        ("leaderboard", "0024_run_failure_kind_retry_requeue"),
     ]
 
     operations = [  # noqa: RUF012 (generated)
