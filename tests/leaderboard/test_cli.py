@@ -117,6 +117,11 @@ def test_submit_wait_follows_the_runs_until_they_finish(live_server, capsys, ope
     from django.db import connection
 
     def finish_later() -> None:
+        # once the submission's three runs exist (a loaded machine may take over a second),
+        # and the CLI has polled them at least once
+        deadline = clock.monotonic() + 60
+        while EvaluationRun.objects.count() < 3 and clock.monotonic() < deadline:
+            clock.sleep(0.1)
         clock.sleep(1.0)
         runs = EvaluationRun.objects.all()
         runs.update(state=EvaluationRun.State.DONE, items_done=4, items_total=4)
