@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from celery import Task as CeleryTask
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from requests.exceptions import ConnectionError as RequestsConnectionError
@@ -38,6 +39,7 @@ from workers.pipeline.claims import (
     release,
 )
 from workers.pipeline.judge import judge_stage
+from workers.pipeline.node import start_janitor
 from workers.pipeline.run import run_stage
 
 logger = logging.getLogger("podium.pipeline")
@@ -125,3 +127,9 @@ def judge_run(self: CeleryTask, run_id: int) -> str:
 @shared_task(name=STAGE_TASKS[State.SCORING], **OPTIONS)
 def aggregate_run(self: CeleryTask, run_id: int) -> str:
     return _stage(self, State.SCORING, run_id, aggregate_stage)
+
+
+@worker_ready.connect
+def _janitor(**_: object) -> None:
+    """The node's janitor sweeps when the worker starts, then every interval."""
+    start_janitor()

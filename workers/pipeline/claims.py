@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,8 +37,8 @@ class RunLost(Exception):
 
 
 def worker_id() -> str:
-    """This process, as recorded on the runs it works on."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process, as recorded on the runs it works on: its node, then its process id."""
+    return f"{settings.PODIUM_NODE_ID}:{os.getpid()}"
 
 
 def claim(run_id: int, stage: str) -> EvaluationRun | None:

@@ -30,7 +30,7 @@ from workers.pipeline.bundles import corpus_dir, split_dir
 from workers.pipeline.claims import RunLost, beat_if_mine, hand_over, worker_id
 from workers.pipeline.judge import run_protocol
 from workers.runner import run_agent
-from workers.sandbox import SandboxPolicy
+from workers.sandbox import SandboxPolicy, owner_labels
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
@@ -214,7 +214,10 @@ def run_stage(run: EvaluationRun) -> None:
             AnswerSink(run, len(answered)),
             search=search,
             answered=answered,
-            policy=SandboxPolicy(models=model_folders(run.submission)),
+            policy=SandboxPolicy(
+                models=model_folders(run.submission),
+                labels=owner_labels(settings.PODIUM_NODE_ID, worker_id()),
+            ),
             client=client,
             on_output=log_sink(run),
         )

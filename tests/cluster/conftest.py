@@ -1,0 +1,57 @@
+"""The ``cluster`` fixture: worker nodes (``tests/cluster/nodes.py``) on the test database, a
+Redis database of their own (emptied around each test) and an S3 server that this test process
+uses too (submissions and split bundles are stored there)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from django.db import connection
+
+from podium.celery import app
+from podium.settings import s3_storage
+from tests import required
+from tests.cluster.nodes import Cluster
+from tests.e2e.harness import BROKER, _use_broker
+
+# What the nodes of a test run with: quick retries, a reaper and a janitor that act in seconds.
+FAST = {
+    "PODIUM_RETRY_BACKOFF_S": "1",
+    "PODIUM_RETRY_BACKOFF_MAX_S": "2",
+    "PODIUM_HEARTBEAT_TIMEOUT_S": "4",
+    "PODIUM_REAPER_INTERVAL_S": "1",
+    "PODIUM_JANITOR_INTERVAL_S": "2",
+}
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+    return f"postgres://{user}@{host}:{port}/{db['NAME']}"
+
+
+@pytest.fixture
+def cluster(transactional_db, settings) -> Iterator[Cluster]:
+    for program in ("dockerd", "docker"):
+        if shutil.which(program) is None:
+            required.unavailable(f"{program} is not installed")
+    root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
+    nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
+    settings.VAR_DIR = root / "test-process"
+    previous = app.conf.broker_url
+    broker = redis.Redis.from_url(BROKER)
+    broker.flushdb()
+    _use_broker(BROKER)
+    try:
+        yield nodes
+    finally:
+        nodes.close()
+        broker.flushdb()
+        _use_broker(previous)
