@@ -8,8 +8,9 @@ Redis and an S3 server reached over HTTP (``moto``'s server in a subprocess, the
 MinIO), through the same ``PODIUM_S3_*`` settings a deployment sets.
 
 Nothing here imports Django: the bench starts the S3 server before Django reads its settings.
-Everything lives under one root directory (``/var/tmp/podium-nodes-*``); engines are stopped
-and their data removed by ``Cluster.close``.
+Everything lives under one root directory (``/var/tmp/podium-nodes-*``, a tmpfs mounted there:
+unpacking and deleting image layers on this machine's shared disk takes tens of seconds);
+``Cluster.close`` stops the processes and unmounts it.
 """
 
 from __future__ import annotations
@@ -50,15 +51,17 @@ def wait_until(
         time.sleep(every_s)
 
 
-def _stop(process: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(sig)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def _stop(*processes: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
+    """Signal every process still running, then wait for them all (killed after 30 s)."""
+    running = [p for p in processes if p is not None and p.poll() is None]
+    for process in running:
+        process.send_signal(sig)
+    for process in running:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 class S3Server:
@@ -68,9 +71,9 @@ class S3Server:
         self.port = free_port()
         self.bucket = bucket
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        log = (root / "s3.log").open("ab")
         command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        with (root / "s3.log").open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         wait_until("the S3 server", self._answers, timeout_s=30)
         self.client().create_bucket(Bucket=bucket)
 
@@ -106,9 +109,6 @@ class S3Server:
             **S3_KEYS,
         }
 
-    def close(self) -> None:
-        _stop(self.process)
-
 
 class Engine:
     """A Docker engine of its own: ``dockerd`` with its socket, data and exec roots."""
@@ -128,8 +128,8 @@ class Engine:
             "--config-file", str(self.root / "daemon.json"), "--bridge", "none",
             "--iptables=false", "--ip-masq=false", "--log-level", "warn",
         ]  # fmt: skip
-        log = (self.root / "dockerd.log").open("ab")
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        with (self.root / "dockerd.log").open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         wait_until(f"the engine at {self.socket}", self.answers, timeout_s=60)
 
     def answers(self) -> bool:
@@ -166,10 +166,6 @@ class Engine:
         with closing(self.client()) as client, archive.open("rb") as handle:
             client.images.load(handle)
 
-    def close(self) -> None:
-        self.stop()
-        shutil.rmtree(self.exec_root, ignore_errors=True)
-
 
 class Node:
     """One worker node: its engine, its cache directory and its ``celery worker``."""
@@ -201,24 +197,20 @@ class Node:
             "PODIUM_NODE_ID": self.name,
             "PODIUM_VAR_DIR": str(self.root / "var"),
         }
-        log = self.log_path.open("ab")
-        self.worker = subprocess.Popen(
-            command, cwd=REPO, env=node_env, stdout=log, stderr=subprocess.STDOUT
-        )
+        with self.log_path.open("ab") as log:
+            self.worker = subprocess.Popen(
+                command, cwd=REPO, env=node_env, stdout=log, stderr=subprocess.STDOUT
+            )
 
     def kill(self) -> None:
         """The machine lost: its worker SIGKILLed, its engine stopped."""
-        _stop(self.worker, signal.SIGKILL)
+        _stop(self.worker, sig=signal.SIGKILL)
         self.worker = None
         self.engine.stop()
 
     def stop_worker(self) -> None:
         _stop(self.worker)
         self.worker = None
-
-    def close(self) -> None:
-        self.stop_worker()
-        self.engine.close()
 
 
 class Cluster:
@@ -230,6 +222,9 @@ class Cluster:
     def __init__(self, root: Path, env: dict[str, str]) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8g", "podium-nodes", str(root)], check=True
+        )
         self.s3 = S3Server(root)
         self.env = {**os.environ, **env, **self.s3.env, "PYTHONUNBUFFERED": "1"}
         self.env.pop("DOCKER_HOST", None)
@@ -254,10 +249,10 @@ class Cluster:
             sys.executable, "-m", "celery", "-A", "podium", "beat", "-l", "info",
             "-s", str(self.root / "beat-schedule"),
         ]  # fmt: skip
-        log = (self.root / "beat.log").open("ab")
-        self.beat = subprocess.Popen(
-            command, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
-        )
+        with (self.root / "beat.log").open("ab") as log:
+            self.beat = subprocess.Popen(
+                command, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
+            )
 
     def logs(self) -> str:
         parts = [f"{node.name}:\n{node.log()[-3000:]}" for node in self.nodes]
@@ -267,13 +262,12 @@ class Cluster:
         return "\n".join(parts)
 
     def close(self) -> None:
+        _stop(*(node.worker for node in self.nodes), self.beat)
+        _stop(*(node.engine.process for node in self.nodes), self.s3.process)
         for node in self.nodes:
-            _stop(node.worker)
-        _stop(self.beat)
-        for node in self.nodes:
-            node.close()
-        self.s3.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(node.engine.exec_root, ignore_errors=True)
+        subprocess.run(["umount", "--lazy", str(self.root)], check=True)
+        self.root.rmdir()
 
 
 def image_events(node: Node, since: float) -> list[str]:
