@@ -3,8 +3,9 @@
 Every container and volume a pipeline worker creates names its node and its worker
 (``workers.sandbox.owner_labels``). A worker that dies (SIGKILL, the machine lost) cannot remove
 its own; once its run is taken away (re-queued by the reaper, finished elsewhere) nobody else
-would. ``sweep`` removes, on one node's engine, what is labelled with that node and made by a
-worker ``keep`` does not vouch for. It never touches another node's containers nor any
+would. ``sweep`` removes, on one node's engine, what is labelled with that site and node and
+made by a worker ``keep`` does not vouch for. It never touches another node's or another
+site's containers (two installations, e.g. two test suites, may share one engine) nor any
 unlabelled one (the engine may be shared with anything else on the machine).
 """
 
@@ -18,7 +19,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from workers.sandbox import LABEL_NODE, LABEL_WORKER
+from workers.sandbox import LABEL_NODE, LABEL_SITE, LABEL_WORKER
 
 logger = logging.getLogger("podium.pipeline")
 
@@ -29,10 +30,11 @@ class Swept:
     volumes: tuple[str, ...]  # names of the volumes removed
 
 
-def sweep(client: docker.DockerClient, node: str, keep: Callable[[str], bool]) -> Swept:
-    """Remove the containers, then the volumes, labelled with ``node`` whose worker label
-    ``keep`` refuses; a volume still mounted by a container kept stays (the engine refuses)."""
-    mine = {"label": f"{LABEL_NODE}={node}"}
+def sweep(client: docker.DockerClient, site: str, node: str, keep: Callable[[str], bool]) -> Swept:
+    """Remove the containers, then the volumes, labelled with ``site`` and ``node`` whose
+    worker label ``keep`` refuses; a volume mounted by a container kept stays (the engine
+    refuses)."""
+    mine = {"label": [f"{LABEL_SITE}={site}", f"{LABEL_NODE}={node}"]}
     containers = []
     for container in client.containers.list(all=True, filters=mine):
         if keep(container.labels.get(LABEL_WORKER, "")):

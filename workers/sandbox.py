@@ -41,8 +41,10 @@ AGENT_UID = 10001
 AGENT_GID = 10001
 LABEL_RUN = "podium.run"  # every container and volume Podium creates carries this label
 LABEL_IMAGE = "podium.image"  # ... and this one: the image ID it runs (or ran)
-# A pipeline's containers and volumes also name their node and worker (``owner_labels``):
-# the node's janitor (``workers/janitor.py``) removes those whose worker holds no run any more.
+# A pipeline's containers and volumes also name their site (the Podium installation: its
+# database), node and worker (``owner_labels``): the node's janitor (``workers/janitor.py``)
+# removes its site's whose worker holds no run any more.
+LABEL_SITE = "podium.site"
 LABEL_NODE = "podium.node"
 LABEL_WORKER = "podium.worker"
 NO_GPU = "void"  # NVIDIA_VISIBLE_DEVICES value that exposes no GPU
@@ -187,9 +189,9 @@ class SandboxPolicy:
         return _tmpfs_volume(client, "images", size_bytes, owner, run_id, labels)
 
 
-def owner_labels(node: str, worker: str) -> tuple[tuple[str, str], ...]:
-    """``SandboxPolicy.labels`` naming the node and the worker process that run a container."""
-    return ((LABEL_NODE, node), (LABEL_WORKER, worker))
+def owner_labels(site: str, node: str, worker: str) -> tuple[tuple[str, str], ...]:
+    """``SandboxPolicy.labels`` naming the site, node and worker process running a container."""
+    return ((LABEL_SITE, site), (LABEL_NODE, node), (LABEL_WORKER, worker))
 
 
 def _tmpfs_volume(

@@ -10,14 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
-from django.db import connection
 
-from podium.celery import app
 from podium.settings import s3_storage
 from tests import required
 from tests.cluster.nodes import Cluster
-from tests.e2e.harness import BROKER, _use_broker
+from tests.e2e.harness import BROKER, database_url, own_broker
 
 # What the nodes of a test run with: quick retries, a reaper and a janitor that act in seconds.
 FAST = {
@@ -29,13 +26,6 @@ FAST = {
 }
 
 
-def database_url() -> str:
-    db = connection.settings_dict
-    user = db.get("USER") or "postgres"
-    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
-    return f"postgres://{user}@{host}:{port}/{db['NAME']}"
-
-
 @pytest.fixture
 def cluster(transactional_db, settings) -> Iterator[Cluster]:
     for program in ("dockerd", "docker"):
@@ -45,13 +35,8 @@ def cluster(transactional_db, settings) -> Iterator[Cluster]:
     nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
     settings.VAR_DIR = root / "test-process"
-    previous = app.conf.broker_url
-    broker = redis.Redis.from_url(BROKER)
-    broker.flushdb()
-    _use_broker(BROKER)
     try:
-        yield nodes
+        with own_broker():
+            yield nodes
     finally:
         nodes.close()
-        broker.flushdb()
-        _use_broker(previous)

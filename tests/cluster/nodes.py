@@ -176,6 +176,7 @@ class Node:
         root.mkdir(parents=True, exist_ok=True)
         self.engine = Engine(root, number)
         self.worker: subprocess.Popen[bytes] | None = None
+        self.started_at = 0  # where the log of the worker started last begins
 
     @property
     def log_path(self) -> Path:
@@ -197,10 +198,17 @@ class Node:
             "PODIUM_NODE_ID": self.name,
             "PODIUM_VAR_DIR": str(self.root / "var"),
         }
+        self.started_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.worker = subprocess.Popen(
                 command, cwd=REPO, env=node_env, stdout=log, stderr=subprocess.STDOUT
             )
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        """Until the worker started last says it is ready to take tasks."""
+        wait_until(
+            f"{self.name}'s worker", lambda: " ready." in self.log()[self.started_at :], timeout_s
+        )
 
     def kill(self) -> None:
         """The machine lost: its worker SIGKILLed, its engine stopped."""

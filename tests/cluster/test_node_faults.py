@@ -17,10 +17,10 @@ import pytest
 
 from leaderboard.models import Challenge, EvaluationRun, ItemAnswer
 from leaderboard.splits import import_split_dir
-from tests.cluster.nodes import Cluster, Node, image_events, wait_until
+from tests.cluster.nodes import BASE_IMAGE, Cluster, Node, image_events, wait_until
 from tests.e2e.harness import REPO, make_task, submit_agent, team_member, write_split
 from workers.image_export import archive_name
-from workers.sandbox import LABEL_NODE
+from workers.sandbox import LABEL_NODE, LABEL_WORKER
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["team_member"]  # a fixture used by the tests below
@@ -114,9 +114,16 @@ def test_a_node_lost_mid_run_its_run_resumes_on_a_late_node_and_its_orphans_are_
     first.engine.start()
     containers, volumes = _leftovers(first)
     assert len(containers) == 1 and len(volumes) == 2, (containers, volumes)
+    with closing(first.engine.client()) as client:  # not the janitor's: another node's, anyone's
+        others = [
+            client.containers.create(BASE_IMAGE, labels=labels).id
+            for labels in ({LABEL_NODE: "node-b", LABEL_WORKER: "node-b:1"}, {})
+        ]
     first.start_worker(cluster.env)
     _wait(cluster, "node-a's janitor", lambda: _leftovers(first) == ([], []), timeout_s=60)
     assert "removed 1 orphaned container(s)" in first.log()
+    with closing(first.engine.client()) as client:
+        assert {c.id for c in client.containers.list(all=True)} == set(others)
     assert _leftovers(second) == ([], [])  # node-b's finished run left nothing behind
     print(f"\nnode lost: run done {recovered_s:.1f} s after the kill; {len(keys)} answers, turns "
           f"lost 0, stored turns asked again 0")  # fmt: skip

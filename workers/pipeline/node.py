@@ -4,11 +4,13 @@ A node is one Docker engine (the worker's ``DOCKER_HOST``) with its cache direct
 ``PODIUM_NODE_ID`` (the host name by default). The janitor (``workers/janitor.py``) keeps the
 containers and volumes of a worker that holds an active run (it is working on it, or it died
 and the reaper has not re-queued the run yet: the next sweep removes them) and removes the
-node's others: those of a worker that died mid-run, once its run went elsewhere.
+node's others of this site (``site``): those of a worker that died mid-run, once its run went
+elsewhere.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 
@@ -24,6 +26,14 @@ from workers.janitor import Swept, sweep
 logger = logging.getLogger("podium.pipeline")
 
 
+def site() -> str:
+    """This installation, as its containers are labelled: a digest of where its database is
+    (its runs decide which containers are orphans; another installation's are never)."""
+    db = connections["default"].settings_dict
+    where = f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{db.get('NAME')}"
+    return hashlib.sha256(where.encode()).hexdigest()[:16]
+
+
 def holds_a_run(worker: str) -> bool:
     """Whether ``worker`` (a ``claims.worker_id``) holds an active run."""
     active = EvaluationRun.objects.filter(state__in=EvaluationRun.ACTIVE_STATES)
@@ -34,7 +44,7 @@ def sweep_node() -> Swept:
     """One pass of this node's janitor over its engine."""
     client = docker.from_env()
     try:
-        return sweep(client, settings.PODIUM_NODE_ID, holds_a_run)
+        return sweep(client, site(), settings.PODIUM_NODE_ID, holds_a_run)
     finally:
         client.close()
 

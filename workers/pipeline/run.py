@@ -29,6 +29,7 @@ from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
 from workers.pipeline.claims import RunLost, beat_if_mine, hand_over, worker_id
 from workers.pipeline.judge import run_protocol
+from workers.pipeline.node import site
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy, owner_labels
 
@@ -216,7 +217,7 @@ def run_stage(run: EvaluationRun) -> None:
             answered=answered,
             policy=SandboxPolicy(
                 models=model_folders(run.submission),
-                labels=owner_labels(settings.PODIUM_NODE_ID, worker_id()),
+                labels=owner_labels(site(), settings.PODIUM_NODE_ID, worker_id()),
             ),
             client=client,
             on_output=log_sink(run),
