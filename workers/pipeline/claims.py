@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +38,9 @@ class RunLost(Exception):
 
 
 def worker_id() -> str:
-    """This process, as recorded on the runs it works on: its node, then its process id."""
-    return f"{settings.PODIUM_NODE_ID}:{os.getpid()}"
+    """This process, as recorded on the runs it works on: its node, its host (a pod's name
+    where several pods share a node) and its process id."""
+    return f"{settings.PODIUM_NODE_ID}/{socket.gethostname()}:{os.getpid()}"
 
 
 def claim(run_id: int, stage: str) -> EvaluationRun | None:

@@ -41,6 +41,17 @@ TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FA
 ERROR_POLICIES = {Task.ErrorPolicy.CONTINUE: "continue", Task.ErrorPolicy.ABORT: "abort"}
 
 
+def agent_policy(submission: Submission) -> SandboxPolicy:
+    """The sandbox of ``submission``'s agent on this worker: its models, this worker's GPUs
+    (``PODIUM_AGENT_GPUS``; none on a CPU worker), and labels naming who runs it (the node's
+    janitor reads them: ``workers/pipeline/node.py``)."""
+    return SandboxPolicy(
+        models=model_folders(submission),
+        gpus=settings.PODIUM_AGENT_GPUS or None,
+        labels=owner_labels(site(), settings.PODIUM_NODE_ID, worker_id()),
+    )
+
+
 def limits_for(task: Task) -> Limits:
     return Limits(
         readiness_s=float(task.readiness_s),
@@ -215,10 +226,7 @@ def run_stage(run: EvaluationRun) -> None:
             AnswerSink(run, len(answered)),
             search=search,
             answered=answered,
-            policy=SandboxPolicy(
-                models=model_folders(run.submission),
-                labels=owner_labels(site(), settings.PODIUM_NODE_ID, worker_id()),
-            ),
+            policy=agent_policy(run.submission),
             client=client,
             on_output=log_sink(run),
         )
