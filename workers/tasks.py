@@ -21,6 +21,7 @@ from collections.abc import Callable
 from celery import Task as CeleryTask
 from celery import shared_task
 from celery.signals import worker_ready
+from celery.worker.consumer import Consumer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from requests.exceptions import ConnectionError as RequestsConnectionError
@@ -39,7 +40,7 @@ from workers.pipeline.claims import (
     release,
 )
 from workers.pipeline.judge import judge_stage
-from workers.pipeline.node import start_janitor
+from workers.pipeline.node import runs_containers, start_janitor
 from workers.pipeline.run import run_stage
 
 logger = logging.getLogger("podium.pipeline")
@@ -130,6 +131,8 @@ def aggregate_run(self: CeleryTask, run_id: int) -> str:
 
 
 @worker_ready.connect
-def _janitor(**_: object) -> None:
-    """The node's janitor sweeps when the worker starts, then every interval."""
-    start_janitor()
+def _janitor(sender: Consumer | None = None, **_: object) -> None:
+    """On a worker whose queues start containers, the node's janitor sweeps now, then every
+    interval."""
+    if sender is not None and runs_containers(sender.app.amqp.queues.consume_from):
+        start_janitor()

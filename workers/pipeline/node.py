@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections.abc import Iterable
 
 import docker
 import docker.errors
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 
 from leaderboard.models import EvaluationRun
+from podium.celery import BUILD_QUEUE
 from workers.janitor import Swept, sweep
 
 logger = logging.getLogger("podium.pipeline")
@@ -59,6 +61,12 @@ def _sweep_quietly() -> None:
         logger.warning("janitor on node %s: the database did not answer (%s)", node, exc)
     finally:
         connections.close_all()
+
+
+def runs_containers(queues: Iterable[str]) -> bool:
+    """Whether a worker consuming ``queues`` starts containers on its node's engine (the build
+    queue and the GPU queues); the others (judge, default) need no engine and no janitor."""
+    return any(queue == BUILD_QUEUE or queue.startswith("gpu-") for queue in queues)  # gpu_queue
 
 
 def start_janitor(stop: threading.Event | None = None) -> threading.Thread:
