@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -225,22 +227,30 @@ MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
 # This node's copies of the models challenges let agents load by hub id (workers.model_store).
 PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
 
-S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
-if S3_BUCKET:
-    _default_storage = {
+
+def s3_storage(env: Mapping[str, str]) -> dict[str, object]:
+    """The default storage on the S3 server ``env``'s ``PODIUM_S3_*`` settings name (tests
+    that start one use it too); its errors are counted (``podium.storage``)."""
+    return {
         "BACKEND": "podium.storage.S3Storage",
         "OPTIONS": {
-            "bucket_name": S3_BUCKET,
-            "endpoint_url": os.environ.get("PODIUM_S3_ENDPOINT_URL") or None,
-            "region_name": os.environ.get("PODIUM_S3_REGION") or None,
-            "access_key": os.environ.get("PODIUM_S3_ACCESS_KEY_ID") or None,
-            "secret_key": os.environ.get("PODIUM_S3_SECRET_ACCESS_KEY") or None,
-            "location": os.environ.get("PODIUM_S3_PREFIX", "podium"),
+            "bucket_name": env["PODIUM_S3_BUCKET"],
+            "endpoint_url": env.get("PODIUM_S3_ENDPOINT_URL") or None,
+            "region_name": env.get("PODIUM_S3_REGION") or None,
+            "access_key": env.get("PODIUM_S3_ACCESS_KEY_ID") or None,
+            "secret_key": env.get("PODIUM_S3_SECRET_ACCESS_KEY") or None,
+            "location": env.get("PODIUM_S3_PREFIX", "podium"),
             "default_acl": "private",
             "querystring_auth": True,
             "file_overwrite": False,
         },
     }
+
+
+S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
+_default_storage: dict[str, object]
+if S3_BUCKET:
+    _default_storage = s3_storage(os.environ)
 else:
     DEFAULTS_IN_USE.append(f"PODIUM_S3_BUCKET=<unset: local files under {MEDIA_ROOT}>")
     _default_storage = {
@@ -339,6 +349,12 @@ PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
 # seconds, doubling up to the maximum.
 PODIUM_RETRY_BACKOFF_S = _env_int("PODIUM_RETRY_BACKOFF_S", 10)
 PODIUM_RETRY_BACKOFF_MAX_S = _env_int("PODIUM_RETRY_BACKOFF_MAX_S", 600)
+# This worker's node (its Docker engine): recorded in worker ids and on the containers and
+# volumes it creates; its janitor removes the node's orphans at start and every interval.
+PODIUM_NODE_ID = _env("PODIUM_NODE_ID", socket.gethostname(), "<the host name>")
+if not PODIUM_NODE_ID.strip() or any(c.isspace() or c == ":" for c in PODIUM_NODE_ID):
+    raise ImproperlyConfigured(f"PODIUM_NODE_ID={PODIUM_NODE_ID!r}: no spaces or colons")
+PODIUM_JANITOR_INTERVAL_S = _env_int("PODIUM_JANITOR_INTERVAL_S", 300, minimum=1)
 
 # --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
 PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")

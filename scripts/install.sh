@@ -96,7 +96,7 @@ if [ "$want" != "$have" ]; then
   say "installing Python packages into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2>&1 \
     | grep -v "is ignored: it is neither" || true
-  .venv/bin/python -c "import django, celery, docker, openai, faiss, torch" \
+  .venv/bin/python -c "import django, celery, docker, aiohttp, faiss, torch" \
     || die "Python packages failed to install"
   echo "$want" >.venv/.requirements.sha256
 fi

@@ -1,6 +1,7 @@
 """An image of the local Docker engine written out as a ``docker save`` archive, as a stream.
 
-What the starter kit's base image download is made of (``leaderboard/kits/base_image.py``):
+What the starter kit's base image download is made of (``leaderboard/kits/base_image.py``), and
+how an agent image reaches the other nodes (``workers/pipeline/image_store.py``):
 ``find`` names the image's content-addressed ID (what the saved archive is keyed by), ``save``
 writes the archive chunk by chunk into a binary file and returns its sha256; nothing is held
 whole in memory.
@@ -16,11 +17,13 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from workers.faults import TransientFault
+
 # What ``image.save`` yields at a time: the engine's stream read in 1 MiB pieces.
 CHUNK = 1024 * 1024
 
 
-class EngineUnavailable(Exception):
+class EngineUnavailable(TransientFault):
     """No Docker engine answers; the message says so in the operator's words."""
 
 
@@ -33,9 +36,11 @@ class EngineImage:
     name: str  # as asked, e.g. podium/agent-base:py3.11
     image_id: str  # sha256:...
 
-    @property
-    def id_hex(self) -> str:
-        return self.image_id.removeprefix("sha256:")
+
+def archive_name(image_id: str) -> str:
+    """Where the saved archive of the image ``image_id`` is kept in Podium's storage (base
+    images for the starter kit and agent images for the other nodes alike)."""
+    return f"agent-images/{image_id.removeprefix('sha256:')}.tar"
 
 
 def _client() -> docker.DockerClient:
@@ -59,11 +64,11 @@ def find(name: str) -> EngineImage:
     return EngineImage(name=name, image_id=image.id)
 
 
-def save(image: EngineImage, out: IO[bytes]) -> str:
+def save(image: EngineImage, out: IO[bytes], client: docker.DockerClient | None = None) -> str:
     """Write ``image`` (by its ID, so a tag moved meanwhile changes nothing) to ``out`` as
     ``docker save`` does, tagged with its name so ``docker load`` restores the tag; returns the
-    archive's sha256."""
-    client = _client()
+    archive's sha256. ``client``: that engine's (the local one by default)."""
+    client = client or _client()
     digest = hashlib.sha256()
     try:
         found = client.images.get(image.image_id)

@@ -41,6 +41,12 @@ AGENT_UID = 10001
 AGENT_GID = 10001
 LABEL_RUN = "podium.run"  # every container and volume Podium creates carries this label
 LABEL_IMAGE = "podium.image"  # ... and this one: the image ID it runs (or ran)
+# A pipeline's containers and volumes also name their site (the Podium installation: its
+# database), node and worker (``owner_labels``): the node's janitor (``workers/janitor.py``)
+# removes its site's whose worker holds no run any more.
+LABEL_SITE = "podium.site"
+LABEL_NODE = "podium.node"
+LABEL_WORKER = "podium.worker"
 NO_GPU = "void"  # NVIDIA_VISIBLE_DEVICES value that exposes no GPU
 
 MiB = 1024 * 1024
@@ -62,6 +68,8 @@ class SandboxPolicy:
     gpus: str | None = None
     # the model store folders (``model_store.stored``) of the models the agent may load
     models: tuple[Path, ...] = ()
+    # more labels on the container and its volumes: ``owner_labels`` (node and worker)
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -111,7 +119,7 @@ class SandboxPolicy:
                 "NVIDIA_VISIBLE_DEVICES": self.visible_devices(),
                 **model_environment(),
             },
-            "labels": {LABEL_RUN: run_id, LABEL_IMAGE: image},
+            "labels": self.labels_for(run_id, image),
             "hostname": "agent",
             "user": f"{AGENT_UID}:{AGENT_GID}",
             "network_mode": "none",
@@ -156,10 +164,15 @@ class SandboxPolicy:
             "device_requests": self.device_requests(),
         }
 
+    def labels_for(self, run_id: str, image: str) -> dict[str, str]:
+        """The labels of a container and its volumes."""
+        return {LABEL_RUN: run_id, LABEL_IMAGE: image, **dict(self.labels)}
+
     def create_socket_volume(self, client: docker.DockerClient, run_id: str, image: str) -> Any:
         """A fresh tmpfs-backed volume for the socket directory, owned by the agent's uid."""
         owner = f"uid={AGENT_UID},gid={AGENT_GID},mode=0700"
-        return _tmpfs_volume(client, "sock", self.socket_dir_bytes, owner, run_id, image)
+        labels = self.labels_for(run_id, image)
+        return _tmpfs_volume(client, "sock", self.socket_dir_bytes, owner, run_id, labels)
 
     def create_image_volume(
         self, client: docker.DockerClient, run_id: str, image: str, size_bytes: int
@@ -172,11 +185,22 @@ class SandboxPolicy:
                 f"the runner runs as uid {AGENT_UID}, the agent's: it could not hide staged images"
             )
         owner = f"uid={os.geteuid()},gid={os.getegid()},mode=0755"
-        return _tmpfs_volume(client, "images", size_bytes, owner, run_id, image)
+        labels = self.labels_for(run_id, image)
+        return _tmpfs_volume(client, "images", size_bytes, owner, run_id, labels)
+
+
+def owner_labels(site: str, node: str, worker: str) -> tuple[tuple[str, str], ...]:
+    """``SandboxPolicy.labels`` naming the site, node and worker process running a container."""
+    return ((LABEL_SITE, site), (LABEL_NODE, node), (LABEL_WORKER, worker))
 
 
 def _tmpfs_volume(
-    client: docker.DockerClient, kind: str, size_bytes: int, owner: str, run_id: str, image: str
+    client: docker.DockerClient,
+    kind: str,
+    size_bytes: int,
+    owner: str,
+    run_id: str,
+    labels: dict[str, str],
 ) -> Any:
     if size_bytes <= 0:
         raise ValueError(f"a {kind} volume must have a positive size, got {size_bytes}")
@@ -188,5 +212,5 @@ def _tmpfs_volume(
             "device": "tmpfs",
             "o": f"size={size_bytes},{owner},nosuid,nodev,noexec",
         },
-        labels={LABEL_RUN: run_id, LABEL_IMAGE: image},
+        labels=labels,
     )

@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 from celery import Task as CeleryTask
 from celery import shared_task
+from celery.signals import worker_ready
+from celery.worker.consumer import Consumer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from requests.exceptions import ConnectionError as RequestsConnectionError
@@ -40,6 +42,7 @@ from workers.pipeline.claims import (
     stage_ended,
 )
 from workers.pipeline.judge import judge_stage
+from workers.pipeline.node import runs_containers, start_janitor
 from workers.pipeline.run import run_stage
 
 logger = logging.getLogger("podium.pipeline")
@@ -139,3 +142,11 @@ def judge_run(self: CeleryTask, run_id: int) -> str:
 @shared_task(name=STAGE_TASKS[State.SCORING], **OPTIONS)
 def aggregate_run(self: CeleryTask, run_id: int) -> str:
     return _stage(self, State.SCORING, run_id, aggregate_stage)
+
+
+@worker_ready.connect
+def _janitor(sender: Consumer | None = None, **_: object) -> None:
+    """On a worker whose queues start containers, the node's janitor sweeps now, then every
+    interval."""
+    if sender is not None and runs_containers(sender.app.amqp.queues.consume_from):
+        start_janitor()

@@ -65,7 +65,7 @@ def unavailable_reason(exc: EngineUnavailable | ImageMissing) -> str:
 
 
 def _storage_name(found: image_export.EngineImage) -> str:
-    return f"agent-images/{found.id_hex}.tar"
+    return image_export.archive_name(found.image_id)
 
 
 def base_image_archive(name: str | None = None) -> BaseImageArchive:

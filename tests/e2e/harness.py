@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,28 @@ def _use_broker(url: str) -> None:
     app.amqp._producer_pool = None
 
 
+@contextmanager
+def own_broker() -> Iterator[None]:
+    """Celery on this test's Redis database (``BROKER``), emptied before and after."""
+    previous = app.conf.broker_url
+    client = redis.Redis.from_url(BROKER)
+    client.flushdb()
+    _use_broker(BROKER)
+    try:
+        yield
+    finally:
+        client.flushdb()
+        _use_broker(previous)
+
+
+def database_url() -> str:
+    """The test database, as a URL for the worker processes."""
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+    return f"postgres://{user}@{host}:{port}/{db['NAME']}"
+
+
 class Pipeline:
     """Workers as subprocesses of the test, and ways to wait for runs."""
 
@@ -80,12 +103,9 @@ class Pipeline:
         self.tmp = tmp
         self.media = tmp / "media"
         self.var = tmp / "var"
-        db = connection.settings_dict
-        user = db.get("USER") or "postgres"
-        host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
         self.env = {
             **os.environ,
-            "DATABASE_URL": f"postgres://{user}@{host}:{port}/{db['NAME']}",
+            "DATABASE_URL": database_url(),
             "REDIS_URL": BROKER,
             "PODIUM_MEDIA_ROOT": str(self.media),
             "PODIUM_VAR_DIR": str(self.var),
@@ -162,16 +182,13 @@ def pipeline(transactional_db, settings, tmp_path) -> Iterator[Pipeline]:
         },
     }
     settings.VAR_DIR = harness.var
-    previous = app.conf.broker_url
-    client = redis.Redis.from_url(BROKER)
-    client.flushdb()
-    _use_broker(BROKER)
     try:
-        yield harness
+        with own_broker():
+            try:
+                yield harness
+            finally:
+                harness.stop()
     finally:
-        harness.stop()
-        client.flushdb()
-        _use_broker(previous)
         _remove_agent_containers(
             list(Submission.objects.exclude(image_digest="").values_list("image_digest", flat=True))
         )

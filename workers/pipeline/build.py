@@ -1,7 +1,8 @@
 """The build stage: the submission's artifact becomes a local image, pinned by digest.
 
-The first run of a submission loads (or builds, or pulls) its image and records the digest on
-the submission; its other runs find the image by that digest. A bad artifact fails the
+The first run of a submission loads (or builds, or pulls) its image, stores it for the other
+nodes (``image_store``) and records the digest on the submission; its other runs find the image
+by that digest, in their engine or in storage. A bad artifact fails the
 submission and its runs with the engine's reason; an unreachable engine is retried.
 """
 
@@ -27,6 +28,7 @@ from workers.builds import BaseImageMissing, build_context
 from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
 from workers.package_index import IndexURLError
+from workers.pipeline import image_store
 from workers.pipeline.claims import hand_over
 
 State = EvaluationRun.State
@@ -113,26 +115,35 @@ def _image(submission: Submission, client: docker.DockerClient) -> AgentImage:
             raise PodiumFault(f"submission #{submission.pk}: {exc}") from None
 
 
+def _on_this_node(digest: str, client: docker.DockerClient) -> AgentImage | None:
+    """The recorded image in this engine: there already, else loaded from storage."""
+    try:
+        return local_image(digest, client)
+    except ImageError:
+        return image_store.fetch(digest, client)
+
+
 def submission_image(submission: Submission, client: docker.DockerClient) -> AgentImage:
-    """The submission's image in this engine; loaded and pinned the first time."""
+    """The submission's image in this engine: made and pinned the first time (and stored for
+    the other nodes), afterwards found here or loaded from storage (``image_store``)."""
     if submission.image_digest:
-        try:
-            return local_image(submission.image_digest, client)
-        except ImageError:
-            pass  # recorded by another machine's engine: load it here as well
+        found = _on_this_node(submission.image_digest, client)
+        if found is not None:
+            return found
     with transaction.atomic():
         locked = Submission.objects.select_for_update().get(pk=submission.pk)
         if locked.image_digest and locked.image_digest != submission.image_digest:
-            try:
-                return local_image(locked.image_digest, client)
-            except ImageError:
-                pass
+            found = _on_this_node(locked.image_digest, client)
+            if found is not None:
+                submission.image_digest = locked.image_digest
+                return found
         Submission.objects.filter(pk=locked.pk).update(state=Submission.State.BUILDING)
         try:
             image = _materialise(locked, client)
         except ImageError:
             docker_client()  # an engine that went away is Podium's failure, not the team's
             raise
+        image_store.export(image, client)  # before the digest is recorded: other nodes load it
         # The first digest recorded stays: it is what the leaderboard shows for the submission.
         Submission.objects.filter(pk=locked.pk).update(
             image_digest=locked.image_digest or image.digest,

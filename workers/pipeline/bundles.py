@@ -44,6 +44,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def download(name: str, sha256: str, path: Path, what: str) -> None:
+    """``name`` from storage copied to ``path`` and checked against ``sha256``; ``BundleError``
+    (naming ``what``) when it is missing or differs."""
+    try:
+        with default_storage.open(name, "rb") as source, path.open("wb") as out:
+            shutil.copyfileobj(source, out, _CHUNK)
+    except FileNotFoundError:
+        raise BundleError(f"{what} {name}: not found in storage") from None
+    if _sha256(path) != sha256:
+        raise BundleError(f"{what} {name}: sha256 differs from the recorded one")
+
+
 def _extract(name: str, sha256: str, kind: str) -> Path:
     """``name`` in storage, checked against ``sha256``, extracted to the cache (once)."""
     target = cache_root() / kind / sha256
@@ -53,13 +65,7 @@ def _extract(name: str, sha256: str, kind: str) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f".{sha256[:12]}-", dir=target.parent))
     try:
         tar_path = scratch / "bundle.tar"
-        try:
-            with default_storage.open(name, "rb") as source, tar_path.open("wb") as out:
-                shutil.copyfileobj(source, out, _CHUNK)
-        except FileNotFoundError:
-            raise BundleError(f"{kind} bundle {name}: not found in storage") from None
-        if _sha256(tar_path) != sha256:
-            raise BundleError(f"{kind} bundle {name}: sha256 differs from the recorded one")
+        download(name, sha256, tar_path, f"{kind} bundle")
         content = scratch / "content"
         try:
             extract_tar(tar_path, content, archive_limits())

@@ -48,8 +48,9 @@ class RunLost(Exception):
 
 
 def worker_id() -> str:
-    """This process, as recorded on the runs it works on."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process, as recorded on the runs it works on: its node, its host (a pod's name
+    where several pods share a node) and its process id."""
+    return f"{settings.PODIUM_NODE_ID}/{socket.gethostname()}:{os.getpid()}"
 
 
 def claim(run_id: int, stage: str) -> EvaluationRun | None:

@@ -29,8 +29,9 @@ from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
 from workers.pipeline.claims import RunLost, beat_if_mine, hand_over, worker_id
 from workers.pipeline.judge import run_protocol
+from workers.pipeline.node import site
 from workers.runner import run_agent
-from workers.sandbox import SandboxPolicy
+from workers.sandbox import SandboxPolicy, owner_labels
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
@@ -41,9 +42,14 @@ ERROR_POLICIES = {Task.ErrorPolicy.CONTINUE: "continue", Task.ErrorPolicy.ABORT:
 
 
 def agent_policy(submission: Submission) -> SandboxPolicy:
-    """The sandbox of ``submission``'s agent on this worker: its models, and this worker's GPUs
-    (``PODIUM_AGENT_GPUS``; none on a CPU worker)."""
-    return SandboxPolicy(models=model_folders(submission), gpus=settings.PODIUM_AGENT_GPUS or None)
+    """The sandbox of ``submission``'s agent on this worker: its models, this worker's GPUs
+    (``PODIUM_AGENT_GPUS``; none on a CPU worker), and labels naming who runs it (the node's
+    janitor reads them: ``workers/pipeline/node.py``)."""
+    return SandboxPolicy(
+        models=model_folders(submission),
+        gpus=settings.PODIUM_AGENT_GPUS or None,
+        labels=owner_labels(site(), settings.PODIUM_NODE_ID, worker_id()),
+    )
 
 
 def limits_for(task: Task) -> Limits:

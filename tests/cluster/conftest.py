@@ -1,0 +1,46 @@
+"""The ``cluster`` fixture: worker nodes (``tests/cluster/nodes.py``) on the test database, a
+Redis database of their own (emptied around each test) and an S3 server that this test process
+uses too (submissions and split bundles are stored there)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from podium.settings import s3_storage
+from tests import required
+from tests.cluster.nodes import BASE_IMAGE, Cluster
+from tests.e2e.harness import BROKER, database_url, own_broker
+
+# What the nodes of a test run with: quick retries, a reaper and a janitor that act in seconds.
+FAST = {
+    "PODIUM_RETRY_BACKOFF_S": "1",
+    "PODIUM_RETRY_BACKOFF_MAX_S": "2",
+    "PODIUM_HEARTBEAT_TIMEOUT_S": "4",
+    "PODIUM_REAPER_INTERVAL_S": "1",
+    "PODIUM_JANITOR_INTERVAL_S": "2",
+}
+
+
+@pytest.fixture
+def cluster(transactional_db, settings) -> Iterator[Cluster]:
+    for program in ("dockerd", "docker"):
+        if shutil.which(program) is None:
+            required.unavailable(f"{program} is not installed")
+    listed = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
+    if listed.returncode != 0:  # the nodes that build load it from the machine's engine
+        required.unavailable(f"{BASE_IMAGE} is not built (deploy/agent-base/build.sh)")
+    root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
+    nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
+    settings.VAR_DIR = root / "test-process"
+    try:
+        with own_broker():
+            yield nodes
+    finally:
+        nodes.close()

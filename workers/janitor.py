@@ -1,0 +1,66 @@
+"""A node's janitor: the agent containers and volumes its dead workers left behind, removed.
+
+Every container and volume a pipeline worker creates names its node and its worker
+(``workers.sandbox.owner_labels``). A worker that dies (SIGKILL, the machine lost) cannot remove
+its own; once its run is taken away (re-queued by the reaper, finished elsewhere) nobody else
+would. ``sweep`` removes, on one node's engine, what is labelled with that site and node and
+made by a worker ``keep`` does not vouch for. It never touches another node's or another
+site's containers (two installations, e.g. two test suites, may share one engine) nor any
+unlabelled one (the engine may be shared with anything else on the machine).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from workers.sandbox import LABEL_NODE, LABEL_SITE, LABEL_WORKER
+
+logger = logging.getLogger("podium.pipeline")
+
+
+@dataclass(frozen=True)
+class Swept:
+    containers: tuple[str, ...]  # names of the containers removed
+    volumes: tuple[str, ...]  # names of the volumes removed
+
+
+def sweep(client: docker.DockerClient, site: str, node: str, keep: Callable[[str], bool]) -> Swept:
+    """Remove the containers, then the volumes, labelled with ``site`` and ``node`` whose
+    worker label ``keep`` refuses; a volume mounted by a container kept stays (the engine
+    refuses)."""
+    mine = {"label": [f"{LABEL_SITE}={site}", f"{LABEL_NODE}={node}"]}
+    containers = []
+    for container in client.containers.list(all=True, filters=mine):
+        if keep(container.labels.get(LABEL_WORKER, "")):
+            continue
+        if _removed(container.remove):
+            containers.append(container.name)
+    volumes = []
+    for volume in client.volumes.list(filters=mine):
+        if keep((volume.attrs.get("Labels") or {}).get(LABEL_WORKER, "")):
+            continue
+        if _removed(volume.remove):
+            volumes.append(volume.name)
+    if containers or volumes:
+        logger.warning(
+            "janitor on node %s: removed %d orphaned container(s) %s and %d volume(s) %s",
+            node, len(containers), containers, len(volumes), volumes,
+        )  # fmt: skip
+    return Swept(tuple(containers), tuple(volumes))
+
+
+def _removed(remove: Callable[..., object]) -> bool:
+    try:
+        remove(force=True)
+    except docker.errors.NotFound:
+        return False  # its worker (or the engine) removed it meanwhile
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        logger.info("janitor: left in place for now: %s", exc)
+        return False
+    return True
