@@ -217,6 +217,15 @@ PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
 
 S3_BUCKET = os.environ.get("PODIUM_S3_BUCKET", "")
 if S3_BUCKET:
+    from botocore.config import Config as BotoConfig
+
+    # botocore retries a refused connection, a time-out or a 5xx itself ("standard" mode:
+    # exponential back-off with jitter); past these attempts the stage task retries
+    # (workers.faults.is_transient), so an outage longer than both is still survived.
+    _s3_client = BotoConfig(
+        retries={"max_attempts": _env_int("PODIUM_S3_MAX_ATTEMPTS", 5, 1), "mode": "standard"},
+        connect_timeout=_env_int("PODIUM_S3_CONNECT_TIMEOUT_S", 10, 1),
+    )
     _default_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -229,6 +238,7 @@ if S3_BUCKET:
             "default_acl": "private",
             "querystring_auth": True,
             "file_overwrite": False,
+            "client_config": _s3_client,
         },
     }
 else:
@@ -308,10 +318,16 @@ PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)
 PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
+# A run waiting for a worker this long past its due time lost its message (the broker restarted
+# without its data): the reaper sends its stage task again. Longer than a usual queue wait.
+PODIUM_UNCLAIMED_RESEND_S = _env_int("PODIUM_UNCLAIMED_RESEND_S", 1800, minimum=1)
 # A stage task retries infrastructure errors (and a judge its unjudged items) after this many
 # seconds, doubling up to the maximum.
 PODIUM_RETRY_BACKOFF_S = _env_int("PODIUM_RETRY_BACKOFF_S", 10)
 PODIUM_RETRY_BACKOFF_MAX_S = _env_int("PODIUM_RETRY_BACKOFF_MAX_S", 600)
+# A worker keeps an agent's answers and tries storing them again this long while the database
+# is unreachable (restarting), so a short outage asks no turn twice; then the stage retries.
+PODIUM_DB_RETRY_S = _env_int("PODIUM_DB_RETRY_S", 120, minimum=0)
 
 # --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
 PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")

@@ -4,7 +4,9 @@ A stage task owns a run when it moved it into its stage (from ``queued``: a firs
 a resume after a lost worker) or claimed it after the previous stage handed it over (state set
 to the stage with no ``worker_id``). Anything else (a duplicate delivery, a run another worker
 holds, a finished run) is "not mine" and the task does nothing. A handed-over run waits in its
-queue without a worker, so the reaper leaves it alone until a worker claims it.
+queue without a worker; the heartbeat reaper leaves it alone, and the unclaimed reaper sends its
+stage task again only when no worker claimed it long after ``claim_due_at`` (the message was
+lost with the broker's data): a second message for a run already claimed is "not mine".
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
+from workers.faults import DATABASE_ERRORS, is_transient
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -72,6 +77,18 @@ def claim(run_id: int, stage: str) -> EvaluationRun | None:
     return None
 
 
+def while_database_returns() -> Retrying:
+    """Calls a database write again while the database is unreachable (a restart), for up to
+    ``PODIUM_DB_RETRY_S``, reconnecting between tries; then the error is raised."""
+    return Retrying(
+        retry=retry_if_exception_type(DATABASE_ERRORS),
+        stop=stop_after_delay(settings.PODIUM_DB_RETRY_S),
+        wait=wait_exponential(multiplier=0.25, max=5),
+        before_sleep=lambda state: close_old_connections(),
+        reraise=True,
+    )
+
+
 def hand_over(run: EvaluationRun, stage: str) -> None:
     """Move the run to ``stage``, unowned, and send that stage's task."""
     run.move_to(stage, worker_id="")
@@ -85,10 +102,12 @@ def fail_for_podium(run: EvaluationRun, detail: str) -> None:
     Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
 
 
-def release(run: EvaluationRun) -> None:
-    """Give up ownership (e.g. before a retry with a countdown); the state stays."""
+def release(run: EvaluationRun, countdown_s: float = 0) -> None:
+    """Give up ownership before a retry due in ``countdown_s``; the state stays, and the run is
+    due to be claimed again when the retry is (the unclaimed reaper waits for that)."""
+    due = timezone.now() + timedelta(seconds=countdown_s)
     EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id()).update(
-        worker_id=""
+        worker_id="", claim_due_at=due
     )
 
 
@@ -112,9 +131,14 @@ def heartbeats(run: EvaluationRun, interval_s: float | None = None) -> Iterator[
         try:
             while not stop.wait(interval):
                 close_old_connections()
-                if not beat_if_mine(run):
-                    return
-        except Exception:  # a database hiccup: the reaper decides, the work goes on
+                try:
+                    if not beat_if_mine(run):
+                        return
+                except Exception as exc:  # the database restarting: beat again next time
+                    if not is_transient(exc):
+                        raise
+                    logger.warning("run #%s: heartbeat failed (%s)", run.pk, exc)
+        except Exception:  # a bug: the reaper decides, the work goes on
             logger.exception("run #%s: heartbeat failed", run.pk)
         finally:
             connections.close_all()
