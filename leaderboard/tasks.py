@@ -57,6 +57,8 @@ def dispatch_stage(run: EvaluationRun, stage: str) -> None:
             logger.warning(
                 "run #%s: %s not sent (%s); the reaper sends it again", run.pk, name, exc
             )
+        except Exception:  # kombu's own state, torn while the broker went away: never the run's
+            logger.exception("run #%s: %s not sent; the reaper sends it again", run.pk, name)
 
     transaction.on_commit(send)
 

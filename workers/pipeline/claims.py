@@ -22,7 +22,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
@@ -84,9 +90,15 @@ def while_database_returns() -> Retrying:
         retry=retry_if_exception_type(DATABASE_ERRORS),
         stop=stop_after_delay(settings.PODIUM_DB_RETRY_S),
         wait=wait_exponential(multiplier=0.25, max=5),
-        before_sleep=lambda state: close_old_connections(),
+        before_sleep=_reconnect,
         reraise=True,
     )
+
+
+def _reconnect(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome else None
+    logger.warning("database unreachable (%s); trying again", str(error).strip()[:200])
+    close_old_connections()  # a connection that failed is closed, the next try opens one
 
 
 def hand_over(run: EvaluationRun, stage: str) -> None:
