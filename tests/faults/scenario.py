@@ -156,7 +156,8 @@ def _inject(
     """Stop the fault's service once the first run is answering and start it again after the
     outage: PostgreSQL ``outage_s`` later; the others ``outage_s`` after the first run reached
     judging (a stage that needs them; for Redis, handed over while the broker is away).
-    Returns how long it was down and the seconds from its return until the runs moved on."""
+    Returns how long it was down and the seconds from its return until the first run moved
+    on (a state, an answer or a verdict more)."""
     from django.db import connection
 
     from leaderboard.models import EvaluationRun, ItemAnswer
@@ -178,22 +179,23 @@ def _inject(
     service.start()
     back_at = time.monotonic()
     connection.close()
-    before = _progress(submissions)
-    _wait(lambda: _progress(submissions) != before, args.timeout_s)
+    before = _progress(submissions[0])
+    _wait(lambda: _progress(submissions[0]) != before, args.timeout_s)
     return {
         "down_s": round(back_at - down_at, 1),
         "recovered_s": round(time.monotonic() - back_at, 1),
     }
 
 
-def _progress(submissions: list[Any]) -> tuple[Any, ...]:
+def _progress(submission: Any) -> tuple[Any, ...]:
+    """Where the run the fault met stands: its state, answers and verdicts stored."""
     from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict
 
-    runs = EvaluationRun.objects.filter(submission__in=submissions)
+    run = EvaluationRun.objects.get(submission=submission)
     return (
-        tuple(runs.order_by("pk").values_list("state", "worker_id")),
-        ItemAnswer.objects.filter(run__in=runs).count(),
-        ItemVerdict.objects.filter(answer__run__in=runs).count(),
+        run.state,
+        ItemAnswer.objects.filter(run=run).count(),
+        ItemVerdict.objects.filter(answer__run=run).count(),
     )
 
 

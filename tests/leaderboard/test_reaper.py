@@ -60,8 +60,8 @@ def make_run(teams, splits):
             split=splits["public-test"],
             attempt=attempt,
         )
-        path = [State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING]
-        for step in path[: path.index(state) + 1]:
+        path = [State.QUEUED, State.BUILDING, State.RUNNING, State.JUDGING, State.SCORING]
+        for step in path[1 : path.index(state) + 1]:  # queued: a new run, as submitted
             run.move_to(step, worker_id="worker-1")
         EvaluationRun.objects.filter(pk=run.pk).update(
             heartbeat_at=timezone.now() - timedelta(seconds=silent_for_s)
@@ -169,18 +169,10 @@ def test_a_run_given_back_until_its_retry_is_due_is_not_resent_before_then(
 
 
 def test_a_new_run_whose_first_message_was_lost_is_sent_to_the_build_stage(
-    broker, teams, splits, settings, django_capture_on_commit_callbacks
+    broker, make_run, settings, django_capture_on_commit_callbacks
 ):
     settings.PODIUM_UNCLAIMED_RESEND_S = 5
-    submission = Submission.objects.create(
-        team=teams["alpha"],
-        challenge=splits["public-test"].task.challenge,
-        artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
-        method_name="m",
-    )
-    run = EvaluationRun.objects.create(
-        submission=submission, task=splits["public-test"].task, split=splits["public-test"]
-    )
+    run = make_run(State.QUEUED, silent_for_s=0)
     with django_capture_on_commit_callbacks(execute=True):
         assert resend_unclaimed_runs() == [], "just created: its message is on its way"
         later = timezone.now() + timedelta(seconds=6)
