@@ -32,12 +32,13 @@ from tests.faults.services import S3, Judge, Postgres, Redis, Service
 
 FAULTS = ("none", "redis", "postgres", "s3", "judge")
 BUCKET = "podium-faults"
-# What the worker logs when it meets each fault: proof the fault was met, not dodged.
+# The worker's log lines that show it met each fault (a line with all of the words), one per
+# occurrence: proof the fault was met, not dodged.
 EVIDENCE = {
-    "redis": "unclaimed since",  # the reaper re-sent a stage task lost with Redis's data
-    "postgres": "database unreachable",  # answers kept while the database restarted
-    "s3": "EndpointConnectionError",  # a stage retried while storage was unreachable
-    "judge": "unjudged",  # judging retried while the judge was down
+    "redis": ("unclaimed since",),  # the reaper re-sent a stage task lost with Redis's data
+    "postgres": ("database unreachable",),  # an insert or beat kept while the database was down
+    "s3": ("EndpointConnectionError", "; retrying in"),  # a stage retried: storage unreachable
+    "judge": ("unjudged", "; again in"),  # a judging pass retried while the judge was down
 }
 
 
@@ -242,9 +243,13 @@ def _facts(submissions: list[Any], split: Any, log: str, fault: str) -> dict[str
         "quota_charged": usage(runs[0].submission.team, runs[0].task).total,
         "files_missing": sum(not default_storage.exists(name) for name in files),
         "files_checked": len(files),
-        "evidence": log.count(EVIDENCE[fault]) if fault in EVIDENCE else None,
-        "resent": log.count("unclaimed since"),
+        "evidence": _lines(log, *EVIDENCE[fault]) if fault in EVIDENCE else None,
+        "resent": _lines(log, *EVIDENCE["redis"]),
     }
+
+
+def _lines(log: str, *words: str) -> int:
+    return sum(all(word in line for word in words) for line in log.splitlines())
 
 
 if __name__ == "__main__":

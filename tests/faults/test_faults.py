@@ -7,15 +7,33 @@ storage lost nothing. Outages here last seconds (``bench/faults.py`` holds them 
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from tests import required
 from tests.e2e.harness import REPO
+from tests.workers.conftest import base_image, docker_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+__all__ = ["base_image", "docker_client"]  # fixtures used by the tests below
+
+
+@pytest.fixture(scope="module")
+def services(base_image) -> None:
+    """What the scenario starts privately: PostgreSQL's server binaries, ``redis-server``,
+    ``runuser`` (PostgreSQL refuses to run as root) and moto's server."""
+    if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+        required.unavailable("no PostgreSQL server binaries under /usr/lib/postgresql")
+    for tool in ("redis-server", *(["runuser"] if os.geteuid() == 0 else [])):
+        if shutil.which(tool) is None:
+            required.unavailable(f"no {tool} on PATH")
+    required.module("moto.server")
 
 
 def scenario(fault: str, *options: str) -> dict:
@@ -31,7 +49,7 @@ def scenario(fault: str, *options: str) -> dict:
 
 
 @pytest.mark.parametrize("fault", ["redis", "postgres", "s3", "judge"])
-def test_every_run_completes_through_the_fault_and_nothing_is_lost_or_done_twice(fault):
+def test_every_run_completes_through_the_fault_and_nothing_is_lost_or_done_twice(services, fault):
     report = scenario(fault, "--outage-s", "5")
     print(f"\n{fault}: {json.dumps(report)}")
     assert report["evidence"] >= 1, "the worker never met the fault"
