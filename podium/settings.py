@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from workers.limits import SearchLimits
+from workers.sandbox import SandboxPolicy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -100,8 +101,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "podium.health.ProbeMiddleware",  # /healthz, /readyz: before the host check
     "podium.timing.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # /static/, when PODIUM_SERVE_STATIC (below)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -208,9 +211,15 @@ USE_TZ = True
 
 # --- files: static assets are public; media (uploads, split bundles) is never served by URL
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-# Serve /static/ from the app itself (the one-machine setup has no front web server).
+# Serve /static/ from the app itself through WhiteNoise (no front web server needed).
 PODIUM_SERVE_STATIC = _env_bool("PODIUM_SERVE_STATIC", True)
+if not PODIUM_SERVE_STATIC:
+    MIDDLEWARE.remove("whitenoise.middleware.WhiteNoiseMiddleware")
+# collectstatic's target. Set (as in Podium's image, which collects at build time): static
+# files are served from there only, compressed. Unset: from the apps' own static folders.
+_static_root = _env("PODIUM_STATIC_ROOT", "", "<unset: served from the apps' folders>")
+STATIC_ROOT = Path(_static_root) if _static_root else None
+WHITENOISE_USE_FINDERS = not _static_root
 MEDIA_ROOT = Path(_env("PODIUM_MEDIA_ROOT", str(VAR_DIR / "media")))
 # This node's copies of the models challenges let agents load by hub id (workers.model_store).
 PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
@@ -249,7 +258,8 @@ else:
     }
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # collectstatic also writes gzip copies, which WhiteNoise serves to clients that accept them.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Uploaded files (image archives of several GB) are streamed to a temporary file in 64 KiB
 # chunks, whatever their size, and from there to storage: never held in memory. Form fields
@@ -314,6 +324,22 @@ PODIUM_GPU_CLASSES = [
     c.strip() for c in _env("PODIUM_GPU_CLASSES", "l40s").split(",") if c.strip()
 ] or ["l40s"]
 PODIUM_DEFAULT_GPU_CLASS = PODIUM_GPU_CLASSES[0]
+# The GPUs every agent container this worker starts is given: "" or "none" (CPU workers),
+# "all", or device ids or UUIDs ("0", "GPU-1c2b..."). Unset, it is what the worker itself was
+# given: a Kubernetes pod with nvidia.com/gpu or a Compose service reserving a device sees its
+# GPU in NVIDIA_VISIBLE_DEVICES, so one worker's agent gets exactly that worker's GPU.
+_visible = os.environ.get("NVIDIA_VISIBLE_DEVICES", "").strip()
+_visible = "" if _visible in ("void", "none") else _visible
+PODIUM_AGENT_GPUS = _env(
+    "PODIUM_AGENT_GPUS",
+    _visible,
+    f"<unset: NVIDIA_VISIBLE_DEVICES={_visible}>" if _visible else "<unset: none>",
+).strip()
+PODIUM_AGENT_GPUS = "" if PODIUM_AGENT_GPUS in ("none", "void") else PODIUM_AGENT_GPUS
+try:
+    SandboxPolicy(gpus=PODIUM_AGENT_GPUS or None).device_requests()
+except ValueError as _bad:
+    raise ImproperlyConfigured(f"PODIUM_AGENT_GPUS={PODIUM_AGENT_GPUS!r}: {_bad}") from None
 # A run whose worker sent no heartbeat for this long is re-queued, at most this many attempts.
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)

@@ -1,12 +1,12 @@
-"""Top-level URLs: pages, the admin, sign-in, the REST API, and static assets.
+"""Top-level URLs: pages, the admin, sign-in and the REST API.
 
-Stored files (split bundles, submission artifacts) have no URL at all.
+Static assets are served by WhiteNoise's middleware (``PODIUM_SERVE_STATIC``), the probes
+(``/healthz``, ``/readyz``) by ``podium.health.ProbeMiddleware``; stored files (split bundles,
+submission artifacts) have no URL at all.
 """
 
-from django.conf import settings
 from django.contrib import admin
-from django.contrib.staticfiles.views import serve
-from django.urls import include, path, re_path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -14,9 +14,3 @@ urlpatterns = [
     path("api/", include("leaderboard.api.urls")),
     path("", include("leaderboard.urls")),
 ]
-if settings.PODIUM_SERVE_STATIC:
-    # One-machine setup: no front web server, so the app serves its own CSS.
-    static_prefix = settings.STATIC_URL.lstrip("/")
-    urlpatterns.append(
-        re_path(rf"^{static_prefix}(?P<path>.*)$", serve, {"insecure": True}, name="static")
-    )

@@ -8,4 +8,11 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 ruff check .
 ruff format --check .
 mypy  # the packages and settings in pyproject.toml [tool.mypy]
-pytest "$@"
+# Two processes (pytest-xdist): every Docker test on one, the rest shared (tests/conftest.py);
+# PODIUM_TEST_WORKERS=0 runs everything in this one process.
+workers="${PODIUM_TEST_WORKERS:-2}"
+if [ "$workers" = 0 ]; then
+  pytest "$@"
+else
+  pytest -n "$workers" --dist loadgroup "$@"
+fi

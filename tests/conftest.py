@@ -24,3 +24,12 @@ def _empty_cache() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (``-n 2 --dist loadgroup``, as scripts/test.sh runs), every test that needs the
+    Docker engine goes to one worker: they share session-built images and the engine's CPU, and
+    the other worker takes the rest (tests/services.py keeps their Redis databases apart)."""
+    for item in items:
+        if item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.xdist_group("docker"))

@@ -8,7 +8,8 @@
 # cpu (default):
 #   1. debootstrap Debian bookworm (minbase + python3, python3-pil, python3-numpy, python3-venv)
 #      into a cached rootfs tarball (first run only, about 45 s; later runs reuse the tarball);
-#   2. import it as podium/debian-python:bookworm-<packages hash> (skipped when it exists);
+#   2. import it as podium/debian-python:bookworm-<packages hash> (skipped when it exists; steps 1-2
+#      are deploy/lib/debian-base.sh, shared with Podium's own image, deploy/images/build.sh);
 #   3. docker build Dockerfile on it with agentkit inside.
 # cuda: steps 1-3 with gcc, libc6-dev and python3-dev added to the rootfs (Triton compiles its
 #   launchers at run time), tagged podium/agent-base:cuda12-python; then the wheels of
@@ -65,38 +66,13 @@ docker info >/dev/null 2>&1 || die "cannot reach the Docker engine (is dockerd r
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# shellcheck source=../lib/debian-base.sh
+. "$here/../lib/debian-base.sh"
 case "$flavour" in
-    cpu) packages="python3,python3-pil,python3-numpy,python3-venv" ;;
-    cuda) packages="python3,python3-pil,python3-numpy,python3-venv,python3-dev,gcc,libc6-dev" ;;
+    cpu) debian_base_image "$PODIUM_CPU_PACKAGES" ;;
+    cuda) debian_base_image "$PODIUM_CPU_PACKAGES,python3-dev,gcc,libc6-dev" ;;
     *) die "unknown flavour '$flavour': use cpu (default), cuda or cuda-resolve" ;;
 esac
-packages_hash="$(printf '%s' "$packages" | sha256sum | cut -c1-8)"
-os_image="podium/debian-python:bookworm-$packages_hash"
-rootfs="$cache/debian-bookworm-minbase-python3-$packages_hash.tar"
-
-build_rootfs() {
-    command -v debootstrap >/dev/null || die "debootstrap is needed once to create $rootfs"
-    [ "$(id -u)" = 0 ] || die "debootstrap must run as root (only the first build needs it)"
-    mkdir -p "$cache"
-    local dir
-    dir="$(mktemp -d -p "$cache")"
-    trap 'rm -rf "$dir"' RETURN
-    log "debootstrap bookworm into $dir (first run only)"
-    debootstrap --variant=minbase --include="$packages" bookworm "$dir" "$mirror" \
-        >"$cache/debootstrap.log" 2>&1 || die "debootstrap failed; see $cache/debootstrap.log"
-    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/tmp/* \
-        "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/info/* \
-        "$dir"/usr/share/locale/*
-    tar --numeric-owner -C "$dir" -cf "$rootfs.partial" .
-    mv "$rootfs.partial" "$rootfs"
-    log "cached rootfs at $rootfs"
-}
-
-if [ "$force" = 1 ] || ! image_exists "$os_image"; then
-    [ -f "$rootfs" ] || build_rootfs
-    log "importing $os_image"
-    docker import --change 'CMD ["python3"]' "$rootfs" "$os_image" >/dev/null
-fi
 base_id="$(docker image inspect --format '{{.Id}}' "$os_image")"
 if [ "$flavour" = cuda ]; then
     image="podium/agent-base:cuda12-python"  # the CPU recipe on this rootfs; Dockerfile.cuda adds the rest

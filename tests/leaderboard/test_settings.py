@@ -15,13 +15,14 @@ SHOW = (
     "import django, json; django.setup(); from django.conf import settings as s; "
     "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'storage': s.STORAGES['default'],"
     " 'broker': s.CELERY_BROKER_URL, 'debug': s.DEBUG, 'hosts': s.ALLOWED_HOSTS,"
-    " 'judges': s.PODIUM_JUDGE_ENDPOINTS, 'gpu': s.PODIUM_GPU_CLASSES}, default=str))"
+    " 'judges': s.PODIUM_JUDGE_ENDPOINTS, 'gpu': s.PODIUM_GPU_CLASSES,"
+    " 'agent_gpus': s.PODIUM_AGENT_GPUS}, default=str))"
 )
 
 
 def settings_in_process(tmp_path, **env):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PODIUM_", "DATABASE_"))}
-    for name in ("REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"):
+    for name in ("REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "NVIDIA_VISIBLE_DEVICES"):
         clean.pop(name, None)
     clean.update(DJANGO_SETTINGS_MODULE="podium.settings", PODIUM_VAR_DIR=str(tmp_path), **env)
     done = subprocess.run(
@@ -48,6 +49,28 @@ def test_nothing_configured_runs_on_embedded_defaults_and_says_so(tmp_path):
         assert name in done.stderr, name
     key = (tmp_path / "secret_key").read_text()
     assert len(key) > 40 and key not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "gpus"),
+    [
+        ({}, ""),
+        ({"NVIDIA_VISIBLE_DEVICES": "void"}, ""),
+        ({"NVIDIA_VISIBLE_DEVICES": "GPU-1c2b9f0e"}, "GPU-1c2b9f0e"),  # the worker's own GPU
+        ({"NVIDIA_VISIBLE_DEVICES": "GPU-1c2b9f0e", "PODIUM_AGENT_GPUS": "none"}, ""),
+        ({"PODIUM_AGENT_GPUS": "0,1"}, "0,1"),
+    ],
+)
+def test_agents_get_the_gpus_the_worker_was_given(tmp_path, env, gpus):
+    done = settings_in_process(tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["agent_gpus"] == gpus
+
+
+def test_a_gpu_list_naming_no_device_stops_start_up(tmp_path):
+    done = settings_in_process(tmp_path, PODIUM_AGENT_GPUS=" , ")
+    assert done.returncode != 0
+    assert "PODIUM_AGENT_GPUS=','" in done.stderr and "device ids" in done.stderr
 
 
 def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):

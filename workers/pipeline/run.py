@@ -46,6 +46,12 @@ TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FA
 ERROR_POLICIES = {Task.ErrorPolicy.CONTINUE: "continue", Task.ErrorPolicy.ABORT: "abort"}
 
 
+def agent_policy(submission: Submission) -> SandboxPolicy:
+    """The sandbox of ``submission``'s agent on this worker: its models, and this worker's GPUs
+    (``PODIUM_AGENT_GPUS``; none on a CPU worker)."""
+    return SandboxPolicy(models=model_folders(submission), gpus=settings.PODIUM_AGENT_GPUS or None)
+
+
 def limits_for(task: Task) -> Limits:
     return Limits(
         readiness_s=float(task.readiness_s),
@@ -226,7 +232,7 @@ def run_stage(run: EvaluationRun) -> None:
             AnswerSink(run, len(answered)),
             search=search,
             answered=answered,
-            policy=SandboxPolicy(models=model_folders(run.submission)),
+            policy=agent_policy(run.submission),
             client=client,
             on_output=log_sink(run),
         )

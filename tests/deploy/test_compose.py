@@ -1,0 +1,153 @@
+"""deploy/compose.yaml: rendered by Compose v2 with deploy/.env.example, valid against the
+Compose specification's schema, and the single-host roles docs/deploy.md describes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.render import COMPOSE, ENV_EXAMPLE, compose_config, compose_project
+
+PODIUM = {"migrate", "web", "worker-build", "worker-gpu", "worker-judge", "worker-default", "beat"}
+ONE_SHOTS = {"migrate", "bucket"}
+
+
+@pytest.fixture(scope="module")
+def project() -> dict[str, Any]:
+    return compose_project()
+
+
+@pytest.fixture(scope="module")
+def services(project) -> dict[str, dict[str, Any]]:
+    return project["services"]
+
+
+def check_schema(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+         str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_file_and_its_rendering_pass_the_compose_schema(tmp_path):
+    rendered = tmp_path / "rendered.json"
+    rendered.write_text(compose_config("--profile", "gpu").stdout)
+    for path in (COMPOSE, rendered):
+        done = check_schema(path)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_schema_check_finds_a_broken_file(tmp_path):
+    broken = tmp_path / "compose.yaml"
+    broken.write_text(
+        "services:\n  web:\n    image: x\n    healthchek:\n      test: [CMD, 'true']\n"
+    )
+    done = check_schema(broken)
+    assert done.returncode == 1 and "'healthchek' was unexpected" in done.stdout, done.stdout
+
+
+def test_the_example_env_sets_everything_the_file_reads():
+    done = compose_config("--profile", "gpu")
+    assert done.returncode == 0, done.stderr
+    assert "is not set" not in done.stderr, done.stderr
+
+
+def test_a_missing_secret_stops_compose_naming_it(tmp_path):
+    env = tmp_path / ".env"
+    lines = ENV_EXAMPLE.read_text().splitlines()
+    env.write_text("\n".join(line for line in lines if not line.startswith("SECRET_KEY=")))
+    done = compose_config(env_file=env)
+    assert done.returncode != 0
+    assert "set SECRET_KEY in deploy/.env" in done.stderr
+
+
+def test_the_roles(services):
+    assert set(services) == PODIUM | {"postgres", "redis", "minio", "bucket"}
+    gpu = compose_project("--profile", "gpu")["services"]
+    assert set(gpu) - set(services) == {"vllm"}
+
+
+def test_a_worker_per_queue(services):
+    queues = {}
+    for name, service in services.items():
+        command = service.get("command") or []
+        if command[:4] == ["celery", "-A", "podium", "worker"]:
+            queues[name] = command[command.index("-Q") + 1]
+    assert queues == {
+        "worker-build": "build",
+        "worker-gpu": "gpu-l40s",
+        "worker-judge": "judge",
+        "worker-default": "default",
+    }
+
+
+def test_one_beat(services):
+    assert services["beat"]["command"][:4] == ["celery", "-A", "podium", "beat"]
+    assert services["beat"]["deploy"]["replicas"] == 1
+
+
+def test_the_web_is_gunicorn_as_nobody_without_the_engine(services):
+    web = services["web"]
+    assert web["command"] == ["gunicorn", "podium.wsgi:application"]
+    assert web["user"] == "65534:65534"
+    assert web["environment"]["PODIUM_VAR_DIR"].startswith("/tmp/")  # writable as nobody
+    assert not web.get("volumes")
+    assert not any("runserver" in str(s.get("command")) for s in services.values())
+
+
+def test_health_checks_everywhere_one_shots_first(services):
+    for name, service in services.items():
+        if name in ONE_SHOTS:
+            assert service["restart"] == "no", name
+            continue
+        assert service["healthcheck"]["test"] and not service["healthcheck"].get("disable"), name
+    for name in PODIUM - {"migrate"}:
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully", name
+        assert depends["bucket"]["condition"] == "service_completed_successfully", name
+        assert depends["redis"]["condition"] == "service_healthy", name
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
+
+
+def _gpu_reserved(service: dict[str, Any]) -> bool:
+    devices = service.get("deploy", {}).get("resources", {}).get("reservations", {})
+    return any(
+        d.get("driver") == "nvidia"
+        and "gpu" in d["capabilities"]
+        and (d.get("count") == 1 or len(d.get("device_ids", [])) == 1)
+        for d in devices.get("devices", [])
+    )
+
+
+def test_the_gpu_is_reserved_for_the_gpu_worker_and_the_judge_model(services):
+    gpu = compose_project("--profile", "gpu")["services"]
+    assert {name for name, service in gpu.items() if _gpu_reserved(service)} == {
+        "worker-gpu",
+        "vllm",
+    }
+
+
+def test_the_gpu_worker_gives_its_agents_the_gpu_it_reserved(services):
+    worker = services["worker-gpu"]
+    (device,) = worker["deploy"]["resources"]["reservations"]["devices"]
+    assert device["device_ids"] == [worker["environment"]["PODIUM_AGENT_GPUS"]] == ["0"]
+
+
+def test_only_build_and_gpu_workers_reach_the_docker_engine(services):
+    for name, service in services.items():
+        binds = {v["target"]: v for v in service.get("volumes", []) if v["type"] == "bind"}
+        if name in ("worker-build", "worker-gpu"):
+            assert binds["/var/run/docker.sock"]["source"] == "/var/run/docker.sock"
+            volumes = binds["/var/lib/docker/volumes"]
+            assert volumes["source"] == "/var/lib/docker/volumes"
+            assert volumes["bind"]["propagation"] == "rslave"
+            assert binds["/var/lib/podium"]["source"] == "/var/lib/podium"
+            assert service["environment"]["TMPDIR"].startswith("/var/lib/podium/")
+        else:
+            assert not binds, name
