@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.fake_openai import FAKE_JUDGE, endpoints_setting
 from tests.faults.services import S3, Judge, Postgres, Redis, Service
 
 FAULTS = ("none", "redis", "postgres", "s3", "judge")
@@ -43,7 +44,6 @@ EVIDENCE = {
 
 
 def _environment(args: argparse.Namespace, services: dict[str, Any], var: Path) -> dict[str, str]:
-    endpoints = {"fake": {"base_url": services["judge"].url, "model": "fake-judge"}}
     return {
         "DATABASE_URL": services["postgres"].url("podium"),
         "REDIS_URL": services["redis"].url,
@@ -55,7 +55,7 @@ def _environment(args: argparse.Namespace, services: dict[str, Any], var: Path) 
         "PODIUM_S3_SECRET_ACCESS_KEY": "faults",
         "PODIUM_S3_MAX_ATTEMPTS": "2",
         "PODIUM_S3_CONNECT_TIMEOUT_S": "2",
-        "PODIUM_JUDGE_ENDPOINTS": json.dumps(endpoints),
+        "PODIUM_JUDGE_ENDPOINTS": endpoints_setting(services["judge"].url),
         "PODIUM_JUDGE_MAX_RETRIES": "0",
         "PODIUM_JUDGE_ATTEMPT_TIMEOUT_S": "2",
         "PODIUM_JUDGE_TOTAL_TIMEOUT_S": "3",
@@ -140,10 +140,7 @@ def _submit(runs: int, tmp: Path) -> tuple[list[Any], Any]:
     team = Team.objects.create(name="Faults")
     Membership.objects.create(team=team, user=user)
     challenge = Challenge.objects.create(name="Faults", slug="faults", is_published=True)
-    task = make_task(
-        challenge, "multi-turn-qa", judge_kind="openai", judge_model="fake-judge",
-        judge_endpoint="fake",
-    )  # fmt: skip
+    task = make_task(challenge, "multi-turn-qa", **FAKE_JUDGE)
     split = import_split_dir(task, "validation", write_split(tmp / "split", 8, 3))
     counter = REPO / "tests/e2e/agents/counter"
     return [
