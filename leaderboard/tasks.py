@@ -1,10 +1,16 @@
-"""Housekeeping tasks of the ``default`` queue: the heartbeat reaper.
+"""Housekeeping tasks of the ``default`` queue: the reaper.
 
 A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
 heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
 it was in again, so nothing stays "running" forever. Stages resume from what is stored (answers,
 verdicts), so a re-queued run does not ask an item twice. After ``PODIUM_RUN_MAX_ATTEMPTS`` the
 run fails, and its submission's quota is refunded: Podium, not the team, failed.
+
+A run that waits for a worker (queued, handed over to the next stage, or given back until a
+retry) and that no worker claimed ``PODIUM_UNCLAIMED_RESEND_S`` after it was due
+(``claim_due_at``) lost its message (the broker restarted without its data, or was down when
+the message was sent): the reaper sends its stage task again, at most once per that limit. The
+run's state is untouched and claims decide: a message for a run already claimed is a no-op.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from django.utils import timezone
 
 from leaderboard.models import EvaluationRun, Submission
 from podium.celery import app, queue_for
+from workers.faults import BROKER_ERRORS
 
 logger = logging.getLogger("podium")
 
@@ -38,10 +45,22 @@ LOST_WORKER_REASON = (
 
 
 def dispatch_stage(run: EvaluationRun, stage: str) -> None:
-    """Send the task of ``stage`` for ``run`` to its queue once the transaction commits."""
+    """Send the task of ``stage`` for ``run`` to its queue once the transaction commits. With
+    the broker unreachable the run just waits: the unclaimed reaper sends it again later."""
     name = STAGE_TASKS[stage]
     queue = queue_for(name, run.task.effective_gpu_class)
-    transaction.on_commit(lambda: app.send_task(name, kwargs={"run_id": run.pk}, queue=queue))
+
+    def send() -> None:
+        try:
+            app.send_task(name, kwargs={"run_id": run.pk}, queue=queue)
+        except BROKER_ERRORS as exc:
+            logger.warning(
+                "run #%s: %s not sent (%s); the reaper sends it again", run.pk, name, exc
+            )
+        except Exception:  # kombu's own state, torn while the broker went away: never the run's
+            logger.exception("run #%s: %s not sent; the reaper sends it again", run.pk, name)
+
+    transaction.on_commit(send)
 
 
 def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
@@ -92,6 +111,36 @@ def requeue(run: EvaluationRun, detail: str) -> None:
     dispatch_stage(run, stage)
 
 
+def resend_unclaimed_runs(now: datetime | None = None) -> list[int]:
+    """Send the stage task again for runs waiting without a worker long past their due time."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S)
+    waiting = EvaluationRun.objects.filter(
+        state__in=(State.QUEUED, *EvaluationRun.ACTIVE_STATES),
+        worker_id="",
+        claim_due_at__lt=cutoff,
+    )
+    resent = []
+    for run_id in list(waiting.values_list("pk", flat=True)):
+        with transaction.atomic():
+            # Re-read under a row lock: a worker may have claimed it meanwhile.
+            run = waiting.select_for_update(of=("self",)).select_related("task")
+            run = run.filter(pk=run_id).first()
+            if run is None:
+                continue
+            stage = run.state if run.state != State.QUEUED else run.stage or State.BUILDING
+            logger.warning(
+                "run #%s waits in %s unclaimed since %s: sending %s again",
+                run.pk, run.state, f"{run.claim_due_at:%H:%M:%S}", STAGE_TASKS[stage],
+            )  # fmt: skip
+            EvaluationRun.objects.filter(pk=run.pk).update(claim_due_at=now)
+            dispatch_stage(run, stage)
+            resent.append(run.pk)
+    return resent
+
+
 @shared_task(name="housekeeping.reap_stale_runs")
 def reap_stale_runs() -> dict[str, list[int]]:
-    return requeue_stale_runs()
+    outcome = requeue_stale_runs()
+    outcome["resent"] = resend_unclaimed_runs()
+    return outcome

@@ -230,7 +230,17 @@ PODIUM_MODEL_STORE = Path(_env("PODIUM_MODEL_STORE", str(VAR_DIR / "models")))
 
 def s3_storage(env: Mapping[str, str]) -> dict[str, object]:
     """The default storage on the S3 server ``env``'s ``PODIUM_S3_*`` settings name (tests
-    that start one use it too); its errors are counted (``podium.storage``)."""
+    that start one use it too); its errors are counted (``podium.storage``).
+
+    botocore retries a refused connection, a time-out or a 5xx itself ("standard" mode:
+    exponential back-off with jitter, ``PODIUM_S3_MAX_ATTEMPTS``); past these attempts the stage
+    task retries (``workers.faults.is_transient``), so an outage longer than both is survived."""
+    from botocore.config import Config as BotoConfig
+
+    client = BotoConfig(
+        retries={"max_attempts": _env_int("PODIUM_S3_MAX_ATTEMPTS", 5, 1), "mode": "standard"},
+        connect_timeout=_env_int("PODIUM_S3_CONNECT_TIMEOUT_S", 10, 1),
+    )
     return {
         "BACKEND": "podium.storage.S3Storage",
         "OPTIONS": {
@@ -243,6 +253,7 @@ def s3_storage(env: Mapping[str, str]) -> dict[str, object]:
             "default_acl": "private",
             "querystring_auth": True,
             "file_overwrite": False,
+            "client_config": client,
         },
     }
 
@@ -345,6 +356,9 @@ except ValueError as _bad:
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)
 PODIUM_RUN_MAX_ATTEMPTS = _env_int("PODIUM_RUN_MAX_ATTEMPTS", 3)
+# A run waiting for a worker this long past its due time lost its message (the broker restarted
+# without its data): the reaper sends its stage task again. Longer than a usual queue wait.
+PODIUM_UNCLAIMED_RESEND_S = _env_int("PODIUM_UNCLAIMED_RESEND_S", 1800, minimum=1)
 # A stage task retries infrastructure errors (and a judge its unjudged items) after this many
 # seconds, doubling up to the maximum.
 PODIUM_RETRY_BACKOFF_S = _env_int("PODIUM_RETRY_BACKOFF_S", 10)
@@ -355,6 +369,9 @@ PODIUM_NODE_ID = _env("PODIUM_NODE_ID", socket.gethostname(), "<the host name>")
 if not PODIUM_NODE_ID.strip() or any(c.isspace() or c == ":" for c in PODIUM_NODE_ID):
     raise ImproperlyConfigured(f"PODIUM_NODE_ID={PODIUM_NODE_ID!r}: no spaces or colons")
 PODIUM_JANITOR_INTERVAL_S = _env_int("PODIUM_JANITOR_INTERVAL_S", 300, minimum=1)
+# A worker keeps an agent's answers and tries storing them again this long while the database
+# is unreachable (restarting), so a short outage asks no turn twice; then the stage retries.
+PODIUM_DB_RETRY_S = _env_int("PODIUM_DB_RETRY_S", 120, minimum=0)
 
 # --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
 PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")

@@ -25,6 +25,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# A task's fields for being judged by this server, named "fake" in the worker's
+# PODIUM_JUDGE_ENDPOINTS (``endpoints_setting``).
+FAKE_JUDGE = {"judge_kind": "openai", "judge_model": "fake-judge", "judge_endpoint": "fake"}
 GARBAGE = "<<garbage>>"  # a reply body that is not JSON
 NO_CHOICES = "<<no choices>>"  # a JSON reply without choices
 
@@ -182,6 +185,11 @@ class FakeOpenAI:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def endpoints_setting(base_url: str) -> str:
+    """PODIUM_JUDGE_ENDPOINTS naming a server of this kind at ``base_url`` (``.../v1``)."""
+    return json.dumps({"fake": {"base_url": base_url, "model": FAKE_JUDGE["judge_model"]}})
 
 
 def serve(latency_s: float, ready: Any) -> None:

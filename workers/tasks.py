@@ -4,8 +4,9 @@ Each takes ``run_id``, is acknowledged late and may be delivered twice: it first
 (``workers.pipeline.claims``) and does nothing when the run is not its own. The work itself
 lives in ``workers.pipeline``; these functions only decide what happens after it:
 
-- an infrastructure error (Docker engine unreachable, database operational error) gives
-  the run back and retries the task with exponential backoff;
+- a transient error (``workers.faults.is_transient``: the Docker engine, the database, the
+  broker or object storage unreachable) gives the run back and retries the task with
+  exponential backoff;
 - a fault on Podium's side (configuration, stored data) or an unexpected error fails the run
   with a participant-safe reason and refunds the quota;
 - ``InvalidTransition``: someone else moved the run meanwhile; it is not ours any more;
@@ -23,13 +24,11 @@ from celery import shared_task
 from celery.signals import worker_ready
 from celery.worker.consumer import Consumer
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
-from requests.exceptions import ConnectionError as RequestsConnectionError
 
 from leaderboard.models import EvaluationRun, InvalidTransition
 from leaderboard.tasks import STAGE_TASKS
 from podium.logs import run_context
-from workers.faults import PodiumFault, TransientFault
+from workers.faults import PodiumFault, is_transient
 from workers.pipeline.aggregate import aggregate_stage
 from workers.pipeline.build import prepare_run as build_stage
 from workers.pipeline.claims import (
@@ -40,6 +39,7 @@ from workers.pipeline.claims import (
     heartbeats,
     release,
     stage_ended,
+    while_database_returns,
 )
 from workers.pipeline.judge import judge_stage
 from workers.pipeline.node import runs_containers, start_janitor
@@ -47,8 +47,6 @@ from workers.pipeline.run import run_stage
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
-# Docker's client raises requests' ConnectionError when the engine goes away mid-run.
-RETRYABLE = (TransientFault, OperationalError, InterfaceError, RequestsConnectionError)
 MAX_INFRASTRUCTURE_RETRIES = 20
 OPTIONS = {"bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": None}
 
@@ -59,11 +57,13 @@ def backoff_s(retries: int) -> int:
     return int(min(cap, base * 2 ** min(retries, 16)))
 
 
-def _give_back(run: EvaluationRun, fault: Exception) -> None:
-    try:
-        release(run, fault)
-    except RETRYABLE:  # the reaper re-queues it once its heartbeat is stale
-        logger.warning("run #%s: could not release it; the reaper will", run.pk)
+def _give_back(run: EvaluationRun, fault: Exception, countdown_s: int) -> None:
+    try:  # the database may be restarting: wait for it (PODIUM_DB_RETRY_S)
+        while_database_returns()(release, run, fault, countdown_s)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        logger.warning("run #%s: could not release it (%s); the reaper will", run.pk, exc)
 
 
 class RetryLater(Exception):
@@ -76,7 +76,9 @@ def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[Evaluation
     with run_context(run_id):
         try:
             run = claim(run_id, stage)
-        except RETRYABLE as exc:
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
         if run is None:
             return "not mine"
@@ -98,23 +100,25 @@ def _work(
         logger.info("run #%s: %s", run_id, exc)
         return "not mine"
     except RetryLater as exc:
-        _give_back(run, exc)
         countdown = backoff_s(task.request.retries)
+        _give_back(run, exc, countdown)
         logger.warning("run #%s in %s: %s; again in %s s", run_id, stage, exc, countdown)
         raise task.retry(exc=exc, countdown=countdown) from exc
-    except RETRYABLE as exc:
-        _give_back(run, exc)
-        if task.request.retries >= MAX_INFRASTRUCTURE_RETRIES:
-            fail_for_podium(run, f"gave up after {task.request.retries} retries: {exc}")
-            return run.state
-        logger.warning("run #%s in %s: %s; retrying", run_id, stage, exc)
-        raise task.retry(exc=exc, countdown=backoff_s(task.request.retries)) from exc
     except PodiumFault as exc:  # BundleError, BaseImageMissing, ... too
         fail_for_podium(run, str(exc))
         return run.state
-    except Exception:
-        fail_for_podium(run, traceback.format_exc()[-4000:])
-        return run.state
+    except Exception as exc:
+        if not is_transient(exc):
+            fail_for_podium(run, traceback.format_exc()[-4000:])
+            return run.state
+        if task.request.retries >= MAX_INFRASTRUCTURE_RETRIES:
+            _give_back(run, exc, 0)
+            fail_for_podium(run, f"gave up after {task.request.retries} retries: {exc!r}")
+            return run.state
+        countdown = backoff_s(task.request.retries)
+        _give_back(run, exc, countdown)
+        logger.warning("run #%s in %s: %r; retrying in %s s", run_id, stage, exc, countdown)
+        raise task.retry(exc=exc, countdown=countdown) from exc
 
 
 def _judge(run: EvaluationRun) -> None:

@@ -167,6 +167,13 @@ class EvaluationRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker_id = models.CharField(max_length=200, blank=True)
+    claim_due_at = models.DateTimeField(
+        default=timezone.now,
+        help_text=(
+            "while no worker holds it: when one should have claimed it (queued, handed over, "
+            "or given back until a retry); the reaper re-sends its stage task past it"
+        ),
+    )
     attempt = models.PositiveSmallIntegerField(default=0)
     items_done = models.PositiveIntegerField(default=0)
     items_total = models.PositiveIntegerField(default=0)
@@ -194,6 +201,7 @@ class EvaluationRun(models.Model):
         indexes = (
             models.Index(fields=["split", "state"]),
             models.Index(fields=["state", "heartbeat_at"]),
+            models.Index(fields=["state", "worker_id", "claim_due_at"]),
         )
 
     def __str__(self) -> str:
@@ -229,8 +237,12 @@ class EvaluationRun(models.Model):
                 changes["started_at"] = now
             if worker_id is not None:
                 changes["worker_id"] = worker_id
+            if worker_id == "":  # handed over: waits in the stage's queue from now
+                changes["claim_due_at"] = now
         if state == self.State.QUEUED:
-            changes.update(attempt=self.attempt + 1, worker_id="", heartbeat_at=None)
+            changes.update(
+                attempt=self.attempt + 1, worker_id="", heartbeat_at=None, claim_due_at=now
+            )
         if state in self.TERMINAL_STATES:
             changes.update(finished_at=now, heartbeat_at=None)
         if failure_reason:

@@ -4,7 +4,6 @@ Redis (queues filled through the real broker, events recorded by the worker code
 from __future__ import annotations
 
 import io
-import socket
 from datetime import timedelta
 
 import pytest
@@ -175,9 +174,9 @@ def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(
 
 
 def test_dead_time_is_the_idle_time_between_a_worker_s_stages(
-    broker, staff, pipeline_run, monkeypatch
+    broker, staff, pipeline_run, monkeypatch, settings
 ):
-    node = socket.gethostname()
+    node = settings.PODIUM_NODE_ID
     monkeypatch.setattr(claims, "_idle_since", None)
     assert claims.claim(pipeline_run().pk, State.BUILDING) is not None
     name = "podium_worker_dead_time_seconds_count"

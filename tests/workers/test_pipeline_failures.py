@@ -21,7 +21,7 @@ from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, ItemAnswer, ItemVerdict
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FAKE_JUDGE, FakeOpenAI, endpoints_setting
 from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -89,18 +89,14 @@ def test_unjudged_items_wait_while_the_judge_is_down_and_complete_when_it_return
 ):
     team, user = team_member
     port = _free_port()
-    endpoints = {"fake": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "fake-judge"}}
     challenge = Challenge.objects.create(name="Judge down", slug="judge-down", is_published=True)
-    task = make_task(
-        challenge, "single-source-augmentation", judge_kind="openai", judge_model="fake-judge",
-        judge_endpoint="fake",
-    )  # fmt: skip
+    task = make_task(challenge, "single-source-augmentation", **FAKE_JUDGE)
     split = import_split_dir(task, "validation", write_split(tmp_path / "split", 4, 1))
     submission = submit_agent(team, user, challenge, COUNTER, "counter")
     run = EvaluationRun.objects.get(submission=submission)
     pipeline.start_worker(
         "worker",
-        PODIUM_JUDGE_ENDPOINTS=json.dumps(endpoints),
+        PODIUM_JUDGE_ENDPOINTS=endpoints_setting(f"http://127.0.0.1:{port}/v1"),
         PODIUM_JUDGE_MAX_RETRIES="0",
         PODIUM_JUDGE_ATTEMPT_TIMEOUT_S="2",
         PODIUM_JUDGE_TOTAL_TIMEOUT_S="3",

@@ -8,6 +8,10 @@ queue without a worker, so the reaper leaves it alone until a worker claims it.
 
 Each successful claim records the worker's dead time: how long this process was idle since its
 previous stage task ended (``stage_ended``), per node, for ``/metrics``.
+
+The heartbeat reaper leaves a handed-over run alone; the unclaimed reaper sends its stage task
+again only when no worker claimed it long after ``claim_due_at`` (the message was lost with the
+broker's data): a second message for a run already claimed is "not mine".
 """
 
 from __future__ import annotations
@@ -20,14 +24,23 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
 from podium.metric_events import STAGE_RETRIES, WORKER_DEAD_TIME, record
+from workers.faults import DATABASE_ERRORS, is_transient
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -86,7 +99,7 @@ def claim(run_id: int, stage: str) -> EvaluationRun | None:
 def _claimed(run: EvaluationRun) -> EvaluationRun:
     if _idle_since is not None:
         idle = max(0.0, time.monotonic() - _idle_since)
-        record(WORKER_DEAD_TIME, idle, node=socket.gethostname())
+        record(WORKER_DEAD_TIME, idle, node=settings.PODIUM_NODE_ID)
     logger.info("run #%s: claimed for %s by %s", run.pk, run.state, run.worker_id)
     return run
 
@@ -95,6 +108,24 @@ def stage_ended() -> None:
     """This process finished a stage task it had claimed: it is idle from now on."""
     global _idle_since
     _idle_since = time.monotonic()
+
+
+def while_database_returns() -> Retrying:
+    """Calls a database write again while the database is unreachable (a restart), for up to
+    ``PODIUM_DB_RETRY_S``, reconnecting between tries; then the error is raised."""
+    return Retrying(
+        retry=retry_if_exception_type(DATABASE_ERRORS),
+        stop=stop_after_delay(settings.PODIUM_DB_RETRY_S),
+        wait=wait_exponential(multiplier=0.25, max=5),
+        before_sleep=_reconnect,
+        reraise=True,
+    )
+
+
+def _reconnect(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome else None
+    logger.warning("database unreachable (%s); trying again", str(error).strip()[:200])
+    close_old_connections()  # a connection that failed is closed, the next try opens one
 
 
 def hand_over(run: EvaluationRun, stage: str) -> None:
@@ -115,12 +146,14 @@ def fail_for_podium(run: EvaluationRun, detail: str) -> None:
     Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
 
 
-def release(run: EvaluationRun, fault: Exception) -> None:
-    """Give up ownership before a retry with a countdown, keeping ``fault`` for operators (the
-    run's ``retry_reason``, the retries counted in ``/metrics``); the state stays."""
+def release(run: EvaluationRun, fault: Exception, countdown_s: float = 0) -> None:
+    """Give up ownership before a retry due in ``countdown_s``, keeping ``fault`` for operators
+    (the run's ``retry_reason``, the retries counted in ``/metrics``); the state stays, and the
+    run is due to be claimed again when the retry is (the unclaimed reaper waits for that)."""
     reason = f"{type(fault).__name__}: {fault}"[:300]
+    due = timezone.now() + timedelta(seconds=countdown_s)
     EvaluationRun.objects.filter(pk=run.pk, state=run.state, worker_id=worker_id()).update(
-        worker_id="", retry_reason=reason
+        worker_id="", retry_reason=reason, claim_due_at=due
     )
     record(STAGE_RETRIES, stage=run.state, fault=type(fault).__name__)
 
@@ -145,9 +178,14 @@ def heartbeats(run: EvaluationRun, interval_s: float | None = None) -> Iterator[
         try:
             while not stop.wait(interval):
                 close_old_connections()
-                if not beat_if_mine(run):
-                    return
-        except Exception:  # a database hiccup: the reaper decides, the work goes on
+                try:
+                    if not beat_if_mine(run):
+                        return
+                except Exception as exc:  # the database restarting: beat again next time
+                    if not is_transient(exc):
+                        raise
+                    logger.warning("run #%s: heartbeat failed (%s)", run.pk, exc)
+        except Exception:  # a bug: the reaper decides, the work goes on
             logger.exception("run #%s: heartbeat failed", run.pk)
         finally:
             connections.close_all()

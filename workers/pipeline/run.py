@@ -27,7 +27,13 @@ from workers.model_store import ModelStoreError, stored
 from workers.outcomes import ItemResult, RunReport
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
-from workers.pipeline.claims import RunLost, beat_if_mine, hand_over, worker_id
+from workers.pipeline.claims import (
+    RunLost,
+    beat_if_mine,
+    hand_over,
+    while_database_returns,
+    worker_id,
+)
 from workers.pipeline.judge import run_protocol
 from workers.pipeline.node import site
 from workers.runner import run_agent
@@ -120,6 +126,17 @@ class AnswerSink:
         self.last_beat = 0.0
 
     def __call__(self, results: list[ItemResult]) -> None:
+        # The answers are kept while the database restarts (asking the agent again would ask
+        # these turns twice); the insert is idempotent, so trying it again is safe.
+        retrying = while_database_returns()
+        self.done += retrying(self._insert, results)
+        now = time.monotonic()
+        if now - self.last_beat >= PROGRESS_EVERY_S:
+            if not retrying(beat_if_mine, self.run, self.done):  # re-queued or cancelled
+                raise RunLost(f"run #{self.run.pk} is no longer this worker's")
+            self.last_beat = now
+
+    def _insert(self, results: list[ItemResult]) -> int:
         created = ItemAnswer.objects.bulk_create(
             [
                 ItemAnswer(
@@ -136,12 +153,7 @@ class AnswerSink:
             ],
             ignore_conflicts=True,
         )
-        self.done += len(created)
-        now = time.monotonic()
-        if now - self.last_beat >= PROGRESS_EVERY_S:
-            if not beat_if_mine(self.run, self.done):  # re-queued or cancelled meanwhile
-                raise RunLost(f"run #{self.run.pk} is no longer this worker's")
-            self.last_beat = now
+        return len(created)
 
 
 def log_sink(run: EvaluationRun) -> Callable[[str], None]:
