@@ -13,8 +13,9 @@ from types import TracebackType
 from django.db.models import Sum
 from tqdm import tqdm
 
+from leaderboard.board_store import board, entries
 from leaderboard.models import Challenge, EvaluationRun, Split
-from leaderboard.ranking import board, columns, entries
+from leaderboard.ranking import columns
 from leaderboard.tasks import dispatch_stage
 from podium.celery import app
 
