@@ -1,9 +1,11 @@
 """Claim-level diagnosis through the judge: extraction, then checks, each call with a key.
 
-1. One round of extraction and accuracy calls: ``claims/answer/<mode>/<item_id>`` (the
-   answer's long answer), ``claims/reference/<item_id>`` (the reference explanation, once
-   per item whatever the modes), ``accuracy/<mode>/<item_id>`` (the short answer, only when it
-   is neither empty nor an exact match).
+1. One round of extraction and accuracy calls: ``claims/reference/<item_id>`` (the
+   reference explanation, once per item whatever the modes), ``claims/answer/<mode>/<item_id>``
+   (the answer's long answer), ``accuracy/<mode>/<item_id>`` (the short answer, only when it
+   is neither empty nor an exact match). A call that asks exactly what an earlier one asks
+   (an answer repeating the reference, or the same answer in two modes) is that call, under
+   its key: every key in a transcript is asked again by a replay.
 2. One round of checks: every (claim, reference text) pair the metrics need, each pair once
    (a pair a reference claim needs is not asked again for a response claim); per reference
    text, a reference's claims and an answer's claims are each sorted and cut in fives:
@@ -99,6 +101,18 @@ def first_round(case: AnswerCase) -> dict[str, JudgeRequest]:
     return calls
 
 
+def _unique(calls: list[JudgeRequest]) -> tuple[dict[str, JudgeRequest], dict[str, str]]:
+    """Each distinct call once, under the first key that asks it, and every key's call key."""
+    unique: dict[str, JudgeRequest] = {}
+    first: dict[tuple[str, str, str], str] = {}
+    alias: dict[str, str] = {}
+    for call in calls:
+        key = first.setdefault((call.query, call.ground_truth, call.response), call.key)
+        unique.setdefault(key, call)
+        alias[call.key] = key
+    return unique, alias
+
+
 def accuracy_by_rule(item: MragItem, answer: MragAnswer) -> str | None:
     """``no_answer`` for an empty short answer, ``correct`` for an exact match; None: ask."""
     if not answer.short_answer.strip():
@@ -171,12 +185,13 @@ def diagnose_answers(
     progress: bool = False,
 ) -> list[Diagnosis]:
     """Every answer's accuracy grade and claim labels (see the module doc)."""
-    first = {key: call for case in cases for key, call in first_round(case).items()}
-    done = _judged(first, judge, cache, transcript, progress)
+    first, alias = _unique([call for case in cases for call in first_round(case).values()])
+    judged = _judged(first, judge, cache, transcript, progress)
+    done = {key: judged[alias[key]] for key in alias}
     found: list[tuple[Diagnosis, list[Claim], list[Claim]]] = []
     for case in cases:
         diagnosis = Diagnosis(_accuracy(case, done))
-        diagnosis.requests |= set(first_round(case))
+        diagnosis.requests |= {alias[key] for key in first_round(case)}
         response, error_r = _claims(done.get(f"claims/answer/{case.key}"), "answer")
         reference, error_g = _claims(done.get(f"claims/reference/{case.item.item_id}"), "reference")
         diagnosis.error = error_r or error_g

@@ -147,3 +147,11 @@ def answer_profile(checks: ClaimChecks) -> dict[str, float]:
         per = diagnose(checks, modality)
         profile |= {f"{name}_{modality}": per[name] for name in ITEM_METRICS}
     return profile | cross_modal(checks)
+
+
+PROFILE = (
+    *ANSWER_METRICS,
+    *ITEM_METRICS,
+    *(f"{name}_{modality}" for modality in ("image", "text") for name in ITEM_METRICS),
+    *CROSS_MODAL,
+)  # every key of ``answer_profile``, in order
