@@ -190,11 +190,12 @@ def diagnose_answers(
     done = {key: judged[alias[key]] for key in alias}
     found: list[tuple[Diagnosis, list[Claim], list[Claim]]] = []
     for case in cases:
-        diagnosis = Diagnosis(_accuracy(case, done))
+        accuracy, error_a = _accuracy(case, done)
+        diagnosis = Diagnosis(accuracy)
         diagnosis.requests |= {alias[key] for key in first_round(case)}
         response, error_r = _claims(done.get(f"claims/answer/{case.key}"), "answer")
         reference, error_g = _claims(done.get(f"claims/reference/{case.item.item_id}"), "reference")
-        diagnosis.error = error_r or error_g
+        diagnosis.error = error_a or error_r or error_g
         found.append((diagnosis, response or [], reference or []))
     needed: dict[str, set[Pair]] = {"reference": set(), "answer": set()}
     for case, (diagnosis, response, reference) in zip(cases, found, strict=True):
@@ -219,11 +220,16 @@ def diagnose_answers(
     return [diagnosis for diagnosis, _, _ in found]
 
 
-def _accuracy(case: AnswerCase, done: dict[str, Judgment]) -> str:
+def _accuracy(case: AnswerCase, done: dict[str, Judgment]) -> tuple[str, str | None]:
+    """The short answer's grade, and why it is unjudged when it is."""
     rule = accuracy_by_rule(case.item, case.answer)
     if rule is not None:
-        return rule
-    return done[f"accuracy/{case.key}"].verdict  # correct, incorrect or unjudged
+        return rule, None
+    judgment = done[f"accuracy/{case.key}"]
+    if judgment.verdict in ("correct", "incorrect"):
+        return judgment.verdict, None
+    why = judgment.error if judgment.verdict == UNJUDGED else "the reply is not a verdict"
+    return UNJUDGED, f"the short answer's accuracy unjudged: {why}"
 
 
 def _labels(

@@ -170,3 +170,13 @@ def test_a_structured_judge_is_sent_the_requests_own_schema() -> None:
     assert judge._body(accuracy, "vllm")["structured_outputs"] == {
         "choice": ["correct", "incorrect"]
     }
+
+
+def test_a_reply_of_the_wrong_kind_leaves_the_answer_unjudged(tmp_path: Path) -> None:
+    (case,) = cases(tmp_path)
+    case = AnswerCase(case.item, MragAnswer("q1", "GO", "twelve million", GOOD), case.retrieved)
+    with FakeOpenAI() as fake:
+        fake.reply = json.dumps({"claims": [["a", "b", "c"]]})  # to every call, accuracy too
+        (found,) = diagnose_answers([case], llm(fake), None)
+    assert found.accuracy == "unjudged" and found.checks is None
+    assert found.error == "the short answer's accuracy unjudged: the reply is not a verdict"
