@@ -39,6 +39,7 @@ from evaluator.protocols.mrag_suite.modes import (
 )
 from evaluator.protocols.mrag_suite.ragchecker import PROFILE
 from evaluator.protocols.mrag_suite.summary import comparison_text, summary_text
+from evaluator.protocols.setting_scores import flat_settings, slice_blocks
 from evaluator.records import EvaluatorError
 
 LOWER_IS_BETTER = ("hallucination", "noise_sensitivity", "contradicted", "no_answer_rate")
@@ -246,21 +247,10 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
     def score_blocks(self, scores: Mapping[str, Any]) -> list[ScoreBlock]:
         """One row per slice value: each mode's metrics (a single mode's unprefixed, as in a
         server run; else ``<mode>.<metric>``) and the gap."""
-        named = [("all", "all", scores)] + [
-            (label, value, block)
-            for label, values in scores["slices"].items()
-            for value, block in values.items()
-        ]
         rows = []
-        for dimension, value, block in named:
-            modes = block["settings"]
-            flat: dict[str, Any] = {}
-            for mode, metrics in modes.items():
-                prefix = "" if len(modes) == 1 else f"{mode}."
-                flat |= {f"{prefix}{name}": number for name, number in metrics.items()}
-            flat |= block["gap"]
-            count = max((metrics["count"] for metrics in modes.values()), default=0)
-            rows.append(ScoreBlock(dimension, str(value), count, flat))
+        for dimension, value, block in slice_blocks(scores):
+            metrics, count = flat_settings(block["settings"])
+            rows.append(ScoreBlock(dimension, value, count, metrics | block["gap"]))
         return rows
 
     def to_row(self, item: GradedAnswer) -> dict[str, Any]:

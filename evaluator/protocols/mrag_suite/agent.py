@@ -13,12 +13,12 @@ one that breaks it is stored as an empty answer with the problem in Podium's wor
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext
+from evaluator.protocols.agent_plan import ListedPlan, Reply, RequestContext
 from evaluator.protocols.mrag_suite.items import Evidence, MragSplit
 from evaluator.protocols.mrag_suite.modes import answer_key, read_answer, retrieved, stored_answer
 
@@ -36,34 +36,22 @@ class AgentItem:
         return [entry for entry in self.retrieved if entry.modality == "image"]
 
 
-class ModePlan(AgentPlan[AgentItem]):
-    """One run: every item of ``split`` in ``mode`` at ``depth``."""
+class ModePlan(ListedPlan[AgentItem]):
+    """One run: every item of ``split`` in ``mode`` at ``depth``, in the split's order."""
 
     protocol = "mrag-suite"
 
     def __init__(self, split: MragSplit, mode: str, depth: tuple[int, int]) -> None:
         self.split = split
-        self.items = [
+        asked = [
             AgentItem(answer_key(mode, item.item_id), item.item_id, mode, item.question,
                       tuple(retrieved(item, mode, depth)))
             for item in split.items
         ]  # fmt: skip
-        self.positions = {item.key: index for index, item in enumerate(self.items)}
-
-    def keys(self) -> list[str]:
-        return [item.key for item in self.items]
-
-    def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[AgentItem]]:
-        left = [item for item in self.items if item.key not in answered]
-        size = max(1, batch_size)
-        for start in range(0, len(left), size):
-            yield left[start : start + size]
+        super().__init__(asked, mode)
 
     def key(self, ref: AgentItem) -> str:
         return ref.key
-
-    def place(self, ref: AgentItem) -> tuple[str, int]:
-        return ref.mode, self.positions[ref.key]
 
     def image_files(self, ref: AgentItem) -> Sequence[Path]:
         return [self.split.root / entry.file for entry in ref.images]
