@@ -76,8 +76,5 @@ class ModePlan(ListedPlan[AgentItem]):
     def read_replies(
         self, batch: Sequence[AgentItem], responses: list[Any], cap: int
     ) -> list[Reply]:
-        replies = []
-        for item, response in zip(batch, responses, strict=True):
-            answer, problem = read_answer(item.item_id, item.mode, response)
-            replies.append(Reply(stored_answer(answer), problem))
-        return replies
+        read = (read_answer(i.item_id, i.mode, r) for i, r in zip(batch, responses, strict=True))
+        return [Reply(stored_answer(answer), problem) for answer, problem in read]
