@@ -113,17 +113,7 @@ def compare_answers(
     keys = sorted(runs["A"])
     if keys != sorted(runs["B"]) or len(keys) < 2:
         raise EvaluatorError("the runs must cover the same two or more (mode, item) answers")
-    paired = paired_comparison(
-        np.array([runs["A"][k] for k in keys]), np.array([runs["B"][k] for k in keys]), seed
-    )
-    return {
-        "metric": "accuracy",
-        "a": float(np.mean([runs["A"][k] for k in keys])),
-        "b": float(np.mean([runs["B"][k] for k in keys])),
-        "difference": paired.difference,
-        "difference_ci95": list(paired.ci95),
-        "p_value": paired.p_value,
-        "separable": paired.separable,
-        "items": len(keys),
-        "seed": seed,
-    }
+    scores_a = np.array([runs["A"][k] for k in keys])
+    scores_b = np.array([runs["B"][k] for k in keys])
+    paired = paired_comparison(scores_a, scores_b, seed)
+    return paired.result("accuracy", float(scores_a.mean()), float(scores_b.mean()), seed)
