@@ -8,7 +8,14 @@ Visual-RAG (``"protocol": "visual-rag"``) sends, per item::
      "k": int | null}                                             # top-k: how many to use
 
 and the agent answers one ``{"answer": str, "ranking": [image id, ...]}`` per item (the ranking
-is required in the ``retrieval`` setting, ignored elsewhere). The given images are opened
+is required in the ``retrieval`` setting, ignored elsewhere). MRAG-Suite
+(``"protocol": "mrag-suite"``) sends, per item::
+
+    {"item_id": "GPD/q17", "mode": "GPD", "question": str,
+     "images": [{"id": str, "path": ...}], "passages": [{"id": str, "text": str}]}
+
+what the retrieval mode retrieved, and the agent answers one
+``{"short_answer": str, "long_answer": str}`` per item. The given images are opened
 lazily like a turn's; candidates (a few hundred per query) are only opened when the agent asks
 (``CandidateImage.open``).
 """
@@ -25,7 +32,7 @@ from PIL import Image
 
 from agentkit.image_files import BatchFiles
 
-ITEM_PROTOCOLS = ("visual-rag",)
+ITEM_PROTOCOLS = ("visual-rag", "mrag-suite")
 
 
 class ItemError(ValueError):
@@ -60,11 +67,59 @@ class VisualRAGItem:
     k: int | None
 
 
-def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[VisualRAGItem]:
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class MragSuiteItem:
+    item_id: str
+    mode: str  # GO, GPD or DO: what was retrieved
+    question: str
+    images: list[GivenImage]
+    passages: list[Passage]
+
+
+Item = VisualRAGItem | MragSuiteItem
+
+
+def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[Item]:
     """The ``items`` of a batch for ``protocol``, their images mapped for ``files``."""
     if protocol not in ITEM_PROTOCOLS:
         raise ItemError(f"protocol must be one of {ITEM_PROTOCOLS} with items, got {protocol!r}")
-    return [_item(item, f"items[{i}]", files) for i, item in enumerate(items)]
+    parse = _item if protocol == "visual-rag" else _mrag_item
+    return [parse(item, f"items[{i}]", files) for i, item in enumerate(items)]
+
+
+def _given(item: dict[str, Any], where: str, files: BatchFiles) -> list[GivenImage]:
+    from agentkit.batch import open_image_file
+
+    return [
+        GivenImage(image_id, open_image_file(path, f"{where}.images[{j}].path", files))
+        for j, (image_id, path) in enumerate(_images(item, "images", where))
+    ]
+
+
+def _mrag_item(item: Any, where: str, files: BatchFiles) -> MragSuiteItem:
+    if not isinstance(item, dict):
+        raise ItemError(f"{where} must be an object")
+    passages = item.get("passages", [])
+    if not isinstance(passages, list):
+        raise ItemError(f"{where}.passages must be a list")
+    for j, entry in enumerate(passages):
+        if not (
+            isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("id", "text"))
+        ):
+            raise ItemError(f"{where}.passages[{j}] must be an object with string id and text")
+    return MragSuiteItem(
+        item_id=_text(item, "item_id", where),
+        mode=_text(item, "mode", where),
+        question=_text(item, "question", where),
+        images=_given(item, where, files),
+        passages=[Passage(entry["id"], entry["text"]) for entry in passages],
+    )
 
 
 def _item(item: Any, where: str, files: BatchFiles) -> VisualRAGItem:
@@ -73,12 +128,7 @@ def _item(item: Any, where: str, files: BatchFiles) -> VisualRAGItem:
     k = item.get("k")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ItemError(f"{where}.k must be a positive integer or null, got {k!r}")
-    from agentkit.batch import open_image_file
-
-    images = [
-        GivenImage(image_id, open_image_file(path, f"{where}.images[{j}].path", files))
-        for j, (image_id, path) in enumerate(_images(item, "images", where))
-    ]
+    images = _given(item, where, files)
     candidates = [CandidateImage(*pair) for pair in _images(item, "candidates", where)]
     return VisualRAGItem(
         item_id=_text(item, "item_id", where),
@@ -112,11 +162,12 @@ def _images(item: dict[str, Any], key: str, where: str) -> list[tuple[str, str]]
     return pairs
 
 
-def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[Any]:
+def check_item_responses(responses: Any, items: list[Item]) -> list[Any]:
     """One response per item, or ``ValueError`` (the batch is refused: agentkit reports it as a
-    protocol error). A response that breaks ``{"answer": str, "ranking": [str]}`` costs its item
-    only: agentkit says why on stderr (the agent's log) and sends it on as it is (``None`` when it
-    is not JSON), and Podium scores that item as no answer, naming the problem on the run."""
+    protocol error). A response that breaks ``{"answer": str, "ranking": [str]}`` (MRAG-Suite:
+    ``{"short_answer": str, "long_answer": str}``) costs its item only: agentkit says why on
+    stderr (the agent's log) and sends it on as it is (``None`` when it is not JSON), and
+    Podium scores that item as no answer, naming the problem on the run."""
     if not isinstance(responses, list | tuple) or len(responses) != len(items):
         got = (
             f"{len(responses)} responses"
@@ -139,7 +190,9 @@ def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[Any
     return checked
 
 
-def _problem(response: Any, item: VisualRAGItem) -> str | None:
+def _problem(response: Any, item: Item) -> str | None:
+    if isinstance(item, MragSuiteItem):
+        return _mrag_problem(response)
     if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):
         return "must be a dict with a str 'answer'"
     ranking = response.get("ranking")
@@ -153,7 +206,17 @@ def _problem(response: Any, item: VisualRAGItem) -> str | None:
     return f"unknown key {unknown[0]!r}" if unknown else None
 
 
+def _mrag_problem(response: Any) -> str | None:
+    fields = ("short_answer", "long_answer")
+    if not isinstance(response, dict) or not all(isinstance(response.get(k), str) for k in fields):
+        return "must be a dict with str 'short_answer' and 'long_answer'"
+    unknown = sorted(set(response) - set(fields))
+    return f"unknown key {unknown[0]!r}" if unknown else None
+
+
 def _plain(response: dict[str, Any]) -> dict[str, Any]:
+    if "short_answer" in response:
+        return {"short_answer": response["short_answer"], "long_answer": response["long_answer"]}
     entry: dict[str, Any] = {"answer": response.get("answer", "")}
     if response.get("ranking") is not None:
         entry["ranking"] = list(response["ranking"])

@@ -23,6 +23,7 @@ is never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,20 @@ class PairedComparison:
         """True when the interval excludes 0: the two runs differ at the 95 % level."""
         low, high = self.ci95
         return low > 0.0 or high < 0.0
+
+    def result(self, metric: str, a: float, b: float, seed: int) -> dict[str, Any]:
+        """A protocol's ``compare`` result: the metric, both runs' values, this comparison."""
+        return {
+            "metric": metric,
+            "a": a,
+            "b": b,
+            "difference": self.difference,
+            "difference_ci95": list(self.ci95),
+            "p_value": self.p_value,
+            "separable": self.separable,
+            "items": self.units,
+            "seed": seed,
+        }
 
 
 def _as_units(values: np.ndarray | list[float]) -> np.ndarray:

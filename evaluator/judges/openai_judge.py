@@ -16,9 +16,9 @@ Structured output (``structured``):
 
 - ``vllm``: ``{"structured_outputs": {"choice": [the rubric's choices]}}`` (CRAG-MM:
   ``["CORRECT", "WRONG"]``), current vLLM's field (the older ``guided_choice`` was removed in
-  vLLM 0.12);
-- ``openai``: ``response_format`` with a JSON schema whose ``verdict`` is one of the choices
-  (OpenAI, and vLLM too);
+  vLLM 0.12); ``{"json": schema}`` for a request the rubric gives a ``reply_schema``;
+- ``openai``: ``response_format`` with a JSON schema whose ``verdict`` is one of the choices,
+  or the rubric's ``reply_schema`` for the request (OpenAI, and vLLM too);
 - ``auto``: ``openai``'s form, falling back to plain text for the rest of this judge's life
   the first time the server rejects it (400/422);
 - ``none``: plain text.
@@ -241,12 +241,17 @@ class OpenAIJudge(Judge):
             "temperature": 0,
             "seed": self.seed,
         }
+        schema = self.rubric.reply_schema(request)
         if mode == "vllm":
-            body["structured_outputs"] = {"choice": list(self.rubric.choices)}
+            body["structured_outputs"] = (
+                {"choice": list(self.rubric.choices)} if schema is None else {"json": schema}
+            )
         elif mode in ("openai", "auto"):
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": verdict_schema(self.rubric.choices),
+                "json_schema": verdict_schema(self.rubric.choices)
+                if schema is None
+                else {"name": "reply", "strict": True, "schema": schema},
             }
         return body
 

@@ -66,6 +66,12 @@ class Rubric(ABC):
     def rules(self, request: JudgeRequest) -> tuple[str, str]:
         """The rules judge's decision: one of ``choices`` and the reason."""
 
+    def reply_schema(self, request: JudgeRequest) -> dict[str, Any] | None:
+        """The JSON schema a structured judge's reply to ``request`` must follow, for requests
+        whose answer is not one of ``choices`` (MRAG-Suite's claim extraction and checking:
+        lists); None (the default): a verdict among ``choices``."""
+        return None
+
     def grades(self) -> frozenset[str]:
         """Every grade ``read`` can return, plus ``UNJUDGED``."""
         found = {self.read(choice) for choice in self.choices}

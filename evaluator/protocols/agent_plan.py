@@ -119,3 +119,25 @@ class AgentPlan(ABC, Generic[RefT]):
         largest = heapq.nlargest(2 * batch_size, (sum(map(page_bytes, f)) for f in files))
         every = sum(map(page_bytes, set().union(*files)))
         return min(sum(largest), every) + MARGIN_BYTES
+
+
+class ListedPlan(AgentPlan[RefT]):
+    """A run over a fixed list of items, asked in the list's order, in batches; an item's
+    place is the run's ``group`` (its setting) and its position in the list."""
+
+    def __init__(self, items: Sequence[RefT], group: str) -> None:
+        self.items = list(items)
+        self.group = group
+        self.positions = {self.key(item): index for index, item in enumerate(self.items)}
+
+    def keys(self) -> list[str]:
+        return [self.key(item) for item in self.items]
+
+    def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[RefT]]:
+        left = [item for item in self.items if self.key(item) not in answered]
+        size = max(1, batch_size)
+        for start in range(0, len(left), size):
+            yield left[start : start + size]
+
+    def place(self, ref: RefT) -> tuple[str, int]:
+        return self.group, self.positions[self.key(ref)]

@@ -16,6 +16,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock
+from evaluator.protocols.setting_scores import flat_settings, slice_blocks
 from evaluator.protocols.visual_rag import grading, items
 from evaluator.protocols.visual_rag.agent import (
     SettingPlan,
@@ -300,21 +301,11 @@ class VisualRAG(Protocol[VisualSplit, VisualPrediction, GradedQuery]):
         """One row per slice value: the retrieval metrics and the settings' metrics in one flat
         dict (a single setting's unprefixed, as in a server run; else ``<setting>.<metric>``),
         and the gCUE values."""
-        named = [("all", "all", scores)] + [
-            (label, value, block)
-            for label, values in scores["slices"].items()
-            for value, block in values.items()
-        ]
         rows = []
-        for dimension, value, block in named:
-            settings = block["settings"]
+        for dimension, value, block in slice_blocks(scores):
             flat = {k: v for k, v in (block["retrieval"] or {}).items() if k != "count"}
-            for setting, metrics in settings.items():
-                prefix = "" if len(settings) == 1 else f"{setting}."
-                flat |= {f"{prefix}{name}": number for name, number in metrics.items()}
-            flat |= block["gcue"]
-            count = max((metrics["count"] for metrics in settings.values()), default=0)
-            rows.append(ScoreBlock(dimension, str(value), count, flat))
+            metrics, count = flat_settings(block["settings"])
+            rows.append(ScoreBlock(dimension, value, count, flat | metrics | block["gcue"]))
         return rows
 
     def to_row(self, item: GradedQuery) -> dict[str, Any]:

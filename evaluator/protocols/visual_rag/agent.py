@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext
+from evaluator.protocols.agent_plan import ListedPlan, Reply, RequestContext
 from evaluator.protocols.visual_rag.items import (
     VisualPrediction,
     VisualQuery,
@@ -128,7 +128,7 @@ def stored_reply(prediction: VisualPrediction) -> str:
     return json.dumps(reply, ensure_ascii=False)
 
 
-class SettingPlan(AgentPlan[AgentItem]):
+class SettingPlan(ListedPlan[AgentItem]):
     """One run: every query of ``split`` in ``setting``, in the split's order, sent as protocol
     v3 ``items`` (``agentkit.items``)."""
 
@@ -136,23 +136,10 @@ class SettingPlan(AgentPlan[AgentItem]):
 
     def __init__(self, split: VisualSplit, setting: str, seed: int = 0) -> None:
         self.split = split
-        self.items = [agent_item(query, setting, seed) for query in split.queries]
-        self.positions = {item.item_id: index for index, item in enumerate(self.items)}
-
-    def keys(self) -> list[str]:
-        return [item.item_id for item in self.items]
-
-    def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[AgentItem]]:
-        size = max(1, batch_size)
-        left = [item for item in self.items if item.item_id not in answered]
-        for start in range(0, len(left), size):
-            yield left[start : start + size]
+        super().__init__([agent_item(query, setting, seed) for query in split.queries], setting)
 
     def key(self, ref: AgentItem) -> str:
         return ref.item_id
-
-    def place(self, ref: AgentItem) -> tuple[str, int]:
-        return ref.setting, self.positions[ref.item_id]
 
     def image_files(self, ref: AgentItem) -> Sequence[Path]:
         return [self.split.image_path(image) for image in (*ref.images, *ref.candidates)]

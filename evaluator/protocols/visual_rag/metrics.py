@@ -163,14 +163,4 @@ def compare_queries(
     scores_a = np.array([runs["A"][key] for key in keys]) * 100
     scores_b = np.array([runs["B"][key] for key in keys]) * 100
     paired = paired_comparison(scores_a, scores_b, seed)
-    return {
-        "metric": "accuracy",
-        "a": float(scores_a.mean()),
-        "b": float(scores_b.mean()),
-        "difference": paired.difference,
-        "difference_ci95": list(paired.ci95),
-        "p_value": paired.p_value,
-        "separable": paired.separable,
-        "items": len(keys),
-        "seed": seed,
-    }
+    return paired.result("accuracy", float(scores_a.mean()), float(scores_b.mean()), seed)
