@@ -102,7 +102,8 @@ class OpenAIJudge(Judge):
         self.model = model
         self.seed = seed
         self.concurrency = concurrency
-        self.structured: StructuredMode = structured
+        # a free-text rubric's replies are not one of its choices: never constrained
+        self.structured: StructuredMode = "none" if rubric.free_text else structured
         self.total_timeout_s = total_timeout_s
         self._client_options: dict[str, Any] = dict(
             base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=attempt_timeout_s

@@ -22,7 +22,11 @@ from evaluator.protocols.base import Protocol
 from evaluator.protocols.crag_mm.truncation import FallbackTruncator
 from evaluator.report import read_items, read_scores, scores_document, write_report
 
-SAMPLE_SPLIT = {"crag-mm": "single-source-augmentation/validation", "visual-rag": "validation"}
+SAMPLE_SPLIT = {
+    "crag-mm": "single-source-augmentation/validation",
+    "m2rag": "validation",
+    "visual-rag": "validation",
+}
 
 
 def build(name: str) -> Protocol[Any, Any, Any]:
