@@ -10,6 +10,7 @@ the table row: ``record.py``; aggregation: ``metrics.py``; the agent: ``agent.py
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -116,7 +117,8 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     def judges(self, judge: Judge) -> RoutedJudge:
         """``judge`` for the text prompts; the image prompts go to the vision endpoint when
         one is set and ``judge`` is an LLM (a rules or replay judge serves both)."""
-        if self.vision_model and judge.judge_id.startswith("openai:"):
+        llm = sys.modules.get("evaluator.judges.openai_judge")  # loaded when one was made
+        if self.vision_model and llm is not None and isinstance(judge, llm.OpenAIJudge):
             vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
                                 model=self.vision_model)  # fmt: skip
             return RoutedJudge(judge, vision)
