@@ -4,7 +4,7 @@ Items: ``items.py``; the answer's placements: ``answer.py``; the arithmetic: ``s
 the judge (prompts, rubric, text / vision routing): ``judging.py``; grading: ``grading.py``;
 the table row: ``record.py``; aggregation: ``metrics.py``; the agent: ``agent.py``; the sample:
 ``sample.py``. Judge keys: ``answer/<query_id>/<prompt>`` and
-``answer/<query_id>/image/<N>/<prompt>`` (``docs/protocols/m2rag.md``).
+``answer/<query_id>/image/<N>/<prompt>`` (``docs/m2rag.md``).
 """
 
 from __future__ import annotations
