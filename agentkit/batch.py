@@ -25,7 +25,7 @@ from typing import IO, Any, cast
 from PIL import Image, UnidentifiedImageError
 
 from agentkit.image_files import BatchFiles, MappedFile, read_file
-from agentkit.items import ItemError, VisualRAGItem, parse_items
+from agentkit.items import AnyItem, ItemError, parse_items
 from agentkit.lazy_image import lazy_jpeg
 from agentkit.protocol import MAX_BATCH_SIZE
 from agentkit.search import SOURCE_BYTES_ATTR
@@ -55,7 +55,7 @@ class BatchRequest:
     deadline_s: float | None
     turns: list[TurnRequest]  # CRAG-MM (no "protocol" in the body)
     protocol: str | None = None  # another benchmark's name: the batch holds ``items``
-    items: list[VisualRAGItem] = field(default_factory=list)
+    items: list[AnyItem] = field(default_factory=list)
     files: BatchFiles = field(default_factory=BatchFiles, compare=False, repr=False)
 
     def release(self) -> int:

@@ -24,8 +24,9 @@ from typing import Any
 from PIL import Image
 
 from agentkit.image_files import BatchFiles
+from agentkit.m2rag_items import M2RAGItem, M2RAGItemError, m2rag_problem, parse_m2rag_item
 
-ITEM_PROTOCOLS = ("visual-rag",)
+ITEM_PROTOCOLS = ("visual-rag", "m2rag")  # M2RAG's items: ``agentkit.m2rag_items``
 
 
 class ItemError(ValueError):
@@ -60,10 +61,18 @@ class VisualRAGItem:
     k: int | None
 
 
-def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[VisualRAGItem]:
+AnyItem = VisualRAGItem | M2RAGItem
+
+
+def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[AnyItem]:
     """The ``items`` of a batch for ``protocol``, their images mapped for ``files``."""
     if protocol not in ITEM_PROTOCOLS:
         raise ItemError(f"protocol must be one of {ITEM_PROTOCOLS} with items, got {protocol!r}")
+    if protocol == "m2rag":
+        try:
+            return [parse_m2rag_item(item, f"items[{i}]", files) for i, item in enumerate(items)]
+        except M2RAGItemError as exc:
+            raise ItemError(str(exc)) from None
     return [_item(item, f"items[{i}]", files) for i, item in enumerate(items)]
 
 
@@ -112,7 +121,7 @@ def _images(item: dict[str, Any], key: str, where: str) -> list[tuple[str, str]]
     return pairs
 
 
-def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[Any]:
+def check_item_responses(responses: Any, items: list[AnyItem]) -> list[Any]:
     """One response per item, or ``ValueError`` (the batch is refused: agentkit reports it as a
     protocol error). A response that breaks ``{"answer": str, "ranking": [str]}`` costs its item
     only: agentkit says why on stderr (the agent's log) and sends it on as it is (``None`` when it
@@ -126,7 +135,10 @@ def check_item_responses(responses: Any, items: list[VisualRAGItem]) -> list[Any
         raise ValueError(f"batch_answer returned {got}, expected a list of {len(items)} dicts")
     checked = []
     for i, (response, item) in enumerate(zip(responses, items, strict=True)):
-        problem = _problem(response, item)
+        if isinstance(item, M2RAGItem):
+            problem = m2rag_problem(response)
+        else:
+            problem = _problem(response, item)
         if problem is None:
             checked.append(_plain(response))
             continue
