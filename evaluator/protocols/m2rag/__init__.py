@@ -78,7 +78,7 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
             raise EvaluatorError(f"m2rag: parsing {parsing!r}: one of {', '.join(PARSINGS)}")
         self.parsing = parsing
         self.vision_base_url, self.vision_model = vision_base_url, vision_model
-        self.calls = {"predicted": 0, "asked": 0}  # the last grading's judge calls
+        self.calls = {"predicted": 0, "asked": 0, "made": 0}  # the last grading's judge calls
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
@@ -134,9 +134,9 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         transcript: TranscriptWriter | None = None,
     ) -> list[GradedAnswer]:
         self.calls["predicted"] = predicted_calls(split, predictions)
-        graded, asked = grade_answers(split, predictions, self.judges(judge), cache,
+        graded, counted = grade_answers(split, predictions, self.judges(judge), cache,
                                       self.parsing == "official", progress, transcript)  # fmt: skip
-        self.calls["asked"] = asked
+        self.calls |= counted
         return graded
 
     def bundle_files(self, split: M2Split) -> list[str]:

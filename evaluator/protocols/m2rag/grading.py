@@ -18,7 +18,7 @@ from typing import Any
 
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
-from evaluator.judges.loop import judge_and_transcribe
+from evaluator.judges.loop import Judgments, judge_and_transcribe
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.m2rag.answer import ParsedAnswer, parse_answer
@@ -114,8 +114,9 @@ def grade_answers(
     official: bool = True,
     progress: bool = True,
     transcript: TranscriptWriter | None = None,
-) -> tuple[list[GradedAnswer], int]:
-    """Every query of ``split``, in order; and the number of judge calls asked."""
+) -> tuple[list[GradedAnswer], dict[str, int]]:
+    """Every query of ``split``, in order; and the judge calls ``asked`` (the requests) and
+    ``made`` (sent to a model: not answered by the cache)."""
     parsed: dict[str, ParsedAnswer] = {}
     first: list[JudgeRequest] = []
     for query in split.queries:
@@ -129,6 +130,7 @@ def grade_answers(
             first.append(_request(query, answer.text, prompt, prompt=prompt, **inputs))
         first += _image_requests(query, answer, split)
     judged = judge_and_transcribe(judge, first, cache, transcript, progress)
+    made = _made(judged)
     replies = {request.key: judgment for request, judgment in zip(first, judged, strict=True)}
     second: list[JudgeRequest] = []
     for query in split.queries:
@@ -144,13 +146,18 @@ def grade_answers(
             inputs = {"contexts": contexts(query, kept), "statements": statements}
             second.append(_request(query, kept.text, "verdicts", prompt="verdicts", **inputs))
     judged = judge_and_transcribe(judge, second, cache, transcript, progress)
+    made += _made(judged)
     replies |= {request.key: judgment for request, judgment in zip(second, judged, strict=True)}
     graded = [
         _graded(query, predictions.get(query.query_id), parsed.get(query.query_id), replies,
                 judge, official)
         for query in split.queries
     ]  # fmt: skip
-    return graded, len(first) + len(second)
+    return graded, {"asked": len(first) + len(second), "made": made}
+
+
+def _made(judgments: list[Judgment]) -> int:
+    return judgments.stats.model_calls if isinstance(judgments, Judgments) else 0
 
 
 def _graded(

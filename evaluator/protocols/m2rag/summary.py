@@ -22,7 +22,7 @@ def summary(document: Mapping[str, Any], graded: Sequence[GradedAnswer]) -> str:
         f"  parsing {document.get('parsing', 'official')}",
         f"{block['count']} answers ({block['failed']} failed, counted 0), {block['images']} "
         f"placed images; judge calls: {calls.get('predicted', 0)} predicted, "
-        f"{calls.get('asked', 0)} asked",
+        f"{calls.get('asked', 0)} asked, {calls.get('made', 0)} made (not cached)",
         f"{'metric':<18} {'podium':>7} {'skip':>7}   (x100; skip: the official figure, failed "
         "answers left out)",
     ]

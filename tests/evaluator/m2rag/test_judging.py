@@ -88,7 +88,7 @@ def test_text_and_image_prompts_go_to_their_endpoints_and_score_by_hand(
     assert (item.coherence, item.helpfulness, item.reference) == ((0.6,) * 2, (0.9,) * 2,
                                                                   (0.4,) * 2)  # fmt: skip
     assert text.count == 5 and vision.count == 6  # 4 + verdicts; 3 per placed image
-    assert protocol.calls == {"predicted": 11, "asked": 11}
+    assert protocol.calls == {"predicted": 11, "asked": 11, "made": 11}
     assert all("response_format" not in p for p in text.requests + vision.requests)
     assert text.peak_in_flight <= 2
     first = next(p for p in vision.requests if "helps a reader" in p["messages"][0]["content"])
@@ -120,6 +120,7 @@ def test_verdicts_are_cached_across_runs(
     counts = (text.count, vision.count)
     assert protocol.grade(split, predictions, judge_for(text), cache, False) == first
     assert (text.count, vision.count) == counts
+    assert protocol.calls == {"predicted": 11, "asked": 11, "made": 0}
 
 
 def test_an_unreadable_reply_leaves_the_answer_unjudged_with_the_reason(
