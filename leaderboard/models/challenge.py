@@ -109,6 +109,7 @@ class Task(models.Model):
     class Protocol(models.TextChoices):
         CRAG_MM = "crag-mm", "CRAG-MM"
         VISUAL_RAG = "visual-rag", "Visual-RAG"
+        M2RAG = "m2rag", "M2RAG"
 
     class JudgeKind(models.TextChoices):
         RULES = "rules", "rules (deterministic, no model)"

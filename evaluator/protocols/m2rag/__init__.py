@@ -124,6 +124,24 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
             return RoutedJudge(judge, vision)
         return RoutedJudge(judge)
 
+    def publish_problems(self, judged_by_model: bool) -> list[str]:
+        """An LLM-judged task needs a vision judge endpoint that answers and serves its model
+        (the image prompts carry images; a text-only model cannot judge them)."""
+        if not judged_by_model:
+            return []
+        if not self.vision_model:
+            return ["M2RAG judges placed images with a model that sees them: set the task's "
+                    "vision judge (settings vision_base_url and vision_model)"]  # fmt: skip
+        from evaluator.judges.openai_judge import OpenAIJudge
+
+        try:
+            vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
+                                model=self.vision_model)  # fmt: skip
+        except EvaluatorError as exc:
+            return [f"the vision judge: {exc}"]
+        problem = vision.probe() if isinstance(vision, OpenAIJudge) else None
+        return [] if problem is None else [f"the vision judge: {problem}"]
+
     def grade(
         self,
         split: M2Split,
