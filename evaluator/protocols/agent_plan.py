@@ -57,6 +57,13 @@ def cap_text(text: str, cap_bytes: int) -> str:
     return data[:cap_bytes].decode("utf-8", errors="ignore")
 
 
+def in_batches(refs: Sequence[RefT], batch_size: int) -> Iterator[list[RefT]]:
+    """``refs`` in order, ``batch_size`` (at least 1) at a time: a plan's ``batches``."""
+    size = max(1, batch_size)
+    for start in range(0, len(refs), size):
+        yield list(refs[start : start + size])
+
+
 def page_bytes(path: Path) -> int:
     return -(-path.stat().st_size // PAGE_BYTES) * PAGE_BYTES
 

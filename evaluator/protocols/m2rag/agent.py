@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext
+from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext, in_batches
 from evaluator.protocols.m2rag.items import M2Image, M2Prediction, M2Query, M2Split
 
 MAX_ANSWER_CHARS = 32768  # the answer reaches the judge prompts
@@ -68,9 +68,7 @@ class QueryPlan(AgentPlan[M2Query]):
 
     def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[M2Query]]:
         left = [query for query in self.split.queries if query.query_id not in answered]
-        size = max(1, batch_size)
-        for start in range(0, len(left), size):
-            yield left[start : start + size]
+        return in_batches(left, batch_size)
 
     def key(self, ref: M2Query) -> str:
         return ref.query_id

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext
+from evaluator.protocols.agent_plan import AgentPlan, Reply, RequestContext, in_batches
 from evaluator.protocols.visual_rag.items import (
     VisualPrediction,
     VisualQuery,
@@ -143,10 +143,8 @@ class SettingPlan(AgentPlan[AgentItem]):
         return [item.item_id for item in self.items]
 
     def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[AgentItem]]:
-        size = max(1, batch_size)
         left = [item for item in self.items if item.item_id not in answered]
-        for start in range(0, len(left), size):
-            yield left[start : start + size]
+        return in_batches(left, batch_size)
 
     def key(self, ref: AgentItem) -> str:
         return ref.item_id
