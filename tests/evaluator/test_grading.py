@@ -216,7 +216,9 @@ def test_protocol_registry_and_settings(truncator):
         "missing_variant": "kit-a",
         "counting": "paper",
     }
-    with pytest.raises(EvaluatorError, match="unknown; known protocols: crag-mm, m2rag, visual-rag"):
+    with pytest.raises(
+        EvaluatorError, match="unknown; known protocols: crag-mm, m2rag, visual-rag"
+    ):
         get_protocol("mrag")
     with pytest.raises(EvaluatorError, match="counting 'kit-z'"):
         get_protocol("crag-mm", counting="kit-z")
