@@ -213,16 +213,18 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         return score_answers(graded, seed) | {"judge_calls": dict(self.calls)}
 
     def score_blocks(self, scores: Mapping[str, Any]) -> list[ScoreBlock]:
+        """One row per slice value: its figures, the official ones as ``skip.<metric>``."""
         named = [("all", "all", scores["all"])] + [
             (label, value, block)
             for label, values in scores["slices"].items()
             for value, block in values.items()
         ]
-        return [
-            ScoreBlock(dimension, str(value), block["count"],
-                       {k: v for k, v in block.items() if k != "count"})
-            for dimension, value, block in named
-        ]  # fmt: skip
+        rows = []
+        for dimension, value, block in named:
+            flat = {k: v for k, v in block.items() if k not in ("count", "skip")}
+            flat |= {f"skip.{k}": v for k, v in (block.get("skip") or {}).items()}
+            rows.append(ScoreBlock(dimension, str(value), block["count"], flat))
+        return rows
 
     def to_row(self, item: GradedAnswer) -> dict[str, Any]:
         return to_row(item)

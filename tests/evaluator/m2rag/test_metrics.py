@@ -69,3 +69,15 @@ def test_a_row_reads_back_and_a_run_compares_with_another() -> None:
     b = [answer("a", "t", 0.0, ()), answer("b", "t", 0.0, ()), failed("c", "t")]
     result = compare_answers(a, b)
     assert result["difference"] == pytest.approx(2 / 3) and result["metric"] == "overall"
+
+
+def test_the_stored_rows_hold_numbers_and_the_official_figures_beside_them() -> None:
+    from evaluator.protocols.m2rag import M2RAG
+
+    scores = score_answers([answer("a", "x", 0.8, (0.6,)), failed("b", "y")])
+    all_row, *slices = M2RAG().score_blocks(scores)
+    assert (all_row.dimension, all_row.value, all_row.count) == ("all", "all", 2)
+    assert all_row.metrics["fluency"] == pytest.approx(0.4)
+    assert all_row.metrics["skip.fluency"] == pytest.approx(0.8)
+    assert [(row.value, row.count) for row in slices] == [("x", 1), ("y", 1)]
+    assert "skip.fluency" not in slices[1].metrics  # every answer of y failed: no official figure
