@@ -91,7 +91,10 @@ def test_text_and_image_prompts_go_to_their_endpoints_and_score_by_hand(
     assert protocol.calls == {"predicted": 11, "asked": 11, "made": 11}
     assert all("response_format" not in p for p in text.requests + vision.requests)
     assert text.peak_in_flight <= 2
-    first = next(p for p in vision.requests if "helps a reader" in p["messages"][0]["content"])
+    (first,) = [  # image 0's helpfulness call (the calls arrive in any order)
+        p for p in vision.requests if "helps a reader" in p["messages"][0]["content"]
+        and "<caption>a red circle</caption>" in p["messages"][1]["content"][0]["text"]
+    ]  # fmt: skip
     words, image = first["messages"][1]["content"]
     url = image["image_url"]["url"]
     assert url.startswith("data:image/png;base64,")
