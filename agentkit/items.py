@@ -31,8 +31,9 @@ from typing import Any
 from PIL import Image
 
 from agentkit.image_files import BatchFiles
+from agentkit.m2rag_items import M2RAGItem, M2RAGItemError, m2rag_problem, parse_m2rag_item
 
-ITEM_PROTOCOLS = ("visual-rag", "mrag-suite")
+ITEM_PROTOCOLS = ("visual-rag", "mrag-suite", "m2rag")  # M2RAG's: ``agentkit.m2rag_items``
 
 
 class ItemError(ValueError):
@@ -82,13 +83,18 @@ class MragSuiteItem:
     passages: list[Passage]
 
 
-Item = VisualRAGItem | MragSuiteItem
+Item = VisualRAGItem | MragSuiteItem | M2RAGItem
 
 
 def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[Item]:
     """The ``items`` of a batch for ``protocol``, their images mapped for ``files``."""
     if protocol not in ITEM_PROTOCOLS:
         raise ItemError(f"protocol must be one of {ITEM_PROTOCOLS} with items, got {protocol!r}")
+    if protocol == "m2rag":
+        try:
+            return [parse_m2rag_item(item, f"items[{i}]", files) for i, item in enumerate(items)]
+        except M2RAGItemError as exc:
+            raise ItemError(str(exc)) from None
     parse = _item if protocol == "visual-rag" else _mrag_item
     return [parse(item, f"items[{i}]", files) for i, item in enumerate(items)]
 
@@ -191,6 +197,8 @@ def check_item_responses(responses: Any, items: list[Item]) -> list[Any]:
 
 
 def _problem(response: Any, item: Item) -> str | None:
+    if isinstance(item, M2RAGItem):
+        return m2rag_problem(response)
     if isinstance(item, MragSuiteItem):
         return _mrag_problem(response)
     if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):

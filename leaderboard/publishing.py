@@ -4,7 +4,8 @@ one is published only when its checklist finds nothing wrong:
 - it has a task, and every task has a split;
 - a task that lets agents search has a search corpus stored;
 - a private test split has a reveal time, not before the challenge's last phase ends;
-- a task judged by a model: its endpoint answers and serves that model.
+- a task judged by a model: its endpoint answers and serves that model;
+- what the task's protocol asks (``Protocol.publish_problems``: M2RAG, a vision judge).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from evaluator.judges.openai_judge import OpenAIJudge
+from evaluator.protocols import protocol_class
 from evaluator.records import EvaluatorError
 from leaderboard.models import Challenge, Split, Task
 from workers.faults import PodiumFault
@@ -49,7 +51,17 @@ def publish_problems(challenge: Challenge) -> list[str]:
             problems += _split_problems(split, phase_end)
         if problem := _judge_problem(task):
             problems.append(f"{where}: {problem}")
+        problems += [f"{where}: {problem}" for problem in _protocol_problems(task)]
     return problems
+
+
+def _protocol_problems(task: Task) -> list[str]:
+    """What the task's protocol, with the task's settings, says stops publishing."""
+    try:
+        protocol = protocol_class(task.protocol).from_settings(task.settings or {})
+    except EvaluatorError as exc:
+        return [str(exc)]
+    return protocol.publish_problems(task.judge_kind != Task.JudgeKind.RULES)
 
 
 def _split_problems(split: Split, phase_end) -> list[str]:

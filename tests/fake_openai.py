@@ -10,7 +10,8 @@ It stands in for an LLM (which cannot run here): ``POST /v1/chat/completions`` a
   so the client retries quickly);
 - ``hang_s``: every request sleeps this long first (to trip time-outs);
 - ``latency_s``: every request sleeps this long (for benchmarks);
-- ``reject_response_format``: answer 400 to requests carrying ``response_format``.
+- ``reject_response_format``: answer 400 to requests carrying ``response_format``;
+- ``respond``: a function of the request's payload giving the reply text (before the rest).
 
 Structured output is echoed: with ``response_format`` (json_schema) the reply comes as
 ``{"verdict": reply}``; with vLLM's ``structured_outputs.choice`` or ``guided_choice`` it comes
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -124,6 +126,7 @@ class FakeOpenAI:
         self.retry_after = {"Retry-After-Ms": "10"}  # sent with every scripted failure
         self.connections = 0  # TCP connections accepted
         self.reject_response_format = False
+        self.respond: Callable[[dict[str, Any]], str] | None = None
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of each request
         self.keep_payloads = True
@@ -162,6 +165,8 @@ class FakeOpenAI:
                 return self._failures.pop(0), "scripted failure"
         if self.reject_response_format and "response_format" in payload:
             return 400, "response_format is not supported by this server"
+        if self.respond is not None:
+            return 200, self.respond(payload)
         user = next((m["content"] for m in payload.get("messages", []) if m["role"] == "user"), "")
         for needle, text in self.replies.items():
             if needle in user:

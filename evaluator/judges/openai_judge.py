@@ -178,7 +178,8 @@ class OpenAIJudge(Judge):
         self.model = model
         self.seed = seed
         self.concurrency = concurrency
-        self.structured: StructuredMode = structured
+        # a free-text rubric's replies are not one of its choices: never constrained
+        self.structured: StructuredMode = "none" if rubric.free_text else structured
         self.max_retries = max_retries
         self.attempt_timeout_s = attempt_timeout_s
         self.total_timeout_s = total_timeout_s

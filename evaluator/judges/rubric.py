@@ -18,7 +18,8 @@ import hashlib
 import html
 import json
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from evaluator.records import JudgeRequest
 
@@ -52,10 +53,14 @@ class Rubric(ABC):
     rules_prompt_version: str
     rules_hash: str
     off_menu: str  # the reason an unreadable reply leaves an item unjudged
+    # True: replies are free text read by the protocol (M2RAG's statements and verdict lists),
+    # so an LLM judge sends no structured-output field constraining them to ``choices``
+    free_text: ClassVar[bool] = False
 
     @abstractmethod
-    def messages(self, request: JudgeRequest) -> list[dict[str, str]]:
-        """The chat messages an LLM judge is sent for ``request``."""
+    def messages(self, request: JudgeRequest) -> Sequence[Mapping[str, object]]:
+        """The chat messages an LLM judge is sent for ``request`` (a message's content is a
+        string, or a list of parts: text and ``image_url`` data URLs for a vision model)."""
 
     @abstractmethod
     def read(self, reply: str) -> str | None:

@@ -9,12 +9,14 @@ from typing import Any
 
 from evaluator.protocols.base import Protocol
 from evaluator.protocols.crag_mm import CragMM
+from evaluator.protocols.m2rag import M2RAG
 from evaluator.protocols.mrag_suite import MragSuite
 from evaluator.protocols.visual_rag import VisualRAG
 from evaluator.records import EvaluatorError
 
 PROTOCOLS: dict[str, type[Protocol[Any, Any, Any]]] = {
     CragMM.name: CragMM,
+    M2RAG.name: M2RAG,
     VisualRAG.name: VisualRAG,
     MragSuite.name: MragSuite,
 }

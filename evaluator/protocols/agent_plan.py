@@ -57,6 +57,13 @@ def cap_text(text: str, cap_bytes: int) -> str:
     return data[:cap_bytes].decode("utf-8", errors="ignore")
 
 
+def in_batches(refs: Sequence[RefT], batch_size: int) -> Iterator[list[RefT]]:
+    """``refs`` in order, ``batch_size`` (at least 1) at a time: a plan's ``batches``."""
+    size = max(1, batch_size)
+    for start in range(0, len(refs), size):
+        yield list(refs[start : start + size])
+
+
 def page_bytes(path: Path) -> int:
     return -(-path.stat().st_size // PAGE_BYTES) * PAGE_BYTES
 
@@ -135,9 +142,7 @@ class ListedPlan(AgentPlan[RefT]):
 
     def batches(self, batch_size: int, answered: Collection[str]) -> Iterator[list[RefT]]:
         left = [item for item in self.items if self.key(item) not in answered]
-        size = max(1, batch_size)
-        for start in range(0, len(left), size):
-            yield left[start : start + size]
+        return in_batches(left, batch_size)
 
     def place(self, ref: RefT) -> tuple[str, int]:
         return self.group, self.positions[self.key(ref)]

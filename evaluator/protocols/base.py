@@ -203,6 +203,12 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         evaluation's own corrections), for the organiser who imports it; none by default."""
         return []
 
+    def publish_problems(self, judged_by_model: bool) -> list[str]:
+        """What stops a task run with this protocol and these settings from being published
+        (``judged_by_model``: its judge is an LLM, not the rules), in the organiser's terms;
+        none by default (M2RAG: an LLM-judged task needs a vision judge that answers)."""
+        return []
+
     def run_settings(self) -> tuple[str, ...]:
         """The settings a task evaluates, one run each; ``("",)`` when the protocol has none."""
         return ("",)

@@ -2,7 +2,8 @@
 
 Each property of ``Protocol.settings_schema`` becomes one field (``setting_<name>``): an enum a
 choice, a number or integer a number field with its bounds, a boolean a checkbox, an array of
-strings a comma-separated text; title, description and default become label, help and initial.
+strings a comma-separated text, a string a text (optional when the schema allows null: left
+blank, the setting is left out); title, description and default become label, help and initial.
 The form writes them into ``Task.settings``; ``Task.clean`` checks the result against the same
 schema, so what the admin accepts is what the pipeline runs with.
 """
@@ -26,6 +27,8 @@ def _field(spec: dict[str, Any]) -> forms.Field:
         "initial": spec.get("default"),
     }
     kind = spec.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        common["required"] = False
     if "enum" in spec:
         return forms.ChoiceField(choices=[(v, v) for v in spec["enum"]], **common)
     if kind in ("number", "integer"):
@@ -67,7 +70,7 @@ class TaskForm(forms.ModelForm):
         settings: dict[str, Any] = {}
         for name, spec in schema.items():
             value = cleaned.get(PREFIX + name)
-            if value is None:
+            if value is None or (value == "" and "null" in spec.get("type", ())):
                 continue
             if spec.get("type") == "array":
                 value = [part.strip() for part in str(value).split(",") if part.strip()]

@@ -110,6 +110,7 @@ class Task(models.Model):
         CRAG_MM = "crag-mm", "CRAG-MM"
         VISUAL_RAG = "visual-rag", "Visual-RAG"
         MRAG_SUITE = "mrag-suite", "MRAG-Suite"
+        M2RAG = "m2rag", "M2RAG"
 
     class JudgeKind(models.TextChoices):
         RULES = "rules", "rules (deterministic, no model)"

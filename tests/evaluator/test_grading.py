@@ -208,7 +208,7 @@ def test_unknown_missing_variant_is_an_error(truncator):
 
 
 def test_protocol_registry_and_settings(truncator):
-    assert sorted(PROTOCOLS) == ["crag-mm", "mrag-suite", "visual-rag"]
+    assert sorted(PROTOCOLS) == ["crag-mm", "m2rag", "mrag-suite", "visual-rag"]
     protocol = get_protocol("crag-mm", truncator=truncator, missing_variant="kit-a")
     assert isinstance(protocol, CragMM)
     assert protocol.settings() == {
@@ -216,7 +216,9 @@ def test_protocol_registry_and_settings(truncator):
         "missing_variant": "kit-a",
         "counting": "paper",
     }
-    with pytest.raises(EvaluatorError, match="known protocols: crag-mm, mrag-suite, visual-rag"):
+    with pytest.raises(
+        EvaluatorError, match="unknown; known protocols: crag-mm, m2rag, mrag-suite, visual-rag"
+    ):
         get_protocol("mrag")
     with pytest.raises(EvaluatorError, match="counting 'kit-z'"):
         get_protocol("crag-mm", counting="kit-z")

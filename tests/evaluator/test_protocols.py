@@ -24,6 +24,7 @@ from evaluator.report import read_items, read_scores, scores_document, write_rep
 
 SAMPLE_SPLIT = {
     "crag-mm": "single-source-augmentation/validation",
+    "m2rag": "validation",
     "visual-rag": "validation",
     "mrag-suite": "validation",
 }

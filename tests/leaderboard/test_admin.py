@@ -125,3 +125,14 @@ def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, s
     }
     bad = task_form("crag-mm")(data={**data, "setting_counting": "kit-z"}, instance=task)
     assert not bad.is_valid() and "setting_counting" in bad.errors
+    # a setting that may be null (M2RAG's vision judge) may be left blank: it is left out
+    m2rag = {**data, "protocol": "m2rag", "setting_parsing": "strict", "primary_metric": "overall"}
+    m2rag = {k: v for k, v in m2rag.items() if not k.endswith("search_enabled")}
+    form = task_form("m2rag")(data={**m2rag, "setting_vision_model": ""}, instance=task)
+    assert form.is_valid(), form.errors
+    form.save()
+    assert Task.objects.get(pk=task.pk).settings == {"parsing": "strict"}
+    form = task_form("m2rag")(data={**m2rag, "setting_vision_model": "vlm"}, instance=task)
+    assert form.is_valid(), form.errors
+    form.save()
+    assert Task.objects.get(pk=task.pk).settings == {"parsing": "strict", "vision_model": "vlm"}

@@ -190,3 +190,32 @@ def _inline_management() -> dict[str, str]:
     for prefix in ("phases", "tasks"):
         fields.update({f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"})
     return fields
+
+
+def test_an_m2rag_task_judged_by_a_model_needs_a_vision_judge_that_answers(draft, settings):
+    task = Task.objects.create(
+        challenge=draft, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        image_search_enabled=False, web_search_enabled=False,
+        judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge",
+    )  # fmt: skip
+    Split.objects.create(task=task, kind=Split.Kind.VALIDATION)
+    with FakeOpenAI() as judge, FakeOpenAI() as vision:
+        settings.PODIUM_JUDGE_ENDPOINTS = {
+            "default": {"base_url": judge.url, "model": "fake-judge", "api_key_env": ""}
+        }
+        assert publish_problems(draft) == [
+            "task m2rag: M2RAG judges placed images with a model that sees them: set the task's "
+            "vision judge (settings vision_base_url and vision_model)"
+        ]
+        task.settings = {"vision_base_url": vision.url, "vision_model": "fake-vlm"}
+        task.save()
+        (problem,) = publish_problems(draft)
+        assert problem == (
+            "task m2rag: the vision judge: the judge endpoint does not serve 'fake-vlm' (it "
+            "serves fake-judge)"
+        )
+        task.settings = {"vision_base_url": vision.url, "vision_model": "fake-judge"}
+        task.save()
+        assert publish_problems(draft) == []
+    Task.objects.filter(pk=task.pk).update(judge_kind=Task.JudgeKind.RULES, settings={})
+    assert publish_problems(draft) == []  # the rules judge sends no image

@@ -1,0 +1,64 @@
+"""The per-answer arithmetic against the spec, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evaluator.protocols.m2rag.scoring import (
+    average_precision,
+    faithfulness,
+    image_recall,
+    official_clamp,
+    official_score,
+    strict_score,
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Score: 7", 7),
+        ("8/10", 10),  # the last integer, clamped: the documented quirk
+        ("I give it 3 out of 5", 5),
+        ("no digit at all", 0),
+        ("12", 10),
+        ("fine\n\n6\n", 6),
+    ],
+)
+def test_the_official_parser_takes_the_last_integer_clamped(reply: str, score: int) -> None:
+    assert official_score(reply) == score
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"), [("reason\n7", 7), (" 10 \n", 10), ("8/10", None), ("great", None),
+                         ("11", None), ("", None)],
+)  # fmt: skip
+def test_strict_parsing_wants_the_integer_alone_on_the_last_line(
+    reply: str, score: int | None
+) -> None:
+    assert strict_score(reply) == score
+
+
+def test_context_precision_is_ragas_average_precision() -> None:
+    # verdicts 1,0,1: (1/1 * 1 + 2/3 * 1) / 2 = 5/6
+    assert average_precision([1, 0, 1]) == pytest.approx(5 / 6)
+    assert average_precision([0, 1]) == pytest.approx(0.5)  # (1/2) / 1
+    assert average_precision([1, 1]) == pytest.approx(1.0)
+    assert average_precision([0, 0]) == 0.0
+    assert average_precision([]) == 0.0
+
+
+def test_faithfulness_is_the_supported_share_and_nan_reads_one_officially() -> None:
+    assert faithfulness([1, 0, 1, 1]) == 0.75
+    assert math.isnan(faithfulness([]))
+    assert official_clamp(faithfulness([])) == 1.0
+    assert official_clamp(0.25) == 0.25
+
+
+def test_image_recall_counts_each_positive_once_and_is_one_without_positives() -> None:
+    assert image_recall([0, 0, 2], positives={0, 1, 2, 3}) == 0.5  # duplicates count once
+    assert image_recall([5], positives={0, 1}) == 0.0
+    assert image_recall([], positives=set()) == 1.0
+    assert image_recall([3], positives=set()) == 1.0
