@@ -33,7 +33,7 @@ _debian_rootfs() {  # packages, tarball
     mkdir -p "$cache"
     local dir
     dir="$(mktemp -d -p "$cache")"
-    trap 'rm -rf "$dir"' RETURN
+    trap 'rm -rf "$dir"; trap - RETURN' RETURN  # once: a RETURN trap outlives its function
     log "debootstrap bookworm into $dir (first run only)"
     debootstrap --variant=minbase --include="$1" bookworm "$dir" "$mirror" \
         >"$cache/debootstrap.log" 2>&1 || die "debootstrap failed; see $cache/debootstrap.log"
