@@ -6,6 +6,8 @@ import argparse
 import os
 import signal
 import sys
+import threading
+import time
 
 from agentkit.protocol import ENV_AGENT, ENV_SOCKET_DIR, ENV_TASK, SOCKET_DIR
 from agentkit.server import serve
@@ -20,13 +22,14 @@ class Terminated(BaseException):
 def _terminate(signum: int, frame: object) -> None:
     # Unwind (the server closes, the socket goes). Should the exception never get there (an
     # agent catching BaseException, a finaliser the collector ran when it landed, which Python
-    # swallows), SIGALRM ends the process a moment later all the same.
-    signal.signal(signal.SIGALRM, _exit_now)
-    signal.alarm(TERMINATE_GRACE_S)
+    # swallows, or the interpreter's exit waiting on a thread), a thread of its own ends the
+    # process a moment later all the same: it needs nothing of the main thread.
+    threading.Thread(target=_exit_later, name="agentkit-terminate", daemon=True).start()
     raise Terminated(signum)
 
 
-def _exit_now(signum: int, frame: object) -> None:
+def _exit_later() -> None:
+    time.sleep(TERMINATE_GRACE_S)
     os._exit(128 + signal.SIGTERM)
 
 
