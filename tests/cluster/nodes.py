@@ -1,8 +1,9 @@
 """Worker nodes simulated on one machine, for the multi-node tests and ``bench/scale_out.py``.
 
 A node is what a GPU machine of a deployment holds: its own Docker engine (a second
-``dockerd`` with its own socket, data root, exec root and pid file, no bridge: agent containers
-have no network), its own cache directory (``PODIUM_VAR_DIR``) and a ``celery worker`` using
+``dockerd`` with its own socket, data root, exec root and pid file, no bridge, in a network
+namespace of its own: agent containers have no network), its own cache directory
+(``PODIUM_VAR_DIR``) and a ``celery worker`` using
 only that engine (``DOCKER_HOST``) under its own ``PODIUM_NODE_ID``. Nodes share PostgreSQL,
 Redis and an S3 server reached over HTTP (``moto``'s server in a subprocess, the stand-in for
 MinIO), through the same ``PODIUM_S3_*`` settings a deployment sets.
@@ -122,7 +123,10 @@ class Engine:
         (root / "daemon.json").write_text("{}")  # not the machine's /etc/docker/daemon.json
 
     def start(self) -> None:
+        # A network namespace of its own: a dockerd started with no bridge deletes "docker0",
+        # which in the machine's namespace is the machine engine's bridge.
         command = [
+            "unshare", "--net",
             "dockerd", "--host", self.url, "--data-root", str(self.root / "data"),
             "--exec-root", str(self.exec_root), "--pidfile", str(self.root / "dockerd.pid"),
             "--config-file", str(self.root / "daemon.json"), "--bridge", "none",
