@@ -57,6 +57,15 @@ fill_wheels() {  # wheel directory, requirements file
     for dir in ${PIP_FIND_LINKS:-}; do
         [ -d "$dir" ] && args+=(-v "$dir:$dir:ro")
     done
+    # This machine's pip configuration (its package indexes: local file:// mirrors too).
+    local conf
+    for conf in /etc/pip.conf "${XDG_CONFIG_HOME:-$HOME/.config}/pip/pip.conf"; do
+        [ -f "$conf" ] || continue
+        args+=(-v "$conf:$([ "$conf" = /etc/pip.conf ] && echo /etc/pip.conf || echo /root/.config/pip/pip.conf):ro")
+        for dir in $(grep -o 'file://[^ ]*' "$conf" | sed 's#^file://##'); do
+            [ -d "$dir" ] && args+=(-v "$dir:$dir:ro")
+        done
+    done
     docker run "${args[@]}" "$os_image" sh -ec 'python3 -m venv /tmp/pip
         /tmp/pip/bin/pip wheel --quiet --disable-pip-version-check --wheel-dir /wheels \
             -r /requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
