@@ -66,8 +66,15 @@ fill_wheels() {  # wheel directory, requirements file
             [ -d "$dir" ] && args+=(-v "$dir:$dir:ro")
         done
     done
+    # The distributions themselves come through this machine's pip (its indexes and network:
+    # the build container may have neither); the container only builds wheels of the sdists.
+    local py="$repo/.venv/bin/python"
+    [ -x "$py" ] || py=python3
+    "$py" -m pip download --quiet --disable-pip-version-check --no-deps --dest "$1" \
+        -r "$2" 2>&1 | grep -v "^WARNING: Location" || true
     docker run "${args[@]}" "$os_image" sh -ec 'python3 -m venv /tmp/pip
         /tmp/pip/bin/pip wheel --quiet --disable-pip-version-check --wheel-dir /wheels \
+            --find-links /wheels \
             -r /requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
         /tmp/pip/bin/pip install --dry-run --quiet --no-index --find-links /wheels \
             -r /requirements.txt'
