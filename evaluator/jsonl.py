@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluator.records import EvaluatorError
+
+T = TypeVar("T")
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -41,3 +43,28 @@ def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(value, dict):
             raise EvaluatorError(f"{where}: expected a JSON object, got {type(value).__name__}")
         yield where, value
+
+
+def unique_records(
+    path: Path,
+    read: Callable[[dict[str, Any], str], T],
+    key: Callable[[T], str],
+    field: str,
+    noun: str,
+) -> list[T]:
+    """Each object of a JSON Lines file read by ``read(object, where)``, in order; an id
+    (``key``, the record's ``field``) seen twice, or no record at all ("no ``noun``"), is an
+    ``EvaluatorError``."""
+    records: list[T] = []
+    seen: dict[str, str] = {}
+    for where, value in json_objects(path):
+        record = read(value, where)
+        if key(record) in seen:
+            raise EvaluatorError(
+                f"{where}: field {field!r}: {key(record)!r} again (first at {seen[key(record)]})"
+            )
+        seen[key(record)] = where
+        records.append(record)
+    if not records:
+        raise EvaluatorError(f"{path}: no {noun}")
+    return records

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.jsonl import json_objects
+from evaluator.jsonl import json_objects, unique_records
 from evaluator.records import EvaluatorError
 
 PODIUM_FILE = "queries.jsonl"
@@ -136,19 +136,10 @@ def load_split(path: str | Path) -> M2Split:
     file = root / PODIUM_FILE
     if not file.is_file():
         raise EvaluatorError(f"{root}: no {PODIUM_FILE}")
-    queries: list[M2Query] = []
-    seen: dict[str, str] = {}
-    for where, record in json_objects(file):
-        query = read_query(record, root, where)
-        if query.query_id in seen:
-            raise EvaluatorError(
-                f"{where}: field 'query_id': {query.query_id!r} again (first at "
-                f"{seen[query.query_id]})"
-            )
-        seen[query.query_id] = where
-        queries.append(query)
-    if not queries:
-        raise EvaluatorError(f"{file}: no queries")
+    queries = unique_records(
+        file, lambda record, where: read_query(record, root, where), lambda q: q.query_id,
+        "query_id", "queries",
+    )  # fmt: skip
     return M2Split(root, queries)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from evaluator.jsonl import json_objects
+from evaluator.jsonl import unique_records
 from evaluator.records import EvaluatorError
 
 SPLIT_FILE = "items.jsonl"
@@ -85,18 +85,13 @@ def load_split(path: str | Path) -> MragSplit:
     file = root / SPLIT_FILE
     if not file.is_file():
         raise EvaluatorError(f"{root}: no {SPLIT_FILE}")
-    items: list[MragItem] = []
-    seen: dict[str, str] = {}
-    for where, record in json_objects(file):
-        item = _item(record, where, root)
-        if item.item_id in seen:
-            raise EvaluatorError(
-                f"{where}: field 'item_id': {item.item_id!r} again (first at {seen[item.item_id]})"
-            )
-        seen[item.item_id] = where
-        items.append(item)
-    if not items:
-        raise EvaluatorError(f"{file}: no items")
+    items = unique_records(
+        file,
+        lambda record, where: _item(record, where, root),
+        lambda i: i.item_id,
+        "item_id",
+        "items",
+    )
     return MragSplit(root, items)
 
 
