@@ -18,7 +18,8 @@ from tests.workers.conftest import tar_bytes
 from workers import tasks
 from workers.pipeline.claims import PODIUM_FAULT_REASON, claim, hand_over, worker_id
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Every test here runs real Celery workers whose stages build and run agents on the Docker engine.
+pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 __all__ = ["pipeline", "team_member"]  # fixtures used by the tests below
 
 State = EvaluationRun.State
@@ -71,7 +72,6 @@ def test_a_run_waiting_for_its_next_stage_is_not_reaped_but_a_silent_worker_is(
     assert claim(run.pk, State.RUNNING) is not None, "the resumed stage claims it"
 
 
-@pytest.mark.docker
 def test_a_bad_image_fails_the_submission_with_a_reason_the_team_can_read(
     challenge_with_split, team_member
 ):
@@ -139,7 +139,6 @@ def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
     assert not Submission.objects.get(pk=submission.pk).consumes_quota
 
 
-@pytest.mark.docker
 @pytest.mark.slow
 def test_an_unreachable_docker_engine_is_retried_until_it_answers(
     pipeline, challenge_with_split, team_member
@@ -158,7 +157,6 @@ def test_an_unreachable_docker_engine_is_retried_until_it_answers(
     assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
 
 
-@pytest.mark.docker
 def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken(
     challenge_with_split, team_member, tmp_path
 ):
