@@ -5,12 +5,10 @@ alive), the request body and reply as plain JSON. The openai client cost about 1
 turn (typed requests and replies, httpx); this path about 0.2 ms, so one judging process is
 never the bottleneck of a vLLM server (docs/benchmarks.md, judge throughput).
 
-Retries (tenacity): exponential backoff with jitter (0.5 s doubling to 8 s), on retryable
-failures only (connection errors, attempt time-outs, 408/409/429 and 5xx; never
-400/401/403/404/422), honouring ``Retry-After`` and ``Retry-After-Ms`` (up to 60 s). Each
-attempt is bounded by ``attempt_timeout_s`` and the whole request, retries included, by
-``total_timeout_s``. When they are exhausted the turn is UNJUDGED, with the last error as its
-reason.
+Retries: ``evaluator.judges.endpoint`` (tenacity; retryable failures only, ``Retry-After``
+honoured). Each attempt is bounded by ``attempt_timeout_s`` and the whole request, retries
+included, by ``total_timeout_s``. When they are exhausted the turn is UNJUDGED, with the last
+error as its reason.
 
 Structured output (``structured``):
 
@@ -32,19 +30,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import aiohttp
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
-)
 
 from evaluator.judges.base import Judge
+from evaluator.judges.endpoint import AttemptTimeout, EndpointError, error_message, post_json
 from evaluator.judges.rubric import Rubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
@@ -53,65 +44,6 @@ log = logging.getLogger(__name__)
 StructuredMode = Literal["auto", "vllm", "openai", "none"]
 STRUCTURED_MODES: tuple[str, ...] = ("auto", "vllm", "openai", "none")
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # when no base_url is given
-RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
-RETRY_AFTER_MAX_S = 60.0
-_backoff = wait_random_exponential(multiplier=0.5, max=8)
-
-
-class EndpointError(Exception):
-    """The endpoint answered with an error status (its own message, shortened)."""
-
-    def __init__(self, status: int, message: str, retry_after_s: float | None = None) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.retry_after_s = retry_after_s
-
-    @property
-    def retryable(self) -> bool:
-        return self.status in RETRYABLE_STATUSES or self.status >= 500
-
-
-class AttemptTimeout(Exception):
-    """One attempt had no reply within ``attempt_timeout_s`` (retried)."""
-
-
-def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, EndpointError):
-        return exc.retryable
-    return isinstance(
-        exc, (AttemptTimeout, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
-    )
-
-
-def _wait(state: RetryCallState) -> float:
-    """``Retry-After`` when the endpoint sent one, else the backoff."""
-    exc = state.outcome.exception() if state.outcome is not None else None
-    if isinstance(exc, EndpointError) and exc.retry_after_s is not None:
-        return min(exc.retry_after_s, RETRY_AFTER_MAX_S)
-    return float(_backoff(state))
-
-
-def _error_message(status: int, text: str) -> str:
-    """The endpoint's ``error.message`` (OpenAI's and vLLM's error body), else its text."""
-    try:
-        error = json.loads(text).get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-    except (ValueError, AttributeError):
-        message = None
-    return str(message or text or f"status {status}")[:500]
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the endpoint asks to wait: ``Retry-After-Ms`` (OpenAI's) or ``Retry-After``
-    (seconds; the HTTP-date form is left to the backoff)."""
-    for name, scale in (("Retry-After-Ms", 1000.0), ("Retry-After", 1.0)):
-        try:
-            value = float(headers.get(name, "")) / scale
-        except ValueError:
-            continue
-        if value >= 0:
-            return value
-    return None
 
 
 def verdict_schema(choices: tuple[str, ...]) -> dict[str, Any]:
@@ -203,7 +135,7 @@ class OpenAIJudge(Judge):
             ):
                 text = await reply.text(errors="replace")
                 if reply.status >= 400:
-                    raise EndpointError(reply.status, _error_message(reply.status, text))
+                    raise EndpointError(reply.status, error_message(reply.status, text))
                 return json.loads(text)
 
         try:
@@ -256,33 +188,14 @@ class OpenAIJudge(Judge):
             }
         return body
 
-    async def _attempt(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> object:
-        timeout = aiohttp.ClientTimeout(total=self.attempt_timeout_s)
-        try:
-            async with session.post(
-                f"{self.base_url}/chat/completions", json=body, timeout=timeout
-            ) as reply:
-                text = await reply.text(errors="replace")
-                if reply.status >= 400:
-                    message = _error_message(reply.status, text)
-                    raise EndpointError(reply.status, message, _retry_after(reply.headers))
-        except TimeoutError:  # this attempt's own limit (the total one cancels instead)
-            raise AttemptTimeout(
-                f"no reply within attempt_timeout_s={self.attempt_timeout_s}"
-            ) from None
-        return json.loads(text)
-
     async def _post(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> object:
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=_wait,
-            reraise=True,
+        return await post_json(
+            session,
+            f"{self.base_url}/chat/completions",
+            body,
+            self.attempt_timeout_s,
+            self.max_retries,
         )
-        async for attempt in retrying:
-            with attempt:
-                return await self._attempt(session, body)
-        raise AssertionError("unreachable: tenacity returns or re-raises")
 
     async def _complete(self, session: aiohttp.ClientSession, request: JudgeRequest) -> str:
         mode = self.structured
