@@ -26,6 +26,7 @@ def _empty_cache() -> None:
     cache.clear()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under xdist (``-n 2 --dist loadgroup``, as scripts/test.sh runs), every test that needs the
     Docker engine goes to one worker: they share session-built images and the engine's CPU, and
@@ -33,3 +34,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.xdist_group("docker"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fail loudly if the Docker group did not reach xdist (its node ids carry ``@docker``):
+    split over both workers, the Docker tests remove each other's images and containers."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return  # not an xdist worker under --dist loadgroup
+    ungrouped = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("docker") and not item.nodeid.endswith("@docker")
+    ]
+    if ungrouped:
+        raise pytest.UsageError(f"Docker tests outside the xdist group 'docker': {ungrouped[:3]}")
