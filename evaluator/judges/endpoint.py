@@ -4,13 +4,20 @@ aiohttp carries the request (one kept-alive pool per event loop, the caller's se
 tenacity retries it with exponential backoff and jitter (0.5 s doubling to 8 s) on retryable
 failures only (connection errors, attempt time-outs, 408/409/429 and 5xx; never
 400/401/403/404/422), honouring ``Retry-After`` and ``Retry-After-Ms`` (up to 60 s).
+
+The first attempt runs outside tenacity, which takes over after a retryable failure only (its
+machinery costs about 16 us of CPU a request, and most requests succeed at once); sessions come
+from ``new_session`` (no cookie jar to consult). Side by side, a judge's CPU per request fell
+from 0.42 to 0.29 ms (docs/benchmarks.md, judge throughput).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import aiohttp
 from tenacity import (
@@ -51,12 +58,25 @@ def _retryable(exc: BaseException) -> bool:
     )
 
 
-def _wait(state: RetryCallState) -> float:
-    """``Retry-After`` when the endpoint sent one, else the backoff."""
-    exc = state.outcome.exception() if state.outcome is not None else None
+@dataclass(frozen=True)
+class _Failed:
+    """What the backoff reads of a failed attempt: its number, counted from the first attempt
+    (made outside tenacity)."""
+
+    attempt_number: int
+
+
+def _delay(exc: BaseException | None, attempt_number: int) -> float:
+    """``Retry-After`` when the endpoint sent one, else the backoff after that attempt."""
     if isinstance(exc, EndpointError) and exc.retry_after_s is not None:
         return min(exc.retry_after_s, RETRY_AFTER_MAX_S)
-    return float(_backoff(state))
+    return float(_backoff(cast(RetryCallState, _Failed(attempt_number))))
+
+
+def _wait(state: RetryCallState) -> float:
+    """Between tenacity's attempts: its attempt n is the request's attempt n + 1."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return _delay(exc, state.attempt_number + 1)
 
 
 def error_message(status: int, text: str) -> str:
@@ -88,13 +108,22 @@ async def _attempt(
     timeout = aiohttp.ClientTimeout(total=attempt_timeout_s)
     try:
         async with session.post(url, json=body, timeout=timeout) as reply:
-            text = await reply.text(errors="replace")
+            content = await reply.read()
             if reply.status >= 400:
-                message = error_message(reply.status, text)
+                message = error_message(reply.status, content.decode(errors="replace"))
                 raise EndpointError(reply.status, message, _retry_after(reply.headers))
     except TimeoutError:  # this attempt's own limit (a caller's total one cancels instead)
         raise AttemptTimeout(f"no reply within attempt_timeout_s={attempt_timeout_s}") from None
-    return json.loads(text)
+    return json.loads(content)
+
+
+def new_session(headers: Mapping[str, str], limit: int) -> aiohttp.ClientSession:
+    """A session for one endpoint: at most ``limit`` connections, kept alive, no cookies."""
+    return aiohttp.ClientSession(
+        headers=headers,
+        connector=aiohttp.TCPConnector(limit=limit),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
 
 
 async def post_json(
@@ -107,9 +136,15 @@ async def post_json(
     """The endpoint's JSON reply to ``body``, after up to ``max_retries`` retries; the last
     failure is raised (``EndpointError``, ``AttemptTimeout``, an aiohttp error, or ValueError
     for a reply that is not JSON)."""
+    try:
+        return await _attempt(session, url, body, attempt_timeout_s)
+    except Exception as exc:
+        if max_retries == 0 or not _retryable(exc):
+            raise
+        await asyncio.sleep(_delay(exc, 1))
     retrying = AsyncRetrying(
         retry=retry_if_exception(_retryable),
-        stop=stop_after_attempt(max_retries + 1),
+        stop=stop_after_attempt(max_retries),
         wait=_wait,
         reraise=True,
     )

@@ -1,9 +1,10 @@
 """A judge behind any OpenAI-compatible chat-completions endpoint (vLLM, OpenAI, ...).
 
-Transport: aiohttp, one connection pool per event loop (``concurrency`` connections, kept
-alive), the request body and reply as plain JSON. The openai client cost about 1.5 ms of CPU per
-turn (typed requests and replies, httpx); this path about 0.2 ms, so one judging process is
-never the bottleneck of a vLLM server (docs/benchmarks.md, judge throughput).
+Transport: ``evaluator.judges.endpoint`` (aiohttp, one connection pool per event loop,
+``concurrency`` connections kept alive), the request body and reply as plain JSON. The openai
+client cost about 1.2 ms of CPU per turn (typed requests and replies, httpx); this path about
+0.3 ms, so one judging process is never the bottleneck of a vLLM server (docs/benchmarks.md,
+judge throughput).
 
 Retries: ``evaluator.judges.endpoint`` (tenacity; retryable failures only, ``Retry-After``
 honoured). Each attempt is bounded by ``attempt_timeout_s`` and the whole request, retries
@@ -35,7 +36,13 @@ from typing import Any, Literal
 import aiohttp
 
 from evaluator.judges.base import Judge
-from evaluator.judges.endpoint import AttemptTimeout, EndpointError, error_message, post_json
+from evaluator.judges.endpoint import (
+    AttemptTimeout,
+    EndpointError,
+    error_message,
+    new_session,
+    post_json,
+)
 from evaluator.judges.rubric import Rubric
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
@@ -158,8 +165,7 @@ class OpenAIJudge(Judge):
         if self._loop is not loop or self._session is None or self._semaphore is None:
             # A session left by an earlier loop cannot be closed from this one; judge_all and
             # other owners of a loop call aclose() before their loop ends.
-            connector = aiohttp.TCPConnector(limit=self.concurrency)
-            self._session = aiohttp.ClientSession(headers=self._headers, connector=connector)
+            self._session = new_session(self._headers, self.concurrency)
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._loop = loop
         return self._session, self._semaphore

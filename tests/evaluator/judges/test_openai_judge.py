@@ -188,3 +188,27 @@ def test_one_connection_per_concurrent_request_kept_alive(fake_openai: FakeOpenA
     judgments = run(judge_for(fake_openai, concurrency=4), *requests)
     assert all(j.verdict == Verdict.CORRECT for j in judgments)
     assert 1 <= fake_openai.connections <= 4  # 40 requests over at most 4 kept-alive connections
+
+
+def test_every_retry_honours_the_endpoints_retry_after(fake_openai: FakeOpenAI) -> None:
+    """The first retry is waited for outside tenacity, the later ones by it: both wait."""
+    fake_openai.retry_after = {"Retry-After-Ms": "400"}
+    fake_openai.fail(503, times=3)
+    started = time.monotonic()
+    (judgment,) = run(judge_for(fake_openai, max_retries=3), DOG)
+    assert judgment.verdict == Verdict.CORRECT and fake_openai.count == 4
+    assert 1.2 <= time.monotonic() - started < 2.2
+
+
+def test_the_backoff_doubles_from_the_first_attempt_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tenacity's attempt n is the request's attempt n + 1, so the backoff goes on doubling
+    where the first attempt (made outside tenacity) left it: at most 0.5, 1, 2, 4, 8, 8 s."""
+    from tenacity import RetryCallState
+
+    from evaluator.judges import endpoint
+
+    monkeypatch.setattr("random.uniform", lambda low, high: high)
+    assert [endpoint._delay(None, n) for n in range(1, 7)] == [0.5, 1, 2, 4, 8, 8]
+    state = RetryCallState(None, None, (), {})
+    state.attempt_number = 1  # tenacity's first attempt: the request's second
+    assert endpoint._wait(state) == 1.0
