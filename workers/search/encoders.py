@@ -166,9 +166,25 @@ def _model_dir(spec: str, path: str) -> Path:
 
 
 def _device() -> str:
+    """Where the models run: ``PODIUM_SEARCH_DEVICE`` (``auto``, the default: the GPU when torch
+    sees one; ``cpu``, e.g. to leave a GPU node's GPU to its agents; ``cuda`` or ``cuda:N``)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    wanted = os.environ.get("PODIUM_SEARCH_DEVICE", "auto").strip() or "auto"
+    if wanted == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if wanted == "cpu":
+        return wanted
+    kind, _, number = wanted.partition(":")
+    if kind != "cuda" or (number and not number.isdigit()):
+        raise ValueError(
+            f"PODIUM_SEARCH_DEVICE={wanted!r}: use 'auto', 'cpu', 'cuda' or 'cuda:<number>'"
+        )
+    if not torch.cuda.is_available() or int(number or 0) >= torch.cuda.device_count():
+        raise ValueError(
+            f"PODIUM_SEARCH_DEVICE={wanted!r}: torch sees {torch.cuda.device_count()} GPU(s)"
+        )
+    return wanted
 
 
 class SentenceTransformerTextEncoder:
@@ -207,7 +223,9 @@ class MeanPoolingTextEncoder:
 
         self._torch = torch
         self.device = _device()
-        self.model = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
+        self.model = AutoModel.from_pretrained(  # float32 whatever the checkpoint's dtype
+            str(model_dir), local_files_only=True, dtype=torch.float32
+        )
         self.model.to(self.device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         self.batch_size = batch_size

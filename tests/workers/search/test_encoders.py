@@ -78,3 +78,40 @@ def test_colour_encoder_is_deterministic_and_normalised() -> None:
 def test_bad_encoder_specs_say_what_is_wrong(make, spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make(spec)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "message"),
+    [
+        ("gpu", "use 'auto', 'cpu', 'cuda' or 'cuda:<number>'"),
+        ("cuda:x", "use 'auto', 'cpu', 'cuda' or 'cuda:<number>'"),
+        ("cuda:99", "torch sees"),
+    ],
+)
+def test_the_search_device_setting_is_checked(
+    monkeypatch: pytest.MonkeyPatch, wanted: str, message: str
+) -> None:
+    monkeypatch.setenv("PODIUM_SEARCH_DEVICE", wanted)
+    with pytest.raises(ValueError, match=f"PODIUM_SEARCH_DEVICE='{wanted}': {message}"):
+        text_encoder("minilm")
+
+
+def test_a_float16_checkpoint_encodes_in_float32_on_the_cpu(
+    monkeypatch: pytest.MonkeyPatch, minilm, tmp_path: Path
+) -> None:
+    """A checkpoint saved in float16 (as one carried to a GPU machine is) loads in float32, so
+    the CPU and the GPU embed alike, as the official index does."""
+    from safetensors.torch import load_file, save_file
+
+    for source in minilm_dir().iterdir():
+        if source.is_file() and source.name != "model.safetensors":
+            (tmp_path / source.name).write_bytes(source.read_bytes())
+    weights = load_file(str(minilm_dir() / "model.safetensors"))
+    save_file(
+        {k: v.half().contiguous() for k, v in weights.items()}, str(tmp_path / "model.safetensors")
+    )
+    monkeypatch.setenv("PODIUM_SEARCH_DEVICE", "cpu")
+    half = text_encoder(f"hf-mean:{tmp_path}")
+    assert half.model.dtype.is_floating_point and str(half.model.dtype) == "torch.float32"
+    texts = ["a red sports car", "tomato soup recipe"]
+    assert np.allclose(half.encode(texts), minilm.encode(texts), atol=2e-3)
