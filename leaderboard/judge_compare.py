@@ -10,6 +10,7 @@ there is one ranking, not a copy of it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -141,7 +142,17 @@ def board_change(setting: str, old: list[Line], new: list[Line]) -> BoardChange:
 
 
 def board_changes(preview: JudgePreview) -> list[BoardChange]:
-    """The old and new boards of each setting of the preview's task, compared."""
+    """The old and new boards of each setting of the preview's task, compared: as they stood
+    when it was published (``snapshot``), else ranked now."""
+    if preview.published_boards:
+        return [
+            board_change(
+                board["setting"],
+                [Line(**line) for line in board["old"]],
+                [Line(**line) for line in board["new"]],
+            )
+            for board in preview.published_boards
+        ]
     split = preview.split
     task = split.task
     rows = list(preview.runs.values_list("run_id", "old_metrics", "new_metrics"))
@@ -153,6 +164,18 @@ def board_changes(preview: JudgePreview) -> list[BoardChange]:
         lines = _lines(before, old), _lines(after, new)
         changes.append(board_change(setting, *lines))
     return changes
+
+
+def snapshot(changes: list[BoardChange]) -> list[dict[str, Any]]:
+    """``changes`` as plain data (``JudgePreview.published_boards``)."""
+    return [
+        {
+            "setting": change.setting,
+            "old": [dataclasses.asdict(line) for line in change.old],
+            "new": [dataclasses.asdict(line) for line in change.new],
+        }
+        for change in changes
+    ]
 
 
 def _lines(board: board_store.Ranked, primaries: Mapping[int, float | None]) -> list[Line]:
@@ -246,6 +269,7 @@ def record(preview: JudgePreview) -> dict[str, Any]:
             "prompt_version": preview.candidate_prompt_version,
         },
         "published": published,
+        "boards": snapshot(board_changes(preview)),
         "runs": [
             {
                 "run_id": row.run_id,

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from leaderboard import run_actions
+from leaderboard import judge_compare, run_actions
 from leaderboard.judge_choice import OPENAI, RULES, JudgeSpec
 from leaderboard.models import EvaluationRun, JudgePreview, Split, Task
 from podium.celery import app, queue_for
@@ -83,13 +83,13 @@ def start(split: Split, candidate: JudgeSpec, by: User) -> JudgePreview:
 
 def resume(preview: JudgePreview) -> None:
     """Send an unfinished (or failed) dry run again: it goes on with the runs it lacks."""
-    if preview.state == JudgePreview.State.DONE and not _new_runs(preview):
+    if preview.state == JudgePreview.State.DONE and not unpreviewed_runs(preview):
         raise PreviewRefused("the dry run is done and no run finished since")
     JudgePreview.objects.filter(pk=preview.pk).update(state=JudgePreview.State.QUEUED, error="")
     send(preview)
 
 
-def _new_runs(preview: JudgePreview) -> int:
+def unpreviewed_runs(preview: JudgePreview) -> int:
     """Done runs of the split the preview has not graded (finished after it ran)."""
     graded = preview.runs.values("run_id")
     return previewed_runs(preview.split).exclude(pk__in=graded).count()
@@ -109,13 +109,14 @@ def publish(preview: JudgePreview, by: User, why: str) -> list[str]:
             )
         if preview.state != JudgePreview.State.DONE:
             raise PreviewRefused(f"its dry run is {preview.state}: publish it once it is done")
-        if left := _new_runs(preview):
+        if left := unpreviewed_runs(preview):
             raise PreviewRefused(
                 f"{left} run(s) finished after the dry run: resume it first, so the preview "
                 "shows what publishing changes"
             )
         task = Task.objects.select_for_update().get(pk=preview.split.task_id)
         before = JudgeSpec.of_task(task).label
+        preview.published_boards = judge_compare.snapshot(judge_compare.board_changes(preview))
         candidate = JudgeSpec.from_dict(preview.candidate)
         _set_judge(task, candidate)
         preview.published_by = by if by.is_authenticated else None
@@ -123,7 +124,13 @@ def publish(preview: JudgePreview, by: User, why: str) -> list[str]:
         preview.published_from = before
         preview.published_why = why
         preview.save(
-            update_fields=["published_by", "published_at", "published_from", "published_why"]
+            update_fields=[
+                "published_by",
+                "published_at",
+                "published_from",
+                "published_why",
+                "published_boards",
+            ]
         )
         runs = EvaluationRun.objects.filter(task=task, state=EvaluationRun.State.DONE)
         change = f"judge published (preview #{preview.pk}): {before} -> {candidate.label}"

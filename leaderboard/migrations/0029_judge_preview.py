@@ -52,6 +52,7 @@ class Migration(migrations.Migration):
                 ("published_at", models.DateTimeField(blank=True, null=True)),
                 ("published_from", models.CharField(blank=True, max_length=300)),
                 ("published_why", models.TextField(blank=True)),
+                ("published_boards", models.JSONField(blank=True, default=list)),
                 (
                     "created_by",
                     models.ForeignKey(

@@ -48,6 +48,9 @@ class JudgePreview(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     published_from = models.CharField(max_length=300, blank=True)
     published_why = models.TextField(blank=True)
+    # both boards of each setting as they stood when it was published (``judge_compare``):
+    # the runs are judged again afterwards, and the old board stays readable
+    published_boards = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ("-created_at",)

@@ -81,6 +81,7 @@ def preview_page(
 ) -> HttpResponse:
     preview = _preview(request, slug, task_id, kind, preview_id)
     done = preview.state == JudgePreview.State.DONE
+    unfinished = not done  # queued (its message may be lost), judging, or failed
     runs = list(preview.runs.values_list("pairs", flat=True))
     flips = judge_compare.flipped(preview)
     context = {
@@ -88,6 +89,9 @@ def preview_page(
         "task": preview.split.task,
         "preview": preview,
         "refresh_s": 0 if done or preview.state == JudgePreview.State.FAILED else REFRESH_S,
+        # a failed or stalled dry run, or runs finished since it ran (not once published)
+        "resumable": not preview.published_at
+        and (unfinished or (done and judge_preview.unpreviewed_runs(preview) > 0)),
         "changes": judge_compare.board_changes(preview) if runs else [],
         "agreement": judge_compare.agreement_table(runs),
         "flips": flips,

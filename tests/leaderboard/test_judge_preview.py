@@ -16,6 +16,7 @@ from leaderboard.models import (
     JudgePreview,
     PreviewFlip,
     RunAction,
+    Split,
     Submission,
     Task,
 )
@@ -56,15 +57,19 @@ def sent(monkeypatch) -> list[tuple[str, dict]]:
     return calls
 
 
-@pytest.fixture
-def board(task, teams, tmp_path, settings):
+def judged_board(task: Task, teams: dict, tmp_path) -> Split:
     """The validation split, 2 conversations of 2 turns, judged by the rules judge: one done
     run per team (answers as ``ANSWERS``)."""
-    settings.VAR_DIR = tmp_path / "var"
     split = import_split_dir(task, "validation", write_split(tmp_path / "split", 2, 2))
     for name, response in ANSWERS.items():
         judged_run(task, split, teams[name], response)
     return split
+
+
+@pytest.fixture
+def board(task, teams, tmp_path, settings) -> Split:
+    settings.VAR_DIR = tmp_path / "var"
+    return judged_board(task, teams, tmp_path)
 
 
 def judged_run(task: Task, split, team, response: str) -> EvaluationRun:
@@ -177,6 +182,10 @@ def test_publishing_is_one_logged_action_and_the_old_results_stay(
     assert preview.published_by == organiser and preview.published_at is not None
     assert preview.published_from == "rules" and preview.published_why
     assert EvaluationRun.objects.filter(state=State.JUDGING).count() == 3
+    # while they are judged again (off the board), the preview shows the boards as published
+    (change,) = judge_compare.board_changes(preview)
+    assert [line.team for line in change.new] == ["beta", "gamma", "alpha"]
+    assert change.tau == pytest.approx(-1.0)
     actions = RunAction.objects.filter(kind="rejudge")
     assert actions.count() == 3
     assert all(
@@ -201,6 +210,7 @@ def test_publishing_is_one_logged_action_and_the_old_results_stay(
     assert preview.flips.filter(answer__run=alpha, old_verdict="correct").count() == 4
     export = judge_compare.record(preview)
     assert export["published"]["from"] == "rules"
+    assert [line["team"] for line in export["boards"][0]["old"]] == ["alpha", "gamma", "beta"]
     assert {r["run_id"]: r["old"]["truthfulness"] for r in export["runs"]}[alpha.pk] == 1.0
 
 
