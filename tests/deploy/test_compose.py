@@ -186,4 +186,5 @@ def test_the_vllm_judge_serves_the_mounted_model_sized_for_the_judge_concurrency
     assert int(_flag(command, "--max-model-len")) >= 2048
     assert _flag(command, "--served-model-name") == judge["environment"]["PODIUM_JUDGE_MODEL"]
     assert judge["environment"]["PODIUM_JUDGE_BASE_URL"] == "http://vllm:8000/v1"
+    assert judge["environment"]["PODIUM_JUDGE_STRUCTURED"] == "vllm"  # the choice, decoded
     assert "/health" in " ".join(vllm["healthcheck"]["test"])

@@ -230,6 +230,7 @@ def test_production_judges_with_the_vllm_judge_sized_for_the_judge_concurrency(t
         assert args[flag] == f"$({key})"
         assert env[key]["valueFrom"]["configMapKeyRef"]["key"] == key
     assert int(config["PODIUM_JUDGE_CONCURRENCY"]) == 64 and config["PODIUM_JUDGE_MODEL"]
+    assert config["PODIUM_JUDGE_STRUCTURED"] == "vllm"  # the judge sends the verdict menu
     assert int(args["max-model-len"]) >= 2048
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert vllm[probe]["httpGet"]["path"] == "/health", probe
