@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import QuerySet
@@ -150,3 +152,54 @@ def _set_judge(task: Task, judge: JudgeSpec) -> None:
         raise PreviewRefused(f"unknown judge kind {judge.kind!r}")
     task.clean()  # the endpoint is configured, a model is named
     task.save()
+
+
+def record(preview: JudgePreview) -> dict[str, Any]:
+    """The preview as plain data (its JSON export): both judges, the publication, each run's
+    scores under both, every flipped verdict. After a publication this is how the old judge's
+    results stay retrievable."""
+    published = None
+    if preview.published_at is not None:
+        published = {
+            "at": preview.published_at.isoformat(),
+            "by": str(preview.published_by or ""),
+            "from": preview.published_from,
+            "to": preview.candidate_label,
+            "why": preview.published_why,
+        }
+    runs = preview.runs.select_related("run__submission__team").order_by("run_id")
+    flips = preview.flips.select_related("answer").order_by("answer_id")
+    return {
+        "preview": preview.pk,
+        "split": str(preview.split),
+        "old_judge": preview.current_label,
+        "new_judge": {
+            "spec": preview.candidate,
+            "judge_id": preview.candidate_judge_id,
+            "prompt_version": preview.candidate_prompt_version,
+        },
+        "published": published,
+        "boards": judge_compare.snapshot(judge_compare.board_changes(preview)),
+        "runs": [
+            {
+                "run_id": row.run_id,
+                "team": row.run.submission.team.name,
+                "setting": row.setting,
+                "old_judge_id": row.old_judge_id,
+                "old": row.old_metrics,
+                "new": row.new_metrics,
+                "items": row.items,
+                "flipped": row.flipped,
+            }
+            for row in runs
+        ],
+        "flips": [
+            {
+                "run_id": flip.answer.run_id,
+                "item": flip.answer.item_key,
+                "old": flip.old_verdict,
+                "new": flip.new_verdict,
+            }
+            for flip in flips.iterator()
+        ],
+    }

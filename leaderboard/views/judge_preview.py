@@ -138,6 +138,6 @@ def preview_export(
     request: HttpRequest, slug: str, task_id: str, kind: str, preview_id: int
 ) -> JsonResponse:
     preview = _preview(request, slug, task_id, kind, preview_id)
-    response = JsonResponse(judge_compare.record(preview), json_dumps_params={"indent": 1})
+    response = JsonResponse(judge_preview.record(preview), json_dumps_params={"indent": 1})
     response["Content-Disposition"] = f'attachment; filename="judge-preview-{preview.pk}.json"'
     return response

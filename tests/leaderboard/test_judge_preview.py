@@ -208,7 +208,7 @@ def test_publishing_is_one_logged_action_and_the_old_results_stay(
     assert [line.team for line in change.old] == ["alpha", "gamma", "beta"]
     assert preview.runs.get(run=alpha).old_metrics["truthfulness"] == 1.0
     assert preview.flips.filter(answer__run=alpha, old_verdict="correct").count() == 4
-    export = judge_compare.record(preview)
+    export = judge_preview.record(preview)
     assert export["published"]["from"] == "rules"
     assert [line["team"] for line in export["boards"][0]["old"]] == ["alpha", "gamma", "beta"]
     assert {r["run_id"]: r["old"]["truthfulness"] for r in export["runs"]}[alpha.pk] == 1.0
@@ -269,3 +269,61 @@ def test_only_organisers_preview_and_publish(
     page = client.get(pages[2][1]).content.decode()
     assert "Kendall" in page and "beta" in page
     assert client.post(pages[1][1], {"judge": "openai|nowhere|m|"}).status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_the_preview_state_does_not_allow_is_refused_saying_why(
+    board, fake, sent, organiser, task, teams, settings
+):
+    # a candidate whose endpoint is gone: the dry run fails, naming it
+    endpoints, settings.PODIUM_JUDGE_ENDPOINTS = settings.PODIUM_JUDGE_ENDPOINTS, {}
+    gone = judge_preview.start(board, LLM, organiser)
+    assert preview_judge.apply(kwargs={"preview_id": gone.pk}).get() == "failed"
+    gone.refresh_from_db()
+    assert gone.state == "failed" and "judge endpoint 'fake' is not configured" in gone.error
+    settings.PODIUM_JUDGE_ENDPOINTS = endpoints
+    preview = judge_preview.start(board, LLM, organiser)
+    with pytest.raises(judge_preview.PreviewRefused, match="its dry run is queued"):
+        judge_preview.publish(preview, organiser, "too early")
+    assert dry_run(preview.pk) == 0
+    preview.refresh_from_db()
+    with pytest.raises(judge_preview.PreviewRefused, match="no run finished since"):
+        judge_preview.resume(preview)
+    judged_run(task, board, teams["alpha"].__class__.objects.create(name="delta"), "late")
+    with pytest.raises(judge_preview.PreviewRefused, match="1 run\\(s\\) finished after"):
+        judge_preview.publish(preview, organiser, "not what was previewed")
+    judge_preview.resume(preview)  # the late run: sent again, then published
+    assert dry_run(preview.pk) == 0
+    preview.refresh_from_db()
+    assert judge_preview.publish(preview, organiser, "now") == []
+
+
+@pytest.mark.django_db
+def test_a_split_without_a_done_run_has_nothing_to_preview(splits, organiser, sent):
+    with pytest.raises(judge_preview.PreviewRefused, match="has no done run"):
+        judge_preview.start(splits["validation"], JudgeSpec("rules"), organiser)
+    assert sent == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_organiser_listed_on_the_challenge_previews_without_being_staff(
+    client, board, fake, sent, make_user
+):
+    listed = make_user("listed")
+    board.task.challenge.organisers.add(listed)
+    client.force_login(listed)
+    url = reverse(
+        "leaderboard:judge-previews",
+        kwargs={
+            "slug": board.task.challenge.slug,
+            "task_id": board.task.task_id,
+            "kind": "validation",
+        },
+    )
+    page = client.get(url).content.decode()
+    assert "openai:fake-judge (endpoint fake)" in page  # on offer
+    started = client.post(url, {"judge": LLM.key})
+    preview = JudgePreview.objects.get()
+    assert started.status_code == 302 and started.url.endswith(f"/judge-previews/{preview.pk}/")
+    assert preview.created_by == listed and sent[0][1] == {"preview_id": preview.pk}
+    assert client.post(url, {"judge": ""}).status_code == 400
