@@ -76,7 +76,7 @@ class BoardChange:
 @dataclass(frozen=True)
 class SliceAgreement:
     """Two judges on one slice's items: how many, how many alike, and each pair of verdicts
-    (old, new, count), the disagreements first."""
+    (old, new, count): the disagreements first, the most frequent first, then by name."""
 
     dimension: str
     value: str
@@ -210,7 +210,9 @@ def agreement_table(
                     total[(old, new)] += count
     table = []
     for (dimension, value), counts in summed.items():
-        ordered = sorted(counts.items(), key=lambda item: (item[0][0] == item[0][1], -item[1]))
+        ordered = sorted(
+            counts.items(), key=lambda item: (item[0][0] == item[0][1], -item[1], item[0])
+        )
         table.append(
             SliceAgreement(
                 dimension, value, sum(counts.values()),

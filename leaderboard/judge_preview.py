@@ -5,6 +5,9 @@
   prompt version) for a split; its dry run is ``judge.preview_judge`` on the judge queue
   (``workers.pipeline.preview``), never the web request. It re-judges only what the judgment
   cache lacks and leaves everything published as it is.
+- Two judges on the same turns: a preview may compare the candidate with another judge (a
+  ``baseline``, also graded through the cache) instead of the published verdicts; such a
+  preview compares, it is never published.
 - ``leaderboard.judge_compare`` reads a preview: both boards, rank changes, Kendall's tau, the
   flipped verdicts, the disagreement per slice.
 - ``publish``: the candidate becomes the task's judge and every done run of the task is
@@ -68,15 +71,21 @@ def send(preview: JudgePreview) -> None:
 
 
 @transaction.atomic
-def start(split: Split, candidate: JudgeSpec, by: User) -> JudgePreview:
-    """A new preview of ``candidate`` on ``split``, its dry run queued."""
+def start(
+    split: Split, candidate: JudgeSpec, by: User, baseline: JudgeSpec | None = None
+) -> JudgePreview:
+    """A new preview of ``candidate`` on ``split``, compared with the published verdicts or
+    with the ``baseline`` judge on the same turns; its dry run queued."""
     if not previewed_runs(split).exists():
         raise PreviewRefused(f"split {split} has no done run to judge again")
+    if baseline == candidate:
+        raise PreviewRefused(f"{candidate.label} compared with itself: choose two judges")
     preview = JudgePreview.objects.create(
         split=split,
         candidate=candidate.to_dict(),
         candidate_label=candidate.label,
-        current_label=current_label(split),
+        baseline=baseline.to_dict() if baseline else {},
+        current_label=baseline.label if baseline else current_label(split),
         created_by=by if by.is_authenticated else None,
     )
     send(preview)
@@ -108,6 +117,12 @@ def publish(preview: JudgePreview, by: User, why: str) -> list[str]:
         if preview.published_at is not None:
             raise PreviewRefused(
                 f"preview #{preview.pk} was already published on {preview.published_at:%Y-%m-%d}"
+            )
+        if preview.baseline:
+            raise PreviewRefused(
+                f"preview #{preview.pk} compares two judges ({preview.current_label}, not the "
+                "published verdicts): preview the judge against the published verdicts to "
+                "publish it"
             )
         if preview.state != JudgePreview.State.DONE:
             raise PreviewRefused(f"its dry run is {preview.state}: publish it once it is done")
@@ -173,6 +188,7 @@ def record(preview: JudgePreview) -> dict[str, Any]:
         "preview": preview.pk,
         "split": str(preview.split),
         "old_judge": preview.current_label,
+        "compared_with": "another judge" if preview.baseline else "the published verdicts",
         "new_judge": {
             "spec": preview.candidate,
             "judge_id": preview.candidate_judge_id,

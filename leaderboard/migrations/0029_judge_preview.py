@@ -24,6 +24,7 @@ class Migration(migrations.Migration):
                 ),
                 ("candidate", models.JSONField()),
                 ("candidate_label", models.CharField(max_length=300)),
+                ("baseline", models.JSONField(blank=True, default=dict)),
                 ("current_label", models.CharField(max_length=300)),
                 ("candidate_judge_id", models.CharField(blank=True, max_length=200)),
                 ("candidate_prompt_version", models.CharField(blank=True, max_length=64)),

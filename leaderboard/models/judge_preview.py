@@ -25,7 +25,11 @@ class JudgePreview(models.Model):
     # the candidate as ``leaderboard.judge_choice.JudgeSpec.to_dict`` gives it, and its label
     candidate = models.JSONField()
     candidate_label = models.CharField(max_length=300)
-    # the judge that made the split's verdicts when the preview started (its runs' judge ids)
+    # what the candidate is compared with: {} for the split's published verdicts, else another
+    # judge (``JudgeSpec.to_dict``) grading the same turns: two judges compared, not a change
+    baseline = models.JSONField(default=dict, blank=True)
+    # the baseline's label: the judges of the published verdicts when the preview started (the
+    # runs' judge ids), or the other judge's
     current_label = models.CharField(max_length=300)
     # the candidate's id and prompt version as the dry run built it (a new prompt version
     # arrives with Podium's code: the same model under a new prompt is a new judge)

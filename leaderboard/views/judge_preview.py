@@ -52,7 +52,9 @@ def previews(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRe
             candidate = chosen_judge(request.POST.get("judge", ""), [task])
             if candidate is None:
                 raise UnknownJudge("choose the judge to preview")
-            preview = judge_preview.start(split, candidate, request.user)
+            # "": the published verdicts
+            baseline = chosen_judge(request.POST.get("against", ""), [task])
+            preview = judge_preview.start(split, candidate, request.user, baseline)
         except (UnknownJudge, judge_preview.PreviewRefused) as exc:
             error, status = str(exc), 400
         else:

@@ -327,3 +327,29 @@ def test_an_organiser_listed_on_the_challenge_previews_without_being_staff(
     assert started.status_code == 302 and started.url.endswith(f"/judge-previews/{preview.pk}/")
     assert preview.created_by == listed and sent[0][1] == {"preview_id": preview.pk}
     assert client.post(url, {"judge": ""}).status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_judges_on_the_same_turns_are_compared_but_never_published(
+    board, fake, sent, organiser
+):
+    rules = JudgeSpec("rules")
+    with pytest.raises(judge_preview.PreviewRefused, match="compared with itself"):
+        judge_preview.start(board, rules, organiser, baseline=rules)
+    # the LLM first, as a candidate against the published (rules) verdicts: it fills the cache
+    previewed(board, organiser)
+    calls = fake.count
+    # then the rules judge against the LLM, neither of them as published
+    pair = judge_preview.start(board, rules, organiser, baseline=LLM)
+    assert dry_run(pair.pk) == 0
+    pair.refresh_from_db()
+    assert pair.judge_calls == 0 and fake.count == calls  # both answered from the cache
+    assert pair.current_label == LLM.label
+    (change,) = judge_compare.board_changes(pair)
+    assert [line.team for line in change.old] == ["beta", "gamma", "alpha"]  # the LLM's board
+    assert [line.team for line in change.new] == ["alpha", "gamma", "beta"]  # the rules'
+    (whole, *_) = judge_compare.agreement_table(pair.runs.values_list("pairs", flat=True))
+    assert (whole.items, whole.agree) == (12, 4)
+    assert whole.pairs[:2] == [("correct", "hallucinated", 4), ("hallucinated", "correct", 4)]
+    with pytest.raises(judge_preview.PreviewRefused, match="compares two judges"):
+        judge_preview.publish(pair, organiser, "no")
