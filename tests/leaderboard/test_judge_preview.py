@@ -159,7 +159,7 @@ def test_an_undecided_turn_stores_nothing_for_its_run_and_the_task_retries(
     # gamma's run needs no judge call; alpha's and beta's wait
     assert preview.state == "judging" and preview.runs_done == 1
     assert "could not decide" in preview.error
-    fake._failures.clear()  # the endpoint is back
+    fake.recover()
     assert dry_run(preview.pk) == 0  # resumed: the two runs it lacked
     preview.refresh_from_db()
     assert (preview.state, preview.runs_done) == ("done", 3)
