@@ -5,6 +5,7 @@ from django.urls import path
 from leaderboard.views import (
     boards,
     entry,
+    judge_preview,
     kit,
     operator,
     organise,
@@ -33,6 +34,27 @@ urlpatterns = [
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),
     path(f"{board}entries/<int:run_id>/", entry.entry_page, name="entry"),
+    path(f"{board}judge-previews/", judge_preview.previews, name="judge-previews"),
+    path(
+        f"{board}judge-previews/<int:preview_id>/",
+        judge_preview.preview_page,
+        name="judge-preview",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/publish/",
+        judge_preview.preview_publish,
+        name="judge-preview-publish",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/resume/",
+        judge_preview.preview_resume,
+        name="judge-preview-resume",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/export.json",
+        judge_preview.preview_export,
+        name="judge-preview-export",
+    ),
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
     path("submissions/", runs.my_submissions, name="my-submissions"),

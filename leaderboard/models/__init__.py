@@ -2,6 +2,7 @@
 
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
+from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -33,9 +34,12 @@ __all__ = [
     "Invitation",
     "ItemAnswer",
     "ItemVerdict",
+    "JudgePreview",
     "JudgmentRecord",
     "Membership",
     "Phase",
+    "PreviewFlip",
+    "PreviewRun",
     "RankedBoard",
     "RunAction",
     "SliceScore",
