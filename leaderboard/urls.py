@@ -4,6 +4,7 @@ from django.urls import path
 
 from leaderboard.views import (
     boards,
+    bundle,
     entry,
     kit,
     operator,
@@ -19,6 +20,7 @@ app_name = "leaderboard"
 board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
+    path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
     path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
