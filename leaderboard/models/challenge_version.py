@@ -19,7 +19,7 @@ class ChallengeVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     imported_at = models.DateTimeField(default=timezone.now)
-    via = models.CharField(max_length=32, help_text="manage.py, api or upload")
+    via = models.CharField(max_length=32, help_text="manage.py, api, upload or demo")
 
     class Meta:
         ordering = ("challenge", "-number")
