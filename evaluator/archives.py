@@ -285,6 +285,20 @@ def extract_zip(
                 raise ArchiveError(f"entry {entry.filename!r}: damaged ({_why(exc)})") from None
 
 
+def write_zip(root: Path, out: IO[bytes]) -> None:
+    """The files under ``root`` as a reproducible zip (sorted, every entry dated 1980-01-01,
+    mode 0644): the same files make the same bytes."""
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                info = zipfile.ZipInfo(path.relative_to(root).as_posix())
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with path.open("rb") as data, archive.open(info, "w") as entry:
+                    while chunk := data.read(_CHUNK):
+                        entry.write(chunk)
+
+
 def _zip_entry_problem(entry: zipfile.ZipInfo) -> str | None:
     mode = entry.external_attr >> 16
     if stat.S_ISLNK(mode):
@@ -305,4 +319,5 @@ __all__ = [
     "extract_tar",
     "extract_zip",
     "member_problem",
+    "write_zip",
 ]

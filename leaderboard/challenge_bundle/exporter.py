@@ -7,14 +7,14 @@ are written only for the challenge's organisers (``private=True``).
 from __future__ import annotations
 
 import hashlib
-import shutil
-import zipfile
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 from django.core.files.storage import default_storage
 from ruamel.yaml import YAML
 
+from evaluator.archives import write_zip
 from leaderboard.challenge_bundle import state
 from leaderboard.challenge_bundle.loader import moment
 from leaderboard.challenge_bundle.schema import BUNDLE_VERSION, PAGES, TASK_FIELDS
@@ -100,13 +100,9 @@ def _copy(name: str, sha256: str, target: Path) -> None:
         raise BundleError(f"{name}: stored with sha256 {sha256}, reads {digest.hexdigest()}")
 
 
-def zip_directory(root: Path, out: IO[bytes]) -> None:
-    """A bundle directory as a zip (entries sorted, dated 1980-01-01)."""
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                info = zipfile.ZipInfo(str(path.relative_to(root)))
-                info.external_attr = 0o644 << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                with path.open("rb") as data, archive.open(info, "w") as entry:
-                    shutil.copyfileobj(data, entry, _CHUNK)
+def export_zip(challenge: Challenge, out: IO[bytes], private: bool) -> list[str]:
+    """``export`` as a zip written to ``out``. Returns the private splits left out."""
+    with tempfile.TemporaryDirectory(prefix="podium-export-") as scratch:
+        left_out = export(challenge, Path(scratch) / challenge.slug, private)
+        write_zip(Path(scratch) / challenge.slug, out)
+    return left_out

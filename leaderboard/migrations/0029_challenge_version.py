@@ -39,7 +39,10 @@ class Migration(migrations.Migration):
                     models.JSONField(default=list, help_text="the diff from the version before"),
                 ),
                 ("imported_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("via", models.CharField(help_text="manage.py, api, upload or demo", max_length=32)),
+                (
+                    "via",
+                    models.CharField(help_text="manage.py, api, upload or demo", max_length=32),
+                ),
                 (
                     "challenge",
                     models.ForeignKey(

@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenge_bundle.exporter import export, zip_directory
+from leaderboard.challenge_bundle.exporter import export, export_zip
 from leaderboard.challenge_bundle.importer import Outcome, import_bundle, may_change
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
@@ -95,10 +94,8 @@ class Command(BaseCommand):
         if challenge is None or not may_change(user, challenge):
             raise CommandError(f"challenge {slug!r}: none that you organise")
         if as_zip:
-            with tempfile.TemporaryDirectory(prefix="podium-export-") as scratch:
-                left_out = export(challenge, Path(scratch) / "bundle", private=True)
-                with out.open("xb") as f:
-                    zip_directory(Path(scratch) / "bundle", f)
+            with out.open("xb") as f:
+                left_out = export_zip(challenge, f, private=True)
         else:
             left_out = export(challenge, out, private=True)
         for split in left_out:
