@@ -79,11 +79,16 @@ def import_bundle(
     user: AbstractBaseUser | None = None,
     via: str = "manage.py",
     dry_run: bool = False,
+    slug: str | None = None,
 ) -> Outcome:
-    """Import the bundle at ``path`` (a directory or a zip). Raises ``BundleInvalid`` (every
-    problem), ``PermissionDenied``."""
+    """Import the bundle at ``path`` (a directory or a zip); ``slug``: the challenge it must be
+    (an organiser's page). Raises ``BundleInvalid`` (every problem), ``PermissionDenied``."""
     with source.opened(path) as root, ExitStack() as stack:
         bundle = loader.load(root, timezone.now(), _kept_phases(root))
+        if slug is not None and bundle.value["challenge"]["slug"] != slug:
+            raise BundleInvalid(
+                [bundle.document.problem(("challenge", "slug"), f"this bundle is not {slug!r}")]
+            )
         slug = bundle.value["challenge"]["slug"]
         existing = Challenge.objects.filter(slug=slug).first()
         if not may_change(user, existing):

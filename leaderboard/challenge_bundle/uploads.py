@@ -15,15 +15,17 @@ from leaderboard.challenge_bundle.importer import Outcome, import_bundle
 ACTIONS = ("validate", "diff", "import")
 
 
-def run(upload: UploadedFile, action: str, user: AbstractBaseUser, via: str) -> Outcome:
-    """``action`` (one of ``ACTIONS``) on the uploaded zip. Raises ``BundleInvalid``,
-    ``PermissionDenied``."""
+def run(
+    upload: UploadedFile, action: str, user: AbstractBaseUser, via: str, slug: str | None = None
+) -> Outcome:
+    """``action`` (one of ``ACTIONS``) on the uploaded zip (of challenge ``slug``, when given).
+    Raises ``BundleInvalid``, ``PermissionDenied``."""
     with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
         path = Path(scratch) / "bundle.zip"
         with path.open("wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
-        return import_bundle(path, user, via, dry_run=action != "import")
+        return import_bundle(path, user, via, dry_run=action != "import", slug=slug)
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:

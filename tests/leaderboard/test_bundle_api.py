@@ -108,3 +108,24 @@ def test_the_cli_imports_a_bundle_directory_and_exports_it(
     Challenge.objects.all().delete()
     assert cli.main([*base, "import", str(out)]) == 0
     assert Challenge.objects.get().tasks.get().quota_per_day == 3
+
+
+@pytest.mark.django_db
+def test_the_bundle_page_and_its_download_are_for_organisers_only(bundle, make_user, client):
+    from leaderboard.challenge_bundle.importer import import_bundle
+
+    import_bundle(bundle)
+    stranger, organiser = make_user(), make_user()
+    Challenge.objects.get().organisers.add(organiser)
+    page, download = "/c/bundle-test/bundle/", "/c/bundle-test/bundle/export.zip"
+    assert client.get(page).status_code == 302  # to sign in
+    client.force_login(stranger)
+    assert client.get(page).status_code == 403
+    assert client.get(download).status_code == 403
+    assert client.post(page, {"action": "import", "bundle": zipped(bundle)}).status_code == 403
+    client.force_login(organiser)
+    assert client.get(download).status_code == 200
+    other = write_bundle(bundle.parent / "other", slug="another-challenge")
+    shown = client.post(page, {"action": "validate", "bundle": zipped(other)})
+    assert "this bundle is not &#x27;bundle-test&#x27;" in shown.content.decode()
+    assert not Challenge.objects.filter(slug="another-challenge").exists()
