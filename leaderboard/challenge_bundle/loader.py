@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 from django.core.exceptions import ValidationError
 
+from evaluator.protocols import protocol_class
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
 from leaderboard.challenge_bundle.source import MANIFEST
@@ -171,13 +172,16 @@ def model_task(task: dict[str, Any], **more: Any) -> Task:
 
 
 def task_values(task: dict[str, Any]) -> dict[str, Any]:
-    """The Task fields ``task`` (as written) sets, each field's default where it is silent."""
+    """The Task fields ``task`` (as written) sets, each field's default where it is silent
+    (the primary metric: the protocol's)."""
     values = {}
     for place, field in TASK_FIELDS:
         found: Any = task
         for key in place:
             found = found.get(key, _MISSING) if isinstance(found, dict) else _MISSING
-        if found is _MISSING:
+        if found is _MISSING and field == "primary_metric":
+            found = protocol_class(task["protocol"]).primary  # the protocol's own ranking
+        elif found is _MISSING:
             found = Task._meta.get_field(field).get_default()
         values[field] = found.value if isinstance(found, Enum) else found
     return values

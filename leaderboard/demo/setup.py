@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import shutil
 import tarfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +25,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from evaluator.protocols.crag_mm.sample import write_sample
-from evaluator.protocols.visual_rag.sample import write_sample as write_visual_rag_sample
+from evaluator.protocols import get_protocol
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.models import Challenge, Membership, Submission, Team
 from leaderboard.pages import accept_rules, must_accept_rules
@@ -81,14 +79,15 @@ VISUAL_RAG_AGENTS = (
 )
 
 
-def bundle(name: str, write_data: Callable[[Path], object]) -> Path:
-    """``examples/challenges/<name>`` copied under ``<PODIUM_VAR_DIR>/demo/bundles/``, with its
-    generated data in ``data/`` (written once; the bundle's own files copied afresh)."""
-    out = Path(settings.VAR_DIR) / "demo" / "bundles" / name
+def bundle(name: str, protocol: str, under: Path | None = None) -> Path:
+    """``examples/challenges/<name>`` copied into ``under`` (default
+    ``<PODIUM_VAR_DIR>/demo/bundles/``), with ``protocol``'s generated sample as its ``data/``
+    (written once; the bundle's own files copied afresh)."""
+    out = (under or Path(settings.VAR_DIR) / "demo" / "bundles") / name
     data, written = out / "data", out / ".data-written"
     if not written.exists():
         shutil.rmtree(data, ignore_errors=True)
-        write_data(data)
+        get_protocol(protocol).write_sample(data)
         written.write_text("")
     for path in (REPO / "examples" / "challenges" / name).iterdir():
         if path.is_dir():
@@ -100,13 +99,13 @@ def bundle(name: str, write_data: Callable[[Path], object]) -> Path:
 
 def challenge() -> Challenge:
     """The CRAG-MM demo challenge, imported from its bundle."""
-    import_bundle(bundle(SLUG, write_sample), via="demo")
+    import_bundle(bundle(SLUG, "crag-mm"), via="demo")
     return Challenge.objects.get(slug=SLUG)
 
 
 def visual_rag_challenge() -> Challenge:
     """The Visual-RAG demo challenge, imported from its bundle."""
-    import_bundle(bundle(VISUAL_RAG_SLUG, write_visual_rag_sample), via="demo")
+    import_bundle(bundle(VISUAL_RAG_SLUG, "visual-rag"), via="demo")
     return Challenge.objects.get(slug=VISUAL_RAG_SLUG)
 
 
