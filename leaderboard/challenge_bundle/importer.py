@@ -229,6 +229,8 @@ def _refuse_replacing_results(bundle: loader.Bundle, challenge: Challenge, after
 def _apply(bundle, existing, splits, written: list[str], user) -> Challenge:
     value = bundle.value
     head = value["challenge"]
+    if existing is not None:  # two imports of one challenge: one after the other
+        existing = Challenge.objects.select_for_update().get(pk=existing.pk)
     challenge = existing or Challenge(slug=head["slug"])
     challenge.name = head["title"]
     challenge.description = head.get("description", "")

@@ -95,9 +95,23 @@ def _schema_problems(document: Document) -> list[Problem]:
                 document.problem(path, f"{error.instance!r} is not an ISO 8601 date-time with "
                                  "a time zone (e.g. 2027-01-31T23:59:00Z)")
             )  # fmt: skip
+        elif path and path[-1] == "api_key_env" and error.validator == "pattern":
+            problems.append(
+                document.problem(
+                    path,
+                    f"{_masked(error.instance)} is not the name of an environment variable or "
+                    "secret (letters, digits and _): name where the key is, never the key itself",
+                )
+            )
         else:
             problems.append(document.problem(path, error.message))
     return sorted(problems, key=lambda p: (p.line or 0, p.field))
+
+
+def _masked(value: object) -> str:
+    """A value that may be a secret, shown by its first characters only."""
+    text = str(value)
+    return repr(text[:4] + "..." if len(text) > 4 else text)
 
 
 def _unknown(key: str, allowed: list[str]) -> str:

@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from leaderboard.challenge_bundle.problems import BundleInvalid, Path, Problem
+from leaderboard.challenge_bundle.problems import BundleInvalid, Path, Problem, field_name
 
 MAX_NODES = 100_000
 
@@ -36,8 +36,6 @@ class Document:
         return None
 
     def problem(self, path: Path, message: str) -> Problem:
-        from leaderboard.challenge_bundle.problems import field_name
-
         return Problem(self.name, self.line(path), field_name(path), message)
 
     def _load(self, text: str) -> Any:

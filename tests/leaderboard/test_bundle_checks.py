@@ -79,7 +79,7 @@ def test_every_problem_is_named_at_once_with_file_line_and_field(bundle):
         ("kind: rules", "kind: rules, api_key: sk-live-123", "tasks[0].judge.api_key",
          "an API key is never written in a bundle: name the environment variable"),
         ("kind: rules", "kind: rules, api_key_env: sk-live-123", "tasks[0].judge.api_key_env",
-         "does not match"),
+         "'sk-l...' is not the name of an environment variable or secret"),
         ("kind: rules", "kind: openai, model: gpt-judge, endpoint: nowhere",
          "tasks[0].judge.endpoint", "unknown judge endpoint 'nowhere'"),
         ("bundle_version: 1", "bundle_version: 2", "bundle_version", "1 was expected"),
