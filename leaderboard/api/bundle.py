@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import tempfile
-
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
@@ -25,10 +23,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.challenge_bundle import uploads
-from leaderboard.challenge_bundle.exporter import export_zip
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge
 from leaderboard.permissions import is_organiser
+from leaderboard.views.bundle import zip_response
 
 
 class BundleView(APIView):
@@ -68,9 +66,4 @@ class ExportView(APIView):
         challenge = Challenge.objects.filter(slug=slug).first()
         if challenge is None or not is_organiser(request.user, challenge):
             raise Http404
-        out = tempfile.TemporaryFile()  # noqa: SIM115 (FileResponse closes it)
-        export_zip(challenge, out, private=True)
-        out.seek(0)
-        return FileResponse(
-            out, as_attachment=True, filename=f"{slug}.zip", content_type="application/zip"
-        )
+        return zip_response(challenge)

@@ -62,9 +62,15 @@ def download(request: HttpRequest, slug: str) -> FileResponse:
     challenge = get_object_or_404(Challenge, slug=slug)
     if not is_organiser(request.user, challenge):
         raise PermissionDenied(f"only the organisers of {challenge.name} export it")
+    return zip_response(challenge)
+
+
+def zip_response(challenge: Challenge) -> FileResponse:
+    """The challenge as a bundle zip, private splits included, as a download (the caller has
+    checked that the user organises it)."""
     out = tempfile.TemporaryFile()  # noqa: SIM115 (FileResponse closes it)
     export_zip(challenge, out, private=True)
     out.seek(0)
     return FileResponse(
-        out, as_attachment=True, filename=f"{slug}.zip", content_type="application/zip"
+        out, as_attachment=True, filename=f"{challenge.slug}.zip", content_type="application/zip"
     )

@@ -276,3 +276,19 @@ def test_the_schema_is_published_and_the_checked_in_copy_is_current(client):
         "regenerate: python manage.py challenge schema > docs/challenge-bundle.schema.json"
     )
     assert response.json()["properties"]["tasks"]["items"]["additionalProperties"] is False
+
+
+def test_a_hostile_split_tar_in_a_bundle_is_refused_at_its_field(bundle):
+    import tarfile
+
+    with tarfile.open(bundle / "data" / "evil.tar", "w") as tar:
+        info = tarfile.TarInfo("../../escape.txt")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"boom"))
+    edit(bundle, "files: data/validation", "files: data/evil.tar")
+    (found,) = problems(bundle)
+    assert found.startswith(
+        f"challenge.yaml:{line_of(bundle, 'evil.tar')}: tasks[0].splits[0].files: data/evil.tar: "
+    )
+    assert "entry '../../escape.txt' is a path leading outside the archive (..)" in found
+    assert not (bundle.parent / "escape.txt").exists()
