@@ -37,3 +37,20 @@ def test_an_example_bundle_imports_and_publishes(name, tmp_path):
     assert {t.protocol for t in challenge.tasks.all()} == {PROTOCOLS[name]}
     assert all(t.splits.exists() for t in challenge.tasks.all())
     assert import_bundle(root).unchanged
+
+
+@pytest.mark.django_db
+def test_a_challenge_with_a_corpus_round_trips(tmp_path):
+    from leaderboard.challenge_bundle import state
+    from leaderboard.challenge_bundle.exporter import export
+
+    import_bundle(setup.bundle("crag-mm-demo", "crag-mm", under=tmp_path))
+    challenge = Challenge.objects.get()
+    live = state.live(challenge)
+    assert live["challenge"]["corpus"] is not None
+    export(challenge, tmp_path / "exported", private=True)
+    assert (tmp_path / "exported" / "corpus.tar").is_file()
+    assert import_bundle(tmp_path / "exported").unchanged
+    Challenge.objects.all().delete()
+    import_bundle(tmp_path / "exported")
+    assert state.live(Challenge.objects.get()) == live
