@@ -4,6 +4,7 @@ from django.urls import path
 
 from leaderboard.views import (
     boards,
+    bundle,
     entry,
     judge_preview,
     kit,
@@ -20,8 +21,11 @@ app_name = "leaderboard"
 board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
+    path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
+    path("c/<slug:slug>/bundle/", bundle.organise, name="challenge-bundle"),
+    path("c/<slug:slug>/bundle/export.zip", bundle.download, name="challenge-bundle-export"),
     path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
     path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),
     path("c/<slug:slug>/kit/base-image/", kit.base_image_download, name="kit-base-image"),

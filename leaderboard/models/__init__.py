@@ -1,6 +1,7 @@
 """Podium's data model; the modules group it by who writes it."""
 
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
+from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
@@ -26,6 +27,7 @@ from leaderboard.models.terms import TermsAcceptance
 __all__ = [
     "AnswerSimilarity",
     "Challenge",
+    "ChallengeVersion",
     "EntryComparison",
     "EvaluationRun",
     "Headline",

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from leaderboard.models import (
     AnswerSimilarity,
+    ChallengeVersion,
     EvaluationRun,
     Headline,
     HubModel,
@@ -46,10 +47,11 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
-        # ranked boards: by a change of results
+        # ranked boards: by a change of results; challenge versions: by importing a bundle
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
+            ChallengeVersion,
             HubModel,
             EvaluationRun,
             Headline,

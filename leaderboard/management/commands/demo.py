@@ -1,8 +1,9 @@
 """``manage.py demo``: the demo challenges evaluated end to end, then the leaderboards served.
 
-Creates (or finds) the CRAG-MM and Visual-RAG demo challenges from the generated sample data,
-their teams and the demo login; builds the agent base image offline; submits the example
-agents through the web form's code path; starts a Celery worker and beat; waits for every run
+Imports the CRAG-MM and Visual-RAG demo challenges from their bundles (``examples/challenges/``,
+with the generated sample data; importing them again changes nothing); makes their teams and
+the demo login; builds the agent base image offline; submits the example agents through the
+web form's code path; starts a Celery worker and beat; waits for every run
 with a progress bar; prints the rankings; then serves the site (``--no-serve``: stops there).
 """
 
@@ -41,8 +42,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         say = self.stdout.write
         say("demo: sample data and the challenges")
-        challenge = setup.challenge(setup.sample_dir())
-        visual_rag = setup.visual_rag_challenge(setup.visual_rag_sample_dir())
+        challenge = setup.challenge()
+        visual_rag = setup.visual_rag_challenge()
         challenges = (challenge, visual_rag)
         user = setup.demo_user(*challenges)
         say("demo: agent base image (built offline; reused when up to date)")
