@@ -1,5 +1,6 @@
 """Podium's data model; the modules group it by who writes it."""
 
+from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.results import (
@@ -24,6 +25,8 @@ from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
     "AnswerSimilarity",
+    "AuditItem",
+    "AuditLabel",
     "Challenge",
     "EntryComparison",
     "EvaluationRun",
@@ -33,6 +36,7 @@ __all__ = [
     "Invitation",
     "ItemAnswer",
     "ItemVerdict",
+    "JudgeAudit",
     "JudgmentRecord",
     "Membership",
     "Phase",
