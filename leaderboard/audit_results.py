@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +44,9 @@ def labelled_items(audit: JudgeAudit) -> list[AuditItem]:
 
 
 def results(audit: JudgeAudit) -> dict[str, Any]:
-    """``judge``: the judge against the people's labels (``agreement``), ``slices``: the same
-    per value of the audit's dimension, ``labellers``: the first two labellers of each item
-    against each other, ``disagreements`` and ``contested`` items, and counts."""
+    """``judge``: the judge against the people's labels (``agreement``); ``slices``: the same
+    per value of each slice dimension (the audit's own first); ``labellers``: the first two
+    labellers of each item against each other; ``disagreements`` and ``contested`` items."""
     items = labelled_items(audit)
     menu = list(audit.menu)
     settled = [item for item in items if item.people not in (None, CONTESTED)]
@@ -58,9 +59,11 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
             seed=audit.seed,
         )
 
-    by_value: dict[str, list[AuditItem]] = defaultdict(list)
+    by_slice: dict[str, dict[str, list[AuditItem]]] = defaultdict(lambda: defaultdict(list))
     for item in settled:
-        by_value[item.slice_value].append(item)
+        for dimension, value in item.slices.items():
+            by_slice[dimension][value].append(item)
+    first = [audit.dimension] if audit.dimension in by_slice else []
     doubles = [
         [label.verdict for label in item.given if label.verdict][:2]
         for item in items
@@ -71,9 +74,12 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
     )
     return {
         "judge": judged(settled),
-        "slices": {value: judged(by_value[value]) for value in sorted(by_value)}
-        if audit.dimension
-        else {},
+        "slices": {
+            dimension: {
+                value: judged(found) for value, found in sorted(by_slice[dimension].items())
+            }
+            for dimension in [*first, *sorted(set(by_slice) - set(first))]
+        },
         "labellers": between,
         "disagreements": [item for item in settled if item.people != item.judge_verdict],
         "contested": [item for item in items if item.people == CONTESTED],
@@ -122,6 +128,7 @@ def export_record(audit: JudgeAudit) -> dict[str, Any]:
                 "item_key": item.item_key,
                 "run_id": item.run_id,
                 "slice_value": item.slice_value,
+                "slices": item.slices,
                 "question": item.question,
                 "truth": item.truth,
                 "response": item.response,
@@ -135,7 +142,7 @@ def export_record(audit: JudgeAudit) -> dict[str, Any]:
 
 
 CSV_HEAD = (
-    "position", "item_key", "run_id", "slice_value", "question", "truth", "response",
+    "position", "item_key", "run_id", "slice_value", "slices", "question", "truth", "response",
     "judge_verdict", "people_label", "labels", "notes",
 )  # fmt: skip
 
@@ -153,6 +160,7 @@ def export_csv(audit: JudgeAudit) -> str:
                 item.item_key,
                 item.run_id or "",
                 item.slice_value,
+                json.dumps(item.slices, sort_keys=True),
                 item.question,
                 " | ".join(item.truth),
                 item.response,

@@ -150,6 +150,7 @@ def open_audit(
                     run_id=verdict.answer.run_id,
                     item_key=verdict.answer.item_key,
                     slice_value=value,
+                    slices=protocol.item_slices(row),
                     judge_verdict=grade,
                     question=str(row.get(question) or ""),
                     truth=_gold(row.get(truth)),
@@ -295,3 +296,19 @@ def invite(audit: JudgeAudit, by: Any, who: str) -> Any:
         )
     audit.labellers.add(user)
     return user
+
+
+def to_label(user: Any) -> list[JudgeAudit]:
+    """The open audits ``user`` may label (their account page lists them)."""
+    if not user.is_authenticated:
+        return []
+    found = JudgeAudit.objects.filter(finished_at=None)
+    organised = permissions.organised_challenge_ids(user)
+    if organised is not None:  # staff: every open audit
+        mine = Q(labellers=user) | Q(split__task__challenge__in=organised)
+        found = found.filter(mine).distinct()
+    return [
+        audit
+        for audit in found.select_related("split__task__challenge")
+        if permissions.can_label(user, audit)
+    ]

@@ -101,6 +101,7 @@ class Migration(migrations.Migration):
                 ("position", models.PositiveIntegerField()),
                 ("item_key", models.CharField(max_length=200)),
                 ("slice_value", models.CharField(blank=True, max_length=200)),
+                ("slices", models.JSONField(default=dict)),
                 ("judge_verdict", models.CharField(max_length=32)),
                 ("question", models.TextField(blank=True)),
                 ("truth", models.JSONField(default=list)),

@@ -77,7 +77,8 @@ class AuditItem(models.Model):
     )  # the answer it came from, while it exists
     run = models.ForeignKey(EvaluationRun, null=True, on_delete=models.SET_NULL, related_name="+")
     item_key = models.CharField(max_length=200)
-    slice_value = models.CharField(max_length=200, blank=True)
+    slice_value = models.CharField(max_length=200, blank=True)  # of the audit's dimension
+    slices = models.JSONField(default=dict)  # every slice value of the item, by dimension
     judge_verdict = models.CharField(max_length=32)
     question = models.TextField(blank=True)
     truth = models.JSONField(default=list)  # the gold answers, one or several

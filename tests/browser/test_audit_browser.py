@@ -63,3 +63,16 @@ def test_a_labeller_labels_skips_and_notes_with_the_keyboard_only(
         items[1].pk: ("hallucinated", "2 dates given, 1 wrong"),
         items[2].pk: ("", ""),
     }
+
+
+def test_the_organisers_audit_pages_pass_axe(page, live_server, world, artifacts):  # noqa: F811
+    audit = audits.open_audit(world["split"], world["org"], JUDGE, 4, "domain", 2, seed=2)
+    verdicts = ["correct", "missing", "hallucinated", ""]
+    for item, verdict in zip(audit.items.all(), verdicts, strict=True):
+        audits.record_label(item, world["org"], verdict, "a note")
+    signed_in(page, live_server, world["org"])
+    for name, url in (("list", "/c/crag-mm-2026/audits/"), ("results", f"/audits/{audit.pk}/")):
+        page.goto(url)
+        assert_accessible(page, f"the audits' {name} page")
+        page.screenshot(path=str(artifacts / f"audit-{name}.png"), full_page=True)
+    assert "Cohen's kappa" in page.locator("#judge-figures").inner_text()

@@ -11,6 +11,8 @@ from collections import Counter
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.urls import reverse
 
 from leaderboard import audits
@@ -172,8 +174,10 @@ def test_results_measure_the_judge_and_the_labellers(world):
     assert found["labellers"]["n"] == 6
     assert found["labellers"]["agreement"]["value"] == pytest.approx(5 / 6)
     assert found["labellers"]["kappa"]["value"] is not None
-    assert sum(s["n"] for s in found["slices"].values()) == 5
-    assert set(found["slices"]) <= {"food", "plant"}
+    assert next(iter(found["slices"])) == "domain"  # the audit's dimension first
+    assert sum(s["n"] for s in found["slices"]["domain"].values()) == 5
+    assert set(found["slices"]["domain"]) <= {"food", "plant"}
+    assert sum(s["n"] for s in found["slices"]["turn"].values()) == 5
     assert items[-1].pk in {i.pk for i in found["items"] if i.people == CONTESTED}
 
 
@@ -230,6 +234,25 @@ def test_who_may_label_see_results_and_be_invited(client, world):
     assert client.get(reverse("leaderboard:audits", args=["crag-mm-2026"])).status_code == 403
     with pytest.raises(ValidationError, match="no user 'nobody'"):
         audits.invite(audit, world["org"], "nobody")
+    account = client.get(reverse("leaderboard:account")).content.decode()
+    assert f"Audit #{audit.pk}" in account  # where an invited labeller finds it
+    client.force_login(bob)
+    assert f"Audit #{audit.pk}" not in client.get(reverse("leaderboard:account")).content.decode()
+
+
+def test_an_items_image_is_served_to_its_labellers_only(client, world):
+    thumbnail = default_storage.save("thumbnails/x/i.jpg", ContentFile(b"\xff\xd8jpeg"))
+    ItemAnswer.objects.update(thumbnail=thumbnail)
+    audit = open_one(world, size=2)
+    item = audit.items.first()
+    url = reverse("leaderboard:audit-image", args=[audit.pk, item.pk])
+    audit.labellers.add(world["lena"])
+    client.force_login(world["lena"])
+    assert url in client.get(reverse("leaderboard:label", args=[audit.pk])).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200 and b"".join(response.streaming_content) == b"\xff\xd8jpeg"
+    client.force_login(world["bob"])
+    assert client.get(url).status_code == 404
 
 
 def test_the_organisers_open_and_finish_an_audit_from_their_pages(client, world):
