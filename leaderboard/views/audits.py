@@ -13,8 +13,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -23,6 +22,7 @@ from leaderboard import audits, permissions
 from leaderboard.audit_results import export_csv, export_record, results
 from leaderboard.models import AuditItem, AuditLabel, Challenge, JudgeAudit, Split
 from leaderboard.models.audit import DEFAULT_SIZE, MAX_SIZE
+from leaderboard.views.run_live import thumbnail_response
 
 ANSWER_CHARS = 1500  # an answer longer than this is shown cut, saying how much is left out
 
@@ -189,12 +189,10 @@ def label_page(request: HttpRequest, audit_id: int) -> HttpResponse:
 
 
 @login_required
-def audit_image(request: HttpRequest, audit_id: int, item_id: int) -> FileResponse:
+def audit_image(request: HttpRequest, audit_id: int, item_id: int) -> HttpResponse:
     """An item's image, scaled down: whoever may label the audit."""
     audit = _labelling(request, audit_id)
     item = get_object_or_404(AuditItem, audit=audit, pk=item_id)
-    if not item.thumbnail or not default_storage.exists(item.thumbnail):
+    if not item.thumbnail:
         raise Http404("this item has no image")
-    response = FileResponse(default_storage.open(item.thumbnail, "rb"), content_type="image/jpeg")
-    response["Cache-Control"] = "private, max-age=604800"
-    return response
+    return thumbnail_response(request, item.thumbnail)
