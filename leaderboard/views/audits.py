@@ -158,7 +158,8 @@ def _labelling(request: HttpRequest, audit_id: int) -> JudgeAudit:
 
 @login_required
 def label_page(request: HttpRequest, audit_id: int) -> HttpResponse:
-    """The next item for this labeller; ``POST`` records a label (or a skip) on ``item``."""
+    """The next item for this labeller (``?item=``: that one, to change a label); ``POST``
+    records a label (or a skip) on ``item``."""
     audit = _labelling(request, audit_id)
     if request.method == "POST":
         item = get_object_or_404(AuditItem, audit=audit, pk=request.POST.get("item") or 0)
@@ -169,12 +170,21 @@ def label_page(request: HttpRequest, audit_id: int) -> HttpResponse:
             for message in _messages(exc):
                 messages.error(request, message)
         return redirect("leaderboard:label", audit.pk)
-    item = None if audit.finished else audits.next_item(audit, request.user)
+    asked = request.GET.get("item", "")
+    if audit.finished:
+        item = None
+    elif asked:  # an item again: the labeller's last one (undo), or a contested one
+        item = get_object_or_404(AuditItem, audit=audit, pk=asked if asked.isdigit() else 0)
+    else:
+        item = audits.next_item(audit, request.user)
     mine = AuditLabel.objects.filter(item__audit=audit, labeller=request.user)
+    last = mine.order_by("-labelled_at").first()
     answer = item.response if item else ""
     context = {
         "audit": audit,
         "item": item,  # the template shows no judge verdict: never pass one
+        "own": mine.filter(item=item).first() if item else None,
+        "last": last.item_id if last and (item is None or last.item_id != item.pk) else None,
         "answer": answer[:ANSWER_CHARS],
         "answer_cut": max(0, len(answer) - ANSWER_CHARS),
         "keys": [(str(n), verdict) for n, verdict in enumerate(audit.menu, 1)],

@@ -1,6 +1,7 @@
 """The labelling page in a real browser, driven by the keyboard only: a digit labels the item
 with that verdict of the protocol's menu and brings the next, "n" opens the note (keys typed
-there are the note's, Esc leaves it), "s" skips; the page passes axe."""
+there are the note's, Esc leaves it), "s" skips, "u" goes back to change a label; the page
+passes axe."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def test_a_labeller_labels_skips_and_notes_with_the_keyboard_only(
     assert "Nothing left for you to label" in page.locator("#label-done").inner_text()
     assert "you: 2 labelled, 1 skipped" in page.locator("#label-progress").inner_text()
 
+    with page.expect_navigation():  # back to the skipped item, and label it after all
+        page.keyboard.press("u")
+    assert page.locator("#label-item").get_attribute("data-position") == "2"
+    assert "Your label: skipped" in page.locator("#label-own").inner_text()
+    with page.expect_navigation():
+        page.keyboard.press("2")
+    assert "you: 3 labelled, 0 skipped" in page.locator("#label-progress").inner_text()
+
     labels = {
         label.item_id: (label.verdict, label.note)
         for label in AuditLabel.objects.filter(labeller=world["org"])
@@ -61,7 +70,7 @@ def test_a_labeller_labels_skips_and_notes_with_the_keyboard_only(
     assert labels == {
         items[0].pk: ("correct", ""),
         items[1].pk: ("hallucinated", "2 dates given, 1 wrong"),
-        items[2].pk: ("", ""),
+        items[2].pk: ("missing", ""),
     }
 
 

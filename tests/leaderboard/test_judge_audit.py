@@ -125,6 +125,9 @@ def test_the_labelling_page_never_tells_the_judges_verdict(client, world):
         assert f'value="{item.pk}"' in html and item.question in html
         pages.add(strip_csrf(html))
     assert len(pages) == 1
+    other = open_one(world, size=1).items.get()
+    assert client.get(url, {"item": other.pk}).status_code == 404  # another audit's item
+    assert client.get(url, {"item": "first"}).status_code == 404
 
 
 def test_labels_skips_and_two_labellers_an_item(client, world):
