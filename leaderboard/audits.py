@@ -12,13 +12,14 @@ others. Who may do what is ``leaderboard.permissions``' to say (``can_label``).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from evaluator.judge_audit import draw
@@ -169,28 +170,26 @@ def _strata(
     dimension: str,
     menu: tuple[str, ...],
 ) -> dict[tuple[str, str], list[int]]:
-    """Verdict ids by (verdict, slice value): one per distinct answer to an item."""
+    """Verdict ids by (verdict, slice value): one per distinct answer to an item (the first
+    verdict of each); each verdict's row is read only when a dimension needs its slice values,
+    else only its answer as judged."""
     rows = (
         split_verdicts(split)
         .filter(judge_id=judge.judge_id, prompt_version=judge.prompt_version, verdict__in=menu)
+        .annotate(said=Coalesce(KT(f"detail__{protocol.answer_field}"), "answer__response"))
         .order_by("pk")
-        .values_list("pk", "verdict", "detail", "answer__item_key", "answer__response")
+        # the row when a dimension needs it, else the id again (a placeholder)
+        .values_list("pk", "verdict", "answer__item_key", "said", "detail" if dimension else "pk")
     )
     seen: set[tuple[str, str]] = set()
     strata: dict[tuple[str, str], list[int]] = {}
-    for pk, verdict, detail, key, response in _chunks(rows):
-        row = detail or {}
-        said = str(row.get(protocol.answer_field, response))
+    for pk, verdict, key, said, detail in rows.iterator(chunk_size=2000):
         if (key, said) in seen:
             continue
         seen.add((key, said))
-        value = protocol.item_slices(row).get(dimension, UNLABELLED) if dimension else ""
+        value = protocol.item_slices(detail or {}).get(dimension, UNLABELLED) if dimension else ""
         strata.setdefault((verdict, value), []).append(pk)
     return strata
-
-
-def _chunks(rows: Any) -> Iterator[tuple[int, str, dict, str, str]]:
-    yield from rows.iterator(chunk_size=2000)
 
 
 def _gold(value: object) -> list[str]:
