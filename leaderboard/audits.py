@@ -17,9 +17,9 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, Window
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from evaluator.judge_audit import draw
@@ -42,11 +42,11 @@ UNLABELLED = "(unlabelled)"  # an item whose row has no value for the audit's di
 
 @dataclass(frozen=True)
 class JudgeOnSplit:
-    """A judge whose verdicts a split's done runs hold, and how many."""
+    """A judge that graded done runs of a split (as the runs record it), and how many."""
 
     judge_id: str
     prompt_version: str
-    verdicts: int
+    runs: int
 
     @property
     def key(self) -> str:
@@ -60,8 +60,12 @@ def split_verdicts(split: Split) -> Any:
 
 
 def judges_on(split: Split) -> list[JudgeOnSplit]:
+    """The judges behind the split's done runs (``EvaluationRun.judge_id`` and
+    ``prompt_version``, which every verdict of the run repeats): read from the runs, not from
+    their many verdicts."""
     rows = (
-        split_verdicts(split)
+        EvaluationRun.objects.filter(split=split, state=EvaluationRun.State.DONE)
+        .exclude(judge_id="")
         .values("judge_id", "prompt_version")
         .annotate(n=Count("pk"))
         .order_by("-n", "judge_id")
@@ -171,24 +175,24 @@ def _strata(
     menu: tuple[str, ...],
 ) -> dict[tuple[str, str], list[int]]:
     """Verdict ids by (verdict, slice value): one per distinct answer to an item (the first
-    verdict of each); each verdict's row is read only when a dimension needs its slice values,
-    else only its answer as judged."""
-    rows = (
-        split_verdicts(split)
-        .filter(judge_id=judge.judge_id, prompt_version=judge.prompt_version, verdict__in=menu)
-        .annotate(said=Coalesce(KT(f"detail__{protocol.answer_field}"), "answer__response"))
-        .order_by("pk")
-        # the row when a dimension needs it, else the id again (a placeholder)
-        .values_list("pk", "verdict", "answer__item_key", "said", "detail" if dimension else "pk")
+    verdict of each, chosen in SQL). A slice value is the item's, whichever run answered it:
+    one row per item is read for it, not one per verdict."""
+    judged = split_verdicts(split).filter(
+        judge_id=judge.judge_id, prompt_version=judge.prompt_version, verdict__in=menu
     )
-    seen: set[tuple[str, str]] = set()
+    said = Coalesce(KT(f"detail__{protocol.answer_field}"), "answer__response")
+    first = Window(RowNumber(), partition_by=[F("answer__item_key"), said], order_by=F("pk").asc())
+    rows = judged.annotate(nth=first).filter(nth=1).values_list("pk", "verdict", "answer__item_key")
+    distinct = list(rows.order_by("pk").iterator(chunk_size=2000))
+    values: dict[str, str] = {}
+    if dimension:  # from one row per item
+        one_each = {key: pk for pk, _, key in reversed(distinct)}
+        rows_of = ItemVerdict.objects.filter(pk__in=list(one_each.values()))
+        for key, row in rows_of.values_list("answer__item_key", "detail").iterator(2000):
+            values[key] = protocol.item_slices(row or {}).get(dimension, UNLABELLED)
     strata: dict[tuple[str, str], list[int]] = {}
-    for pk, verdict, key, said, detail in rows.iterator(chunk_size=2000):
-        if (key, said) in seen:
-            continue
-        seen.add((key, said))
-        value = protocol.item_slices(detail or {}).get(dimension, UNLABELLED) if dimension else ""
-        strata.setdefault((verdict, value), []).append(pk)
+    for pk, verdict, key in distinct:
+        strata.setdefault((verdict, values.get(key, "")), []).append(pk)
     return strata
 
 

@@ -55,6 +55,8 @@ def world(teams, splits, make_entry, make_user, challenge):
     add_verdicts(runs[1], answer=lambda key: f"beta says {key}")
     # beta's second run answers i0..i9 as alpha did: the same answers are labelled once
     add_verdicts(make_entry(teams["beta"], splits["private-test"], 0.3))
+    # as the judging stage records it: the run's judge, repeated by each of its verdicts
+    EvaluationRun.objects.update(judge_id="openai:judge-7b@r1", prompt_version="crag-mm-judge-v1")
     organiser = make_user("org")
     challenge.organisers.add(organiser)
     return {
@@ -295,9 +297,6 @@ def test_the_leaderboard_shows_each_judges_card_and_its_latest_audit(
         ("rules", "1", "crag-mm-rules-v1")
     ]
     assert "not audited" in client.get(url).content.decode()
-    EvaluationRun.objects.filter(split=world["split"]).update(
-        prompt_version="crag-mm-judge-v1", judge_id="openai:judge-7b@r1"
-    )
     audit = open_one(world, size=3)
     label_all(audit, world["org"], [i.judge_verdict for i in audit.items.order_by("position")])
     audits.finish(audit, world["org"])
