@@ -316,3 +316,34 @@ def test_the_leaderboard_shows_each_judges_card_and_its_latest_audit(
     assert "judge-7b" in page and "revision r1" in page and "prompt crag-mm-judge-v1" in page
     assert "agreement with people 100.0 % [" in page and "N=3" in page
     assert "Judge audits (organisers)" not in page  # a visitor has no link to the audits
+
+
+def test_a_visual_rag_audit_labels_with_its_protocols_scores(
+    client, task, splits, teams, make_entry, make_user, challenge
+):
+    split = splits["public-test"]
+    run = make_entry(teams["alpha"], split, 0.4)  # its scores do not matter here
+    Task.objects.filter(pk=task.pk).update(protocol=Task.Protocol.VISUAL_RAG, settings={})
+    split.task.refresh_from_db()
+    for position, grade in enumerate(("1", "0.5", "0", "no_answer", "0.7")):
+        answer = ItemAnswer.objects.create(
+            run=run, group="zero_shot", item_key=f"zero_shot/q{position}", position=position,
+            response="{}",
+        )  # fmt: skip
+        ItemVerdict.objects.create(
+            answer=answer, verdict=grade, judge_id="rules@1", prompt_version="vr-rules",
+            detail={"question": f"which bird {position}?", "answers": ["a robin", "robin"],
+                    "answer": f"a robin {position}", "species": "robin"},
+        )  # fmt: skip
+    run.prompt_version = "vr-rules"
+    run.save(update_fields=["prompt_version"])
+    organiser = make_user("org")
+    challenge.organisers.add(organiser)
+    audit = audits.open_audit(split, organiser, "rules@1|vr-rules", 10, seed=1)
+    assert audit.menu == ["1", "0.5", "0", "no_answer"]
+    assert sorted(i.judge_verdict for i in audit.items.all()) == ["0", "0.5", "1", "no_answer"]
+    client.force_login(organiser)
+    html = client.get(reverse("leaderboard:label", args=[audit.pk])).content.decode()
+    for key, grade in (("1", "1"), ("2", "0.5"), ("3", "0"), ("4", "no_answer")):
+        assert f'value="{grade}" data-key="{key}"><kbd>{key}</kbd> {grade}</button>' in html
+    assert "<li>a robin</li><li>robin</li>" in html  # every gold answer
