@@ -136,6 +136,7 @@ def open_audit(
     seed = secrets.randbelow(2**31) if seed is None else seed
     sample = draw(strata, size, seed)
     verdicts = ItemVerdict.objects.select_related("answer").in_bulk([pk for _, pk in sample])
+    sample = [(key, pk) for key, pk in sample if pk in verdicts]  # gone since: re-judged
     question, truth = protocol.shown_fields
     with transaction.atomic():
         audit = JudgeAudit.objects.create(
