@@ -2,12 +2,18 @@
 texts per second encoding web-page chunks, and how close the two devices' embeddings are.
 
     python bench/text_encoder.py [--encoder minilm|hf-mean:<dir>] [--chunks 2000] [--cpu-chunks 500]
+    python bench/text_encoder.py --under-search-limits [--encoder ...]
 
 The chunks are generated (deterministic, 60 to 400 words, as the chunk policy cuts web pages);
 the encoder is the one the search service loads (``workers.search.encoders.text_encoder``), placed
 by ``PODIUM_SEARCH_DEVICE``. Parity: the cosine between the CPU and the GPU embedding of each
 chunk the CPU encoded (1.0 is identical), and whether the top 10 neighbours of 50 queries among
 those chunks are the same on both devices. Prints a Markdown report.
+
+``--under-search-limits``: instead, the limits the search process sets on itself
+(``PODIUM_SEARCH_MEMORY_BYTES`` as ``RLIMIT_DATA``, ``PODIUM_SEARCH_NICE``, one maths thread),
+then the encoder loaded where ``PODIUM_SEARCH_DEVICE`` says and 100 texts encoded: whether the
+memory limit leaves room for the model (and CUDA) to start.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from workers.limits import SearchLimits
 from workers.search.encoders import text_encoder
+from workers.search.process import apply_own_limits
 
 TOPICS = (
     "the museum opened in 1932 and holds paintings sculptures and a garden with roses",
@@ -60,12 +68,37 @@ def top10(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.argsort(-(queries @ rows.T), axis=1)[:, :10]
 
 
+def under_search_limits(spec: str) -> None:
+    limits = SearchLimits.from_environment()
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    apply_own_limits(limits)
+    started = time.perf_counter()
+    try:
+        import torch
+
+        encoder = text_encoder(spec)
+        rows = encoder.encode(chunks(100))
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        print(f"RLIMIT_DATA {limits.memory_bytes / 2**30:.2f} GiB: failed: {exc!s:.300}")
+        return
+    device = getattr(encoder, "device", "cpu")
+    peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0
+    seconds = time.perf_counter() - started
+    print(f"RLIMIT_DATA {limits.memory_bytes / 2**30:.2f} GiB: {rows.shape[0]} texts on {device} "
+          f"in {seconds:.1f} s from start; GPU memory peak {peak:.0f} MiB")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--chunks", type=int, default=2000, help="chunks encoded on the GPU")
     parser.add_argument("--cpu-chunks", type=int, default=500, help="chunks encoded on the CPU")
+    parser.add_argument("--under-search-limits", action="store_true")
     args = parser.parse_args()
+    if args.under_search_limits:
+        under_search_limits(args.encoder)
+        return
 
     import torch
 

@@ -13,14 +13,23 @@ import csv
 import io
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Prefetch
 
 from evaluator.judge_audit import agreement
+from leaderboard.audits import answer_as_judged
 from leaderboard.judge_choice import RULES, JudgeSpec
-from leaderboard.models import AuditItem, AuditLabel, EvaluationRun, JudgeAudit, Split
+from leaderboard.models import (
+    AuditItem,
+    AuditLabel,
+    EvaluationRun,
+    ItemAnswer,
+    JudgeAudit,
+    Split,
+)
 
 CONTESTED = "contested"
 
@@ -86,6 +95,32 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
         "items": items,
         "unlabelled": sum(1 for item in items if item.people is None),
     }
+
+
+def calibration_labels(answer_ids: Iterable[int]) -> dict[int, str]:
+    """The people's label of each of these answers that an audit labelled: an audit item of
+    the answer's split and item whose answer, as judged, is the same (any team's run may have
+    given it), and whose labellers agree; the latest audit's where several labelled it. What a
+    judge preview shows beside each flipped verdict."""
+    answers = list(
+        ItemAnswer.objects.filter(pk__in=list(answer_ids)).select_related("run__task", "verdict")
+    )
+    wanted = {}
+    for answer in answers:
+        row = answer.verdict.detail if hasattr(answer, "verdict") else {}
+        said = answer_as_judged(row or {}, answer.run.task.declared(), answer.response)
+        wanted[answer.pk] = (answer.run.split_id, answer.item_key, said)
+    items = AuditItem.objects.filter(
+        audit__split__in={split for split, _, _ in wanted.values()},
+        item_key__in={key for _, key, _ in wanted.values()},
+    ).order_by("audit__opened_at", "audit_id")
+    ordered = AuditLabel.objects.order_by("labelled_at", "pk")
+    found: dict[tuple[int, str, str], str] = {}
+    for item in items.select_related("audit").prefetch_related(Prefetch("labels", ordered)):
+        label = people_label(list(item.labels.all()))
+        if label not in (None, CONTESTED):
+            found[(item.audit.split_id, item.item_key, item.response)] = str(label)
+    return {pk: found[place] for pk, place in wanted.items() if place in found}
 
 
 def _labels(item: AuditItem) -> list[dict[str, Any]]:

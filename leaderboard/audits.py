@@ -160,7 +160,7 @@ def open_audit(
                     judge_verdict=grade,
                     question=str(row.get(question) or ""),
                     truth=_gold(row.get(truth)),
-                    response=_answer(row, protocol, verdict.answer.response),
+                    response=answer_as_judged(row, protocol, verdict.answer.response),
                     thumbnail=verdict.answer.thumbnail,
                 )
             )
@@ -205,7 +205,9 @@ def _gold(value: object) -> list[str]:
     return [str(value)]
 
 
-def _answer(row: dict, protocol: Protocol[Any, Any, Any], response: str) -> str:
+def answer_as_judged(row: dict, protocol: Protocol[Any, Any, Any], response: str) -> str:
+    """The answer as the judge read it: the verdict row's answer field, else the stored reply
+    (what an audit item shows, and how its labels are found again for another run's answer)."""
     said = row.get(protocol.answer_field)
     return str(said) if said is not None else response
 

@@ -68,6 +68,9 @@ MEMORY_ENV = "PODIUM_SEARCH_MEMORY_BYTES"
 CPUS_ENV = "PODIUM_SEARCH_CPUS"
 NICE_ENV = "PODIUM_SEARCH_NICE"
 DEFAULT_MEMORY_BYTES = 4 * 1024**3  # an engine over the sample corpus maps about 2 GiB of data
+# torch's encoders need this much: MiniLM failed under 1 GiB on the CPU and as CUDA started, and
+# 256 MiB did not import torch (bench/text_encoder.py --under-search-limits)
+LEAST_MEMORY_BYTES = 2 * 1024**3
 DEFAULT_CPUS = 1.0
 DEFAULT_NICE = 10
 
@@ -83,7 +86,9 @@ class SearchLimits:
     @classmethod
     def from_environment(cls) -> SearchLimits:
         return cls(
-            memory_bytes=int(_env_number(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 256 * 1024**2, int)),
+            memory_bytes=int(
+                _env_number(MEMORY_ENV, DEFAULT_MEMORY_BYTES, LEAST_MEMORY_BYTES, int)
+            ),
             cpus=_env_number(CPUS_ENV, DEFAULT_CPUS, 0.01, float),
             nice=int(_env_number(NICE_ENV, DEFAULT_NICE, 0, int)),
         )

@@ -3,6 +3,7 @@
 from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.hub_models import HubModel
+from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -37,9 +38,12 @@ __all__ = [
     "ItemAnswer",
     "ItemVerdict",
     "JudgeAudit",
+    "JudgePreview",
     "JudgmentRecord",
     "Membership",
     "Phase",
+    "PreviewFlip",
+    "PreviewRun",
     "RankedBoard",
     "RunAction",
     "SliceScore",

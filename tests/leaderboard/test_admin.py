@@ -12,6 +12,9 @@ from leaderboard.models import (
     Headline,
     HubModel,
     JudgeAudit,
+    JudgePreview,
+    PreviewFlip,
+    PreviewRun,
     RankedBoard,
     RunAction,
     Submission,
@@ -60,6 +63,9 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             RunAction,
             TermsAcceptance,
             SubmissionTask,
+            JudgePreview,
+            PreviewRun,
+            PreviewFlip,
         )
         assert addable == (model not in read_only), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))

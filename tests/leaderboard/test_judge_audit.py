@@ -347,3 +347,31 @@ def test_a_visual_rag_audit_labels_with_its_protocols_scores(
     for key, grade in (("1", "1"), ("2", "0.5"), ("3", "0"), ("4", "no_answer")):
         assert f'value="{grade}" data-key="{key}"><kbd>{key}</kbd> {grade}</button>' in html
     assert "<li>a robin</li><li>robin</li>" in html  # every gold answer
+
+
+def test_the_calibration_set_labels_every_run_that_gave_a_labelled_answer(world):
+    from leaderboard import judge_compare
+
+    audit = open_one(world, size=20, labels_wanted=2)  # every distinct answer
+    audit.labellers.add(world["lena"])
+    items = list(audit.items.order_by("position"))
+    label_all(audit, world["org"], ["missing"] * 20)
+    label_all(audit, world["lena"], ["missing"] * 19 + ["correct"])  # the last one contested
+    answers = ItemAnswer.objects.select_related("verdict")
+    by_place = {(a.run_id, a.item_key): a.pk for a in answers}
+    runs = sorted({run for run, _ in by_place})
+    labels = judge_compare.human_labels(by_place.values())
+    contested = items[-1]
+    # the contested answer has no label, whichever run gave it; every other answer has one
+    unlabelled = {
+        pk
+        for (run, key), pk in by_place.items()
+        if key == contested.item_key
+        and ItemAnswer.objects.get(pk=pk).verdict.detail["agent_response"] == contested.response
+    }
+    assert set(labels) == set(by_place.values()) - unlabelled
+    assert set(labels.values()) == {"missing"}
+    # beta's second run answered as alpha did: its answers carry the labels of alpha's
+    alpha, _, copy = runs
+    for key in {f"i{n}" for n in range(10)} - {contested.item_key}:
+        assert labels[by_place[(copy, key)]] == labels[by_place[(alpha, key)]] == "missing"

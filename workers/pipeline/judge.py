@@ -130,31 +130,10 @@ def judge_stage(run: EvaluationRun) -> int:
             f"run #{run.pk} reached judging with {len(unanswered)} item(s) without an answer "
             f"row, e.g. {unanswered[0]}"
         )
-    predictions = {
-        key: protocol.stored_prediction(data, key, answer.response)
-        for key, answer in answers.items()
-        if answer.outcome == ItemAnswer.Outcome.ANSWERED
-    }
+    predictions = stored_predictions(protocol, data, answers)
     spec = run_judge(run)
-    calls: list[tuple[float, Judgment]] = []
-    with (
-        endpoint_slots(spec) as concurrency,
-        tempfile.TemporaryFile("w+", encoding="utf-8") as transcript,
-    ):
-        judge = make_spec_judge(spec, task, concurrency)
-        judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
-        try:
-            graded = protocol.grade(
-                data,
-                predictions,
-                judge,
-                DjangoJudgmentCache(),
-                progress=False,
-                transcript=TranscriptWriter(transcript),
-            )
-        finally:
-            asyncio.run(judge.aclose())
-            record_judge_calls(spec.endpoint or spec.kind, calls)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
+        graded, judge, _ = grade_answers(spec, task, protocol, data, predictions, transcript)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     with transaction.atomic():
@@ -170,6 +149,49 @@ def judge_stage(run: EvaluationRun) -> int:
             judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_items=unjudged
         )
     return unjudged
+
+
+def stored_predictions(
+    protocol: Protocol[Any, Any, Any], data: Any, answers: dict[str, ItemAnswer]
+) -> dict[str, Any]:
+    """The predictions of the answered items among ``answers`` (by item key), as the protocol
+    reads them back; the other items are graded as unanswered."""
+    return {
+        key: protocol.stored_prediction(data, key, answer.response)
+        for key, answer in answers.items()
+        if answer.outcome == ItemAnswer.Outcome.ANSWERED
+    }
+
+
+def grade_answers(
+    spec: JudgeSpec,
+    task: Task,
+    protocol: Protocol[Any, Any, Any],
+    data: Any,
+    predictions: dict[str, Any],
+    transcript: IO[str] | None = None,
+) -> tuple[list[Any], Judge, int]:
+    """Grade ``predictions`` on the split ``data`` with the judge ``spec`` names, through the
+    judgment cache (only what it lacks is judged), holding this process's share of the
+    endpoint's slots; every call goes to ``transcript`` when one is given. Returns the graded
+    items, the judge (its id and prompt version) and how many model calls were made."""
+    calls: list[tuple[float, Judgment]] = []
+    with endpoint_slots(spec) as concurrency:
+        judge = make_spec_judge(spec, task, concurrency)
+        judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
+        try:
+            graded = protocol.grade(
+                data,
+                predictions,
+                judge,
+                DjangoJudgmentCache(),
+                progress=False,
+                transcript=TranscriptWriter(transcript) if transcript is not None else None,
+            )
+        finally:
+            asyncio.run(judge.aclose())
+            record_judge_calls(spec.endpoint or spec.kind, calls)
+    return graded, judge, len(calls)
 
 
 def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:

@@ -257,6 +257,13 @@ class _Commands:
             service.close()
 
 
+def apply_own_limits(limits: SearchLimits) -> None:
+    """What the search process sets on itself: its data memory and niceness (the CPU quota is
+    set by the parent, single-threaded maths by its environment)."""
+    resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
+    os.nice(limits.nice)
+
+
 def _child_main() -> int:
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # what libraries print goes to stderr, never into the replies
@@ -264,9 +271,7 @@ def _child_main() -> int:
     setup = json.loads(sys.stdin.buffer.readline() or b"null")
     if setup is None:
         return 0
-    limits = SearchLimits(**setup["limits"])  # the CPU quota: set by the parent
-    resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
-    os.nice(limits.nice)
+    apply_own_limits(SearchLimits(**setup["limits"]))
     commands = _Commands(SearchEngine.from_spec(EngineSpec(**setup["spec"])))
     try:
         for line in sys.stdin.buffer:

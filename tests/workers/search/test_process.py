@@ -181,9 +181,12 @@ def test_a_bad_corpus_or_limit_is_a_clear_error(
     monkeypatch.setenv("PODIUM_SEARCH_MEMORY_BYTES", "lots")
     with pytest.raises(ValueError, match="PODIUM_SEARCH_MEMORY_BYTES='lots' is not a whole"):
         SearchLimits.from_environment()
-    monkeypatch.setenv("PODIUM_SEARCH_MEMORY_BYTES", "1000000000")
+    monkeypatch.setenv("PODIUM_SEARCH_MEMORY_BYTES", "1000000000")  # torch fails under it
+    with pytest.raises(ValueError, match="MEMORY_BYTES=1000000000 is below the least"):
+        SearchLimits.from_environment()
+    monkeypatch.setenv("PODIUM_SEARCH_MEMORY_BYTES", "3000000000")
     monkeypatch.setenv("PODIUM_SEARCH_CPUS", "0")
     with pytest.raises(ValueError, match=r"PODIUM_SEARCH_CPUS=0\.0 is below the least allowed"):
         SearchLimits.from_environment()
     monkeypatch.setenv("PODIUM_SEARCH_CPUS", "1.5")
-    assert SearchLimits.from_environment() == SearchLimits(1_000_000_000, 1.5, 10)
+    assert SearchLimits.from_environment() == SearchLimits(3_000_000_000, 1.5, 10)

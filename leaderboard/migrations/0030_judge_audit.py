@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0028_task_protocol_m2rag"),
+        ("leaderboard", "0029_judge_preview"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
