@@ -45,9 +45,9 @@ def seed(runs: int, items: int) -> tuple[object, object]:
     from leaderboard.models import (
         Challenge,
         EvaluationRun,
+        Headline,
         ItemAnswer,
         ItemVerdict,
-        SliceScore,
         Split,
         Submission,
         Task,
@@ -97,9 +97,7 @@ def seed(runs: int, items: int) -> tuple[object, object]:
             )
         ItemVerdict.objects.bulk_create(verdicts, batch_size=2000)
         # the slices the run was scored by (what an audit may be stratified by)
-        SliceScore.objects.bulk_create(
-            SliceScore(run=run, dimension="domain", value=value, count=1) for value in DOMAINS
-        )
+        Headline.objects.create(run=run, split=split, count=items, dimensions=["domain"])
     return split, organiser
 
 

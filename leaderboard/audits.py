@@ -29,13 +29,12 @@ from leaderboard.models import (
     AuditItem,
     AuditLabel,
     EvaluationRun,
+    Headline,
     ItemVerdict,
     JudgeAudit,
-    SliceScore,
     Split,
 )
 from leaderboard.models.audit import MAX_SIZE
-from leaderboard.models.results import ALL
 
 UNLABELLED = "(unlabelled)"  # an item whose row has no value for the audit's dimension
 
@@ -74,14 +73,9 @@ def judges_on(split: Split) -> list[JudgeOnSplit]:
 
 
 def dimensions_of(split: Split) -> list[str]:
-    """The slice dimensions the split's runs were scored by."""
-    found = (
-        SliceScore.objects.filter(run__split=split)
-        .exclude(dimension=ALL[0])
-        .values_list("dimension", flat=True)
-        .distinct()
-    )
-    return sorted(found)
+    """The slice dimensions the split's scored runs have (their headlines list them)."""
+    found = Headline.objects.filter(split=split).values_list("dimensions", flat=True).distinct()
+    return sorted({dimension for dimensions in found for dimension in dimensions})
 
 
 def menu_of(split: Split) -> tuple[str, ...]:
