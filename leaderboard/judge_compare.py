@@ -20,6 +20,7 @@ from django.db import transaction
 from scipy.stats import kendalltau
 
 from leaderboard import board_store
+from leaderboard.audit_results import calibration_labels
 from leaderboard.models import EvaluationRun, Headline, JudgePreview, PreviewFlip, Split
 from leaderboard.models.results import primary_value
 
@@ -224,12 +225,9 @@ def agreement_table(
 
 
 def human_labels(answer_ids: Iterable[int]) -> dict[int, str]:
-    """The calibration set's human label of each answer that has one (issue 15's audit).
-
-    HOOK: no calibration set exists yet; the human-label audit fills this in (the labels of
-    ``answer_ids`` from its stored labels). Until then every flipped verdict shows none.
-    """
-    return {}
+    """The calibration set's human label of each answer that has one: the judge audits' labels
+    (``audit_results.calibration_labels``, ``docs/judge-audit.md``)."""
+    return calibration_labels(answer_ids)
 
 
 def flipped(preview: JudgePreview, limit: int = FLIPS_SHOWN) -> list[PreviewFlip]:

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from leaderboard.views import (
+    audits,
     boards,
     bundle,
     entry,
@@ -34,6 +35,19 @@ urlpatterns = [
         organise.challenge_submissions,
         name="challenge-submissions",
     ),
+    path("c/<slug:slug>/audits/", audits.audit_list, name="audits"),
+    path("audits/<int:audit_id>/", audits.audit_page, name="audit"),
+    path("audits/<int:audit_id>/label/", audits.label_page, name="label"),
+    path(
+        "audits/<int:audit_id>/items/<int:item_id>/image.jpg",
+        audits.audit_image,
+        name="audit-image",
+    ),
+    path("audits/<int:audit_id>/export.csv", audits.audit_export, {"fmt": "csv"}, name="audit-csv"),
+    path(
+        "audits/<int:audit_id>/export.json", audits.audit_export, {"fmt": "json"}, name="audit-json"
+    ),
+    path("audits/<int:audit_id>/<slug:action>/", audits.audit_action, name="audit-action"),
     path(board, boards.leaderboard, name="leaderboard"),
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),

@@ -1,5 +1,6 @@
 """Podium's data model; the modules group it by who writes it."""
 
+from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
@@ -26,6 +27,8 @@ from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
     "AnswerSimilarity",
+    "AuditItem",
+    "AuditLabel",
     "Challenge",
     "ChallengeVersion",
     "EntryComparison",
@@ -36,6 +39,7 @@ __all__ = [
     "Invitation",
     "ItemAnswer",
     "ItemVerdict",
+    "JudgeAudit",
     "JudgePreview",
     "JudgmentRecord",
     "Membership",

@@ -6,10 +6,13 @@ from django.urls import reverse
 
 from leaderboard.models import (
     AnswerSimilarity,
+    AuditItem,
+    AuditLabel,
     ChallengeVersion,
     EvaluationRun,
     Headline,
     HubModel,
+    JudgeAudit,
     JudgePreview,
     PreviewFlip,
     PreviewRun,
@@ -47,13 +50,17 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
-        # ranked boards: by a change of results; challenge versions: by importing a bundle
+        # ranked boards: by a change of results; challenge versions: by importing a bundle;
+        # judge audits: on their own pages
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
+            AuditItem,
+            AuditLabel,
             ChallengeVersion,
             HubModel,
             EvaluationRun,
+            JudgeAudit,
             Headline,
             RankedBoard,
             RunAction,

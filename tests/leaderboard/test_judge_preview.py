@@ -126,7 +126,7 @@ def test_the_preview_shows_both_boards_rank_changes_tau_and_flips(board, fake, s
     assert sorted(kinds) == [
         ("alpha", "correct", "hallucinated"), ("beta", "hallucinated", "correct")
     ]  # fmt: skip
-    assert len(flips) == 8 and all(f.human_label == "" for f in flips)  # no calibration set yet
+    assert len(flips) == 8 and all(f.human_label == "" for f in flips)  # no audit labelled them
     # nothing published changed: the stored board and verdicts are the rules judge's
     alpha = EvaluationRun.objects.get(submission__team__name="alpha")
     assert alpha.judge_id.startswith("rules@") and alpha.headline.primary == 1.0
