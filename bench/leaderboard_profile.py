@@ -6,7 +6,8 @@ Usage: python bench/leaderboard_profile.py [--database podium_bench] [--views 12
 Seed the database first (``bench/seed_leaderboard.py``). For each page of
 ``leaderboard_load.PAGES``: ``--views`` views through Django's test client, each right after the
 split's ``results_version`` changed (nothing cached); prints the median wall time, time inside
-``cursor.execute`` (SQL) and this process's CPU time. ``--profile`` names a page to profile
+``cursor.execute`` (SQL) and this process's CPU time. Django is set up by ``podium.wsgi``, as
+in the web process. ``--profile`` names a page to profile
 (cProfile, its last view, the 30 costliest calls by cumulative time). Then the write side: the
 median time of ``Split.results_changed`` on the pages' split (what every change of its results
 calls: the version, and where boards are stored, ranking them again), ``--views`` times.
@@ -39,13 +40,11 @@ def main() -> None:
     os.environ["DATABASE_URL"] = f"{args.server}/{args.database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     os.environ["ALLOWED_HOSTS"] = "testserver"
-    import django
-
-    django.setup()
     from django.db import connection
     from django.test import Client
     from leaderboard_load import BOARD, PAGES
 
+    import podium.wsgi  # noqa: F401  (set up as the web process is: views loaded, gc frozen)
     from leaderboard.models import Split
 
     in_sql = [0.0]
