@@ -102,7 +102,9 @@ def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
     fixed = metric.axis()
     if fixed is not None:
         low, high = fixed
-        return (low if any(v < 0 for v in values) else max(low, 0.0)), high  # to the first < 0
+        if low >= 0:  # no value to read: the axis starts at its low end either way
+            return low, high
+        return (low if any(v < 0 for v in values) else 0.0), high  # read to the first < 0
     read = list(values)
     return min([0.0, *read]), max([1.0, *read])
 

@@ -42,14 +42,21 @@ def _challenge(request: HttpRequest, slug: str) -> Challenge:
 
 
 def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> Split:
-    """The split whose results the page shows; 404 if unknown, 403 if not revealed to the user."""
-    challenge = _challenge(request, slug)
-    split = get_object_or_404(
-        Split.objects.select_related("task__challenge"),
-        task__challenge=challenge,
+    """The split whose results the page shows; 404 if unknown, 403 if not revealed to the user.
+    Found with its task and challenge in one query; only when it is not found are the challenge
+    and then the split looked up apart, so the 404 says which of them is unknown."""
+    splits = Split.objects.select_related("task__challenge")
+    split = splits.filter(
+        task__challenge__in=permissions.visible_challenges(request.user),
+        task__challenge__slug=slug,
         task__task_id=task_id,
         kind=kind,
-    )
+    ).first()
+    if split is None:
+        challenge = _challenge(request, slug)
+        split = get_object_or_404(
+            splits, task__challenge=challenge, task__task_id=task_id, kind=kind
+        )
     if not permissions.can_see_results(request.user, split):
         when = f" They appear on {split.reveal_at:%Y-%m-%d %H:%M} UTC." if split.reveal_at else ""
         raise PermissionDenied(f"The results of {split} are not public yet.{when}")

@@ -148,3 +148,32 @@ def test_entries_carry_the_stored_headline_numbers(two, public):
 def test_responses_say_how_long_the_server_took(client, two):
     timing = client.get(url("leaderboard"))["Server-Timing"]
     assert re.fullmatch(r"app;dur=\d+\.\d\d", timing)
+
+
+def test_a_board_page_finds_its_split_with_its_challenge_in_one_query(client, two):
+    sql = queries(client, url("leaderboard"))
+    assert any('FROM "leaderboard_split"' in q and "leaderboard_challenge" in q for q in sql)
+    assert not any(q.startswith('SELECT "leaderboard_challenge"') for q in sql)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("no-such-challenge", "multi-turn-qa", "public-test"), "No Challenge matches"),
+        (("crag-mm-2026", "no-such-task", "public-test"), "No Split matches"),
+        (("crag-mm-2026", "multi-turn-qa", "no-such-kind"), "No Split matches"),
+    ],
+)
+def test_an_unknown_board_says_whether_its_challenge_or_its_split_is_unknown(
+    client, two, settings, args, says
+):
+    settings.DEBUG = True  # the 404 page carries the message
+    response = client.get(reverse("leaderboard:leaderboard", args=args))
+    assert response.status_code == 404
+    assert says in response.content.decode()
+
+
+def test_a_board_of_an_unpublished_challenge_is_unknown_to_visitors(client, two, public):
+    public.task.challenge.is_published = False
+    public.task.challenge.save()
+    assert client.get(url("leaderboard")).status_code == 404
