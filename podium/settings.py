@@ -371,6 +371,9 @@ PODIUM_NODE_ID = _env("PODIUM_NODE_ID", socket.gethostname(), "<the host name>")
 if not PODIUM_NODE_ID.strip() or any(c.isspace() or c == ":" for c in PODIUM_NODE_ID):
     raise ImproperlyConfigured(f"PODIUM_NODE_ID={PODIUM_NODE_ID!r}: no spaces or colons")
 PODIUM_JANITOR_INTERVAL_S = _env_int("PODIUM_JANITOR_INTERVAL_S", 300, minimum=1)
+# How long a node lacking a submission's image waits for the building node to store it (the
+# build stage stores it after handing the run over) before building it itself.
+PODIUM_IMAGE_STORE_WAIT_S = _env_int("PODIUM_IMAGE_STORE_WAIT_S", 300, minimum=0)
 # A worker keeps an agent's answers and tries storing them again this long while the database
 # is unreachable (restarting), so a short outage asks no turn twice; then the stage retries.
 PODIUM_DB_RETRY_S = _env_int("PODIUM_DB_RETRY_S", 120, minimum=0)

@@ -207,3 +207,43 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
     assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
     taken.refresh_from_db()
     assert taken.declared_models == [{"hub_id": "org/tiny", "revision": "main"}]
+
+
+def test_the_image_is_stored_for_other_nodes_after_the_run_is_handed_over(
+    challenge_with_split, team_member, tmp_path, monkeypatch
+):
+    """A run on the building node never waits for the export (hundreds of MB)."""
+    import io
+
+    import docker
+
+    from workers.pipeline import image_store
+
+    team, user = team_member
+    engine = docker.from_env()
+    dockerfile = b"FROM podium/agent-base:py3.11\nLABEL org.podium.test=stored-after\n"
+    image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile), rm=True)
+    submission = submit(
+        team,
+        challenge_with_split,
+        user,
+        Artifact(
+            kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
+            file=SimpleUploadedFile("agent.tar", b"".join(image.save(named=False))),
+        ),
+        MethodInfo(method_name="stored after"),
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    seen: list[tuple[str, str]] = []
+    export = image_store.export
+
+    def watched(agent_image, client):
+        run.refresh_from_db()
+        seen.append((run.state, Submission.objects.get(pk=submission.pk).image_digest))
+        return export(agent_image, client)
+
+    monkeypatch.setattr(image_store, "export", watched)
+    assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
+    submission.refresh_from_db()
+    assert seen == [(State.RUNNING, submission.image_digest)]
+    assert image_store.stored(submission.image_digest) is not None

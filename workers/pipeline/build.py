@@ -1,13 +1,15 @@
 """The build stage: the submission's artifact becomes a local image, pinned by digest.
 
-The first run of a submission loads (or builds, or pulls) its image, stores it for the other
-nodes (``image_store``) and records the digest on the submission; its other runs find the image
-by that digest, in their engine or in storage. A bad artifact fails the
+The first run of a submission loads (or builds, or pulls) its image, records the digest on the
+submission, hands the run over and then stores the image for the other nodes (``image_store``;
+a run on this node does not wait for that); its other runs find the image by that digest, in
+their engine or in storage. A bad artifact fails the
 submission and its runs with the engine's reason; an unreachable engine is retried.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +36,7 @@ from workers.pipeline.claims import hand_over
 State = EvaluationRun.State
 Kind = Submission.ArtifactKind
 BUILD_TIMEOUT_S = 1800
+logger = logging.getLogger("podium.pipeline")
 UPLOAD_NAME = "your upload"
 
 
@@ -123,9 +126,13 @@ def _on_this_node(digest: str, client: docker.DockerClient) -> AgentImage | None
         return image_store.fetch(digest, client)
 
 
-def submission_image(submission: Submission, client: docker.DockerClient) -> AgentImage:
-    """The submission's image in this engine: made and pinned the first time (and stored for
-    the other nodes), afterwards found here or loaded from storage (``image_store``)."""
+def submission_image(
+    submission: Submission, client: docker.DockerClient, *, store: bool = True
+) -> AgentImage:
+    """The submission's image in this engine: made and pinned the first time and stored for the
+    other nodes (unless ``store`` is False: the build stage stores it once the run is handed
+    over, so a run on this node starts without waiting for it), afterwards found here or loaded
+    from storage (``image_store``)."""
     if submission.image_digest:
         found = _on_this_node(submission.image_digest, client)
         if found is not None:
@@ -143,7 +150,8 @@ def submission_image(submission: Submission, client: docker.DockerClient) -> Age
         except ImageError:
             docker_client()  # an engine that went away is Podium's failure, not the team's
             raise
-        image_store.export(image, client)  # before the digest is recorded: other nodes load it
+        if store:
+            image_store.export(image, client)
         # The first digest recorded stays: it is what the leaderboard shows for the submission.
         Submission.objects.filter(pk=locked.pk).update(
             image_digest=locked.image_digest or image.digest,
@@ -168,12 +176,24 @@ def prepare_run(run: EvaluationRun) -> None:
         return
     client = docker_client()
     try:
-        submission_image(submission, client)
-    except ImageError as exc:
-        reason = f"your agent image could not be prepared: {exc}"
-        fail_submission(submission, reason)
-        run.move_to(State.FAILED, failure_reason=reason)
-        return
+        try:
+            image = submission_image(submission, client, store=False)
+        except ImageError as exc:
+            reason = f"your agent image could not be prepared: {exc}"
+            fail_submission(submission, reason)
+            run.move_to(State.FAILED, failure_reason=reason)
+            return
+        hand_over(run, State.RUNNING)
+        _store_for_other_nodes(image, client)
     finally:
         client.close()
-    hand_over(run, State.RUNNING)
+
+
+def _store_for_other_nodes(image: AgentImage, client: docker.DockerClient) -> None:
+    """The image stored for the other nodes, after the run went on (a run on this node does
+    not wait for it; one on another node waits for the archive, ``image_store.fetch``). The run
+    is not this step's: a failure is logged, and a node lacking the image builds it again."""
+    try:
+        image_store.export(image, client)
+    except Exception as exc:
+        logger.warning("image %s not stored for the other nodes: %r", image.image_id, exc)

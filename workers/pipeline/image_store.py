@@ -3,11 +3,12 @@
 The node that first makes a submission's image (loads its archive or builds its context)
 writes it to Podium's storage as a ``docker save`` archive, ``agent-images/<image ID>.tar``
 with its sha256 beside it (``leaderboard.kits.store``: the sidecar is written last, so an
-archive without it is not there yet), before the digest is recorded on the submission. Any
-other node whose engine lacks the image (one that joins late, or whose engine lost it) takes
-it from there: downloaded, its sha256 checked, loaded by content (``workers.images.
-load_archive``) and checked to be the recorded image. A node never asks another node's
-engine, and never builds an image again once it is stored.
+archive without it is not there yet); the build stage does so after handing the run over, so
+a run on the same node does not wait for it. Any other node whose engine lacks the image (one
+that joins late, or whose engine lost it) takes it from there, waiting up to
+``PODIUM_IMAGE_STORE_WAIT_S`` for it to appear: downloaded, its sha256 checked, loaded by
+content (``workers.images.load_archive``) and checked to be the recorded image. A node never
+asks another node's engine, and never builds an image again once it is stored.
 
 A pulled image's digest is its registry's (``name@sha256:...``): each node pulls that digest
 from the registry instead.
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from pathlib import Path
 from typing import IO
 
 import docker
+from django.conf import settings
 
 from leaderboard.kits import store
 from workers import image_export
@@ -55,10 +58,22 @@ def export(image: AgentImage, client: docker.DockerClient) -> store.StoredArchiv
     return archive
 
 
+def _awaited(digest: str) -> store.StoredArchive | None:
+    """The stored archive of ``digest``, waiting up to ``PODIUM_IMAGE_STORE_WAIT_S`` for the
+    node that made the image to store it."""
+    deadline = time.monotonic() + settings.PODIUM_IMAGE_STORE_WAIT_S
+    while (archive := stored(digest)) is None and _by_content(digest):
+        if time.monotonic() >= deadline:
+            return None
+        logger.info("image %s: waiting for its archive in storage", digest)
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+    return archive
+
+
 def fetch(digest: str, client: docker.DockerClient) -> AgentImage | None:
     """The image ``digest`` loaded into this engine from its stored archive; None when storage
-    has no archive of it. A damaged archive is Podium's fault."""
-    archive = stored(digest)
+    has none of it (after the wait). A damaged archive is Podium's fault."""
+    archive = _awaited(digest)
     if archive is None:
         return None
     with tempfile.TemporaryDirectory(prefix="podium-image-") as scratch:
