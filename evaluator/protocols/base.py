@@ -42,7 +42,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.rubric import Rubric
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.agent_plan import AgentPlan
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, JudgeForecast
 
 SplitT = TypeVar("SplitT")
 PredictionT = TypeVar("PredictionT")
@@ -202,6 +202,12 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """What loading ``split`` changed in the benchmark's released data (the official
         evaluation's own corrections), for the organiser who imports it; none by default."""
         return []
+
+    def judge_forecast(self, split: SplitT) -> JudgeForecast | None:
+        """The judge calls one submission's runs on ``split`` make with these settings,
+        predicted before judging (the organiser's task page shows it); None when the protocol
+        forecasts none."""
+        return None
 
     def publish_problems(self, judged_by_model: bool) -> list[str]:
         """What stops a task run with this protocol and these settings from being published

@@ -40,7 +40,7 @@ from evaluator.protocols.mrag_suite.modes import (
 from evaluator.protocols.mrag_suite.ragchecker import PROFILE
 from evaluator.protocols.mrag_suite.summary import comparison_text, summary_text
 from evaluator.protocols.setting_scores import flat_settings, slice_blocks
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, JudgeForecast
 
 LOWER_IS_BETTER = ("hallucination", "noise_sensitivity", "contradicted", "no_answer_rate")
 HEADLINE = ("accuracy", "exact_match", "rouge_l", "precision", "recall", "f1", "faithfulness",
@@ -154,8 +154,7 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
         progress: bool = True,
         transcript: TranscriptWriter | None = None,
     ) -> list[GradedAnswer]:
-        asked = [(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items]
-        predicted, _ = forecast(asked)
+        predicted = self.judge_forecast(split).calls
         writer = transcript or TranscriptWriter(io.StringIO())  # counts the requests
         start = writer.lines
         graded = grading.grade_answers(
@@ -163,6 +162,9 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
         )
         self.calls = {"predicted": predicted, "requested": writer.lines - start}
         return graded
+
+    def judge_forecast(self, split: items.MragSplit) -> JudgeForecast:
+        return forecast([(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items])
 
     def bundle_files(self, split: items.MragSplit) -> list[str]:
         return [items.SPLIT_FILE, *split.image_files()]
