@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Metric, Protocol, Scale, ScoreBlock
+from evaluator.protocols.base import Metric, Profile, Protocol, Scale, ScoreBlock
 from evaluator.protocols.mrag_suite import grading, items, predictions
 from evaluator.protocols.mrag_suite.agent import ModePlan
 from evaluator.protocols.mrag_suite.diagnosis import forecast
@@ -37,7 +37,7 @@ from evaluator.protocols.mrag_suite.modes import (
     retrieved,
     stored_answer,
 )
-from evaluator.protocols.mrag_suite.ragchecker import PROFILE
+from evaluator.protocols.mrag_suite.ragchecker import ANSWER_METRICS, ITEM_METRICS, PROFILE
 from evaluator.protocols.mrag_suite.summary import comparison_text, summary_text
 from evaluator.protocols.setting_scores import flat_settings, slice_blocks
 from evaluator.records import EvaluatorError, JudgeForecast
@@ -196,6 +196,17 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def in_setting(self, metric: Metric, setting: str) -> bool:
         return metric.where != "gap" or setting == ""
+
+    def profile(self) -> Profile:
+        """MM-RAGChecker's diagnosis: the answer metrics, each item metric over all, image and
+        text items, the claims supported by an image or a passage; the GPD - GO gap beside."""
+        rows: list[tuple[str, tuple[str | None, ...]]]
+        rows = [(self.metric(n).label, (n, None, None)) for n in ANSWER_METRICS]
+        rows += [(self.metric(n).label, (n, f"{n}_image", f"{n}_text")) for n in ITEM_METRICS]
+        rows += [("Claims supported", (None, "image_support", "text_support")),
+                 ("Contradicted", ("contradicted", None, None))]  # fmt: skip
+        series = ("all items", "image items", "text items")
+        return Profile("MM-RAGChecker diagnosis", series, tuple(rows), (GAP,))
 
     def agent_plan(
         self, split: items.MragSplit, task: str, answered: Mapping[str, str]
