@@ -1,10 +1,12 @@
 """Setting up the demo challenges the way an organiser and teams would, reusing what exists.
 
-Two challenges, each on its protocol's generated sample (``write_sample``):
+Three challenges, each on its protocol's generated sample (``write_sample``):
 
 - CRAG-MM: the three tasks, each with validation, public-test and private-test splits
   (imported with ``import_split_dir``), and the search corpus;
-- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE.
+- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE;
+- MRAG-Suite: one task on the sample's validation split in the three retrieval modes (one run
+  each), with the GPD - GO gap and each entry's MM-RAGChecker profile.
 
 Each example agent is submitted by its own team as a build context through ``submit``, the web
 form's code path. Nothing is created twice: a second demo finds the challenges, splits, teams
@@ -26,6 +28,8 @@ from django.utils import timezone
 
 from agentkit.protocol import TASKS
 from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.protocols.mrag_suite import MragSuite
+from evaluator.protocols.mrag_suite.modes import MODES as MRAG_MODES
 from evaluator.protocols.visual_rag.sample import write_sample as write_visual_rag_sample
 from leaderboard.models import Challenge, Membership, Split, Submission, Task, Team
 from leaderboard.publishing import publish
@@ -36,6 +40,7 @@ from workers.pipeline.bundles import store_corpus
 SLUG = "crag-mm-demo"
 VISUAL_RAG_SLUG = "visual-rag-demo"
 VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
+MRAG_SLUG = "mrag-suite-demo"
 DEMO_EMAIL = "demo@podium.localhost"
 LOGIN = ("demo", "podium-demo")
 TASK_NAMES = {
@@ -84,6 +89,21 @@ VISUAL_RAG_AGENTS = (
     ),
 )
 
+MRAG_AGENTS = (
+    DemoAgent(
+        "Grounded readers",
+        "mrag-grounded",
+        "examples/agents/mrag-grounded",
+        "answers from the retrieved passage that shares the question's words",
+    ),
+    DemoAgent(
+        "Evidence skippers",
+        "mrag-no-evidence",
+        "examples/agents/mrag-no-evidence",
+        "the same confident answer whatever was retrieved",
+    ),
+)
+
 
 def sample_dir() -> Path:
     """The CRAG-MM sample data, written once under ``<PODIUM_VAR_DIR>/demo/sample``."""
@@ -101,9 +121,17 @@ def visual_rag_sample_dir() -> Path:
     return out
 
 
-def _import_splits(task: Task, data: Path) -> None:
+def mrag_sample_dir() -> Path:
+    """The MRAG-Suite sample, written once under ``<PODIUM_VAR_DIR>/demo/mrag-suite``."""
+    out = Path(settings.VAR_DIR) / "demo" / "mrag-suite"
+    if not (out / "validation" / "items.jsonl").exists():
+        MragSuite().write_sample(out)
+    return out
+
+
+def _import_splits(task: Task, data: Path, kinds: tuple[str, ...] = KINDS) -> None:
     """Each kind's split from ``data/<kind>``, unless imported already."""
-    for kind in KINDS:
+    for kind in kinds:
         if not Split.objects.filter(task=task, kind=kind).exclude(bundle="").exists():
             # Private results appear from now on, so the demo shows every board.
             reveal = timezone.now() if kind == Split.Kind.PRIVATE_TEST else None
@@ -168,6 +196,38 @@ def visual_rag_challenge(data: Path) -> Challenge:
     return found
 
 
+def mrag_challenge(data: Path) -> Challenge:
+    """The MRAG-Suite challenge: one task in the three retrieval modes, its validation split."""
+    found, _ = Challenge.objects.get_or_create(
+        slug=MRAG_SLUG,
+        defaults={
+            "name": "MRAG-Suite demo",
+            "description": "Podium's demo: generated MRAG-Suite-format data (charts and slides "
+            "drawn with Pillow, passages, distractors) and example agents, evaluated with gold "
+            "evidence only (GO), gold plus distractors (GPD) and distractors only (DO), with "
+            "MM-RAGChecker's claim-level diagnosis.",
+        },
+    )
+    task, _ = Task.objects.get_or_create(
+        challenge=found,
+        task_id="mrag-suite",
+        defaults={
+            "name": "MRAG-Suite: answer from retrieved charts, slides and passages",
+            "protocol": Task.Protocol.MRAG_SUITE,
+            "primary_metric": "accuracy",
+            "settings": {"modes": list(MRAG_MODES)},
+            "image_search_enabled": False,
+            "web_search_enabled": False,
+            "readiness_s": 120,
+            "quota_per_day": None,
+            "quota_concurrent": None,
+        },
+    )
+    _import_splits(task, data, (Split.Kind.VALIDATION,))
+    publish(found)
+    return found
+
+
 def demo_user(*on: Challenge) -> User:
     """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
@@ -178,7 +238,7 @@ def demo_user(*on: Challenge) -> User:
     )
     for challenge in on:
         challenge.organisers.add(user)
-    for agent in (*AGENTS, *VISUAL_RAG_AGENTS):
+    for agent in (*AGENTS, *VISUAL_RAG_AGENTS, *MRAG_AGENTS):
         team, _ = Team.objects.get_or_create(name=agent.team)
         Membership.objects.get_or_create(team=team, user=user)
     return user
