@@ -166,66 +166,73 @@ def challenge(data: Path) -> Challenge:
     return found
 
 
-def visual_rag_challenge(data: Path) -> Challenge:
-    """The Visual-RAG challenge: one task in ``VISUAL_RAG_SETTINGS``, its imported splits."""
+def _one_task_challenge(
+    slug: str,
+    name: str,
+    description: str,
+    task_id: str,
+    task: dict[str, object],
+    data: Path,
+    kinds: tuple[str, ...] = KINDS,
+) -> Challenge:
+    """A challenge of one task with no search service, ranked by accuracy, its ``kinds`` of
+    split imported from ``data``, published."""
     found, _ = Challenge.objects.get_or_create(
-        slug=VISUAL_RAG_SLUG,
-        defaults={
-            "name": "Visual-RAG demo",
-            "description": "Podium's demo: generated Visual-RAG-format data (species photos "
-            "drawn with Pillow) and example agents, evaluated in five settings with gCUE.",
-        },
+        slug=slug, defaults={"name": name, "description": description}
     )
-    task, _ = Task.objects.get_or_create(
+    made, _ = Task.objects.get_or_create(
         challenge=found,
-        task_id="visual-rag",
+        task_id=task_id,
         defaults={
-            "name": "Visual-RAG: retrieve the clue image, answer from it",
-            "protocol": Task.Protocol.VISUAL_RAG,
             "primary_metric": "accuracy",
-            "settings": {"evaluated": list(VISUAL_RAG_SETTINGS)},
             "image_search_enabled": False,
             "web_search_enabled": False,
             "readiness_s": 120,
             "quota_per_day": None,
             "quota_concurrent": None,
+            **task,
         },
     )
-    _import_splits(task, data)
+    _import_splits(made, data, kinds)
     publish(found)
     return found
+
+
+def visual_rag_challenge(data: Path) -> Challenge:
+    """The Visual-RAG challenge: one task in ``VISUAL_RAG_SETTINGS``, its imported splits."""
+    return _one_task_challenge(
+        VISUAL_RAG_SLUG,
+        "Visual-RAG demo",
+        "Podium's demo: generated Visual-RAG-format data (species photos drawn with Pillow) "
+        "and example agents, evaluated in five settings with gCUE.",
+        "visual-rag",
+        {
+            "name": "Visual-RAG: retrieve the clue image, answer from it",
+            "protocol": Task.Protocol.VISUAL_RAG,
+            "settings": {"evaluated": list(VISUAL_RAG_SETTINGS)},
+        },
+        data,
+    )
 
 
 def mrag_challenge(data: Path) -> Challenge:
     """The MRAG-Suite challenge: one task in the three retrieval modes, its validation split."""
-    found, _ = Challenge.objects.get_or_create(
-        slug=MRAG_SLUG,
-        defaults={
-            "name": "MRAG-Suite demo",
-            "description": "Podium's demo: generated MRAG-Suite-format data (charts and slides "
-            "drawn with Pillow, passages, distractors) and example agents, evaluated with gold "
-            "evidence only (GO), gold plus distractors (GPD) and distractors only (DO), with "
-            "MM-RAGChecker's claim-level diagnosis.",
-        },
-    )
-    task, _ = Task.objects.get_or_create(
-        challenge=found,
-        task_id="mrag-suite",
-        defaults={
+    return _one_task_challenge(
+        MRAG_SLUG,
+        "MRAG-Suite demo",
+        "Podium's demo: generated MRAG-Suite-format data (charts and slides drawn with Pillow, "
+        "passages, distractors) and example agents, evaluated with gold evidence only (GO), "
+        "gold plus distractors (GPD) and distractors only (DO), with MM-RAGChecker's "
+        "claim-level diagnosis.",
+        "mrag-suite",
+        {
             "name": "MRAG-Suite: answer from retrieved charts, slides and passages",
             "protocol": Task.Protocol.MRAG_SUITE,
-            "primary_metric": "accuracy",
             "settings": {"modes": list(MRAG_MODES)},
-            "image_search_enabled": False,
-            "web_search_enabled": False,
-            "readiness_s": 120,
-            "quota_per_day": None,
-            "quota_concurrent": None,
         },
+        data,
+        (Split.Kind.VALIDATION,),
     )
-    _import_splits(task, data, (Split.Kind.VALIDATION,))
-    publish(found)
-    return found
 
 
 def demo_user(*on: Challenge) -> User:
