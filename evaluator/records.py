@@ -4,6 +4,7 @@ input. Each benchmark's own records live in its protocol package (CRAG-MM:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -30,6 +31,31 @@ class Judgment:
     prompt_hash: str
     error: str | None = None  # why UNJUDGED
     raw: str | None = None  # the judge's raw answer, for audit
+
+
+@dataclass(frozen=True)
+class JudgeForecast:
+    """The judge calls one submission's runs on a split will make, predicted before judging
+    (``Protocol.judge_forecast``), at most: the calls of each round (a round's calls go out
+    together, the next round waits for them), and the answers they judge."""
+
+    rounds: tuple[int, ...]
+    answers: int
+
+    @property
+    def calls(self) -> int:
+        return sum(self.rounds)
+
+    @property
+    def per_answer(self) -> float:
+        return self.calls / self.answers if self.answers else 0.0
+
+    def wall_s(self, concurrency: int, latency_s: float) -> float:
+        """The least wall time at ``concurrency`` calls at once, each taking ``latency_s``:
+        each round's calls in waves of ``concurrency``."""
+        if concurrency < 1:
+            raise ValueError(f"judge concurrency must be at least 1, got {concurrency}")
+        return sum(math.ceil(calls / concurrency) * latency_s for calls in self.rounds)
 
 
 class EvaluatorError(Exception):

@@ -1,10 +1,12 @@
-"""Geometry of the slice chart, drawn as inline SVG by a template (no JavaScript).
+"""Geometry of the leaderboard's charts, drawn as inline SVG by a template (no JavaScript).
 
-A grouped horizontal bar chart: one group per slice value, one bar per leaderboard entry
-(the first ``MAX_SERIES`` entries) with its 95 % interval drawn across it where the metric has
-one, on a fixed axis per metric so charts stay comparable: a signed metric's negative side only
-when a value (or an interval) goes below zero. Ticks are labelled in the table's units
-(``Metric.shown``); a zero bar is still drawn, as a thin mark.
+A grouped horizontal bar chart (``bar_chart``): one group per label, one bar per series with
+its 95 % interval drawn across it where there is one, on a fixed axis per metric so charts stay
+comparable: a signed metric's negative side only when a value (or an interval) goes below zero.
+Ticks are labelled in the table's units (``Metric.shown``); a zero bar is still drawn, as a thin
+mark. The slice chart (``slice_chart``): one group per slice value, one bar per leaderboard
+entry (the first ``MAX_SERIES``); an entry's profile (``views/entry.py``): one group per row of
+the protocol's ``Profile``, one bar per series (MRAG-Suite: all items, image items, text items).
 """
 
 from __future__ import annotations
@@ -89,24 +91,26 @@ class Chart:
         return mark_safe("".join(group.svg(self.plot_left) for group in self.groups))  # escaped
 
 
-def _axis(metric: Metric, table: SliceTable) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Point:
+    """One bar's number, its 95 % interval where there is one, what its title adds."""
+
+    value: float
+    interval: tuple[float, float] | None = None
+    note: str = ""  # e.g. "(n=12)"
+
+
+def _axis(metric: Metric, points: list[Point]) -> tuple[float, float]:
     """The metric's fixed axis (``Metric.axis``; from 0 when nothing is negative), or from
     the lowest value (0 at most) to the largest (1 at least) for the rest."""
-    values = (
-        number
-        for _, cells in table.rows
-        for cell in cells.values()
-        for number in (cell_value(cell, metric), *(cell_interval(cell, metric) or ()))
-        if number is not None
-    )
     fixed = metric.axis()
+    if fixed is not None and fixed[0] >= 0:  # no value to read: it starts at its low end
+        return fixed
+    values = [n for p in points for n in (p.value, *(p.interval or ()))]
     if fixed is not None:
         low, high = fixed
-        if low >= 0:  # no value to read: the axis starts at its low end either way
-            return low, high
-        return (low if any(v < 0 for v in values) else 0.0), high  # read to the first < 0
-    read = list(values)
-    return min([0.0, *read]), max([1.0, *read])
+        return (low if any(v < 0 for v in values) else 0.0), high
+    return min([0.0, *values]), max([1.0, *values])
 
 
 NUMBER = (int, float)
@@ -130,34 +134,36 @@ def cell_interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
     return None
 
 
-def slice_chart(table: SliceTable, metric: Metric) -> Chart:
-    rows = table.rows[:MAX_SERIES]
-    low, high = _axis(metric, table)
+def bar_chart(
+    metric: Metric, series: list[str], groups: list[tuple[str, list[Point | None]]]
+) -> Chart:
+    """Grouped bars on ``metric``'s axis: per group (a label), one bar per series that has a
+    point (None: no bar), titled with the series' name and the point in the table's units."""
+    low, high = _axis(metric, [p for _, points in groups for p in points if p is not None])
 
     def x(value: float) -> float:
         clipped = min(max(value, low), high)
         return LABEL_WIDTH + (clipped - low) / (high - low) * PLOT_WIDTH
 
     zero_x = x(0.0)
-    groups: list[Group] = []
+    drawn: list[Group] = []
     y = float(TOP)
-    for value in table.values:
+    for label, points in groups:
         bars = []
-        for series, (entry, cells) in enumerate(rows):
-            cell = cells.get(value)
-            number = cell_value(cell, metric) if cell is not None else None
-            if cell is not None and number is not None:
-                left, right = sorted((zero_x, x(number)))
-                interval = cell_interval(cell, metric)
-                shown = f"{entry.method_name}: {metric.shown(number)}"
-                if interval is not None:
-                    shown += f" [{metric.shown(interval[0])}, {metric.shown(interval[1])}]"
-                title = f"{shown} (n={cell['count']})"
-                ci = (x(interval[0]), x(interval[1])) if interval is not None else None
-                top = y + series * BAR_HEIGHT
-                bars.append(Bar(series, left, top, max(right - left, 2), title, ci))
-        groups.append(Group(label=value, y=y, bars=bars))
-        y += len(rows) * BAR_HEIGHT + GROUP_GAP
+        for index, point in enumerate(points):
+            if point is None:
+                continue
+            left, right = sorted((zero_x, x(point.value)))
+            title = f"{series[index]}: {metric.shown(point.value)}"
+            ci = None
+            if point.interval is not None:
+                title += f" [{metric.shown(point.interval[0])}, {metric.shown(point.interval[1])}]"
+                ci = (x(point.interval[0]), x(point.interval[1]))
+            title += f" {point.note}" if point.note else ""
+            top = y + index * BAR_HEIGHT
+            bars.append(Bar(index, left, top, max(right - left, 2), title, ci))
+        drawn.append(Group(label=label, y=y, bars=bars))
+        y += len(series) * BAR_HEIGHT + GROUP_GAP
     ticks = [
         Tick(x(low + (high - low) * i / 4), metric.shown(low + (high - low) * i / 4))
         for i in range(5)
@@ -167,7 +173,23 @@ def slice_chart(table: SliceTable, metric: Metric) -> Chart:
         height=int(y) + 10,
         plot_left=LABEL_WIDTH,
         zero_x=zero_x,
-        groups=groups,
+        groups=drawn,
         ticks=ticks,
-        series=[entry.method_name for entry, _ in rows],
+        series=series,
     )
+
+
+def _point(cell: dict | None, metric: Metric) -> Point | None:
+    number = cell_value(cell, metric) if cell is not None else None
+    if cell is None or number is None:
+        return None
+    return Point(number, cell_interval(cell, metric), f"(n={cell['count']})")
+
+
+def slice_chart(table: SliceTable, metric: Metric) -> Chart:
+    """One group per slice value of ``table``, one bar per entry (the first ``MAX_SERIES``)."""
+    rows = table.rows[:MAX_SERIES]
+    groups = [
+        (value, [_point(cells.get(value), metric) for _, cells in rows]) for value in table.values
+    ]
+    return bar_chart(metric, [entry.method_name for entry, _ in rows], groups)

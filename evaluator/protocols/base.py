@@ -42,7 +42,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.rubric import Rubric
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.agent_plan import AgentPlan
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, JudgeForecast
 
 SplitT = TypeVar("SplitT")
 PredictionT = TypeVar("PredictionT")
@@ -100,6 +100,18 @@ class ScoreBlock:
     value: str
     count: int
     metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An entry's diagnosis as its leaderboard page charts it (``Protocol.profile``): one group
+    of bars per row (its label and, per series, the metric of its bar, None for no bar), all
+    on one scale; ``derived``: the scores across settings shown beside it."""
+
+    title: str
+    series: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str | None, ...]], ...]
+    derived: tuple[str, ...] = ()
 
 
 class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
@@ -205,6 +217,18 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """What loading ``split`` changed in the benchmark's released data (the official
         evaluation's own corrections), for the organiser who imports it; none by default."""
         return []
+
+    def judge_forecast(self, split: SplitT) -> JudgeForecast | None:
+        """The judge calls one submission's runs on ``split`` make with these settings,
+        predicted before judging (the organiser's task page shows it); None when the protocol
+        forecasts none."""
+        return None
+
+    def profile(self) -> Profile | None:
+        """The per-entry profile a leaderboard entry's page charts from the entry's headline
+        metrics (MRAG-Suite: the claim metrics over all, image and text items); None: no
+        profile."""
+        return None
 
     def publish_problems(self, judged_by_model: bool) -> list[str]:
         """What stops a task run with this protocol and these settings from being published
@@ -338,6 +362,17 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     def write_sample_predictions(self, split: SplitT, path: str | Path, seed: int = 0) -> None:
         """Write made-up predictions for ``split`` (some right, some wrong, some "I don't
         know"): the conformance tests, the benchmarks and the demo use them."""
+
+    def ranking_metrics(self) -> tuple[Metric, ...]:
+        """The metrics that may rank a task's entries (its primary metric): those a run of
+        these settings is scored on, neither a count nor a score across a submission's
+        settings (``derived``: Visual-RAG's gCUE, MRAG-Suite's GPD - GO gap)."""
+        settings = self.run_settings()
+        return tuple(
+            m
+            for m in self.metrics
+            if m.scale != "count" and any(self.in_setting(m, s) for s in settings)
+        )
 
     def metric(self, name: str) -> Metric:
         """The declared metric called ``name`` (KeyError when there is none)."""

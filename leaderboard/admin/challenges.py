@@ -16,14 +16,8 @@ from evaluator.protocols import PROTOCOLS
 from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
-from leaderboard.models import (
-    Challenge,
-    HubModel,
-    Phase,
-    RankedBoard,
-    Split,
-    Task,
-)
+from leaderboard.judge_forecast import forecast_lines
+from leaderboard.models import Challenge, HubModel, Phase, RankedBoard, Split, Task
 from leaderboard.splits import SplitImportError, import_split_bundle
 from workers.pipeline.bundles import corpus_sha256
 
@@ -163,6 +157,7 @@ class TaskAdmin(admin.ModelAdmin):
                     "judge_endpoint",
                     "primary_metric",
                     "entry_rule",
+                    "judge_forecast",
                 )
             },
         ),
@@ -179,6 +174,14 @@ class TaskAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    readonly_fields = ("judge_forecast",)
+
+    @admin.display(description="Judge forecast")
+    def judge_forecast(self, task: Task) -> str:
+        """Per imported split, the judge calls a submission costs and how long they take
+        (``leaderboard.judge_forecast``), with the task's saved settings."""
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in forecast_lines(task)))
 
     def _protocol(self, request: HttpRequest, obj: Task | None) -> str:
         chosen = request.POST.get("protocol") or request.GET.get("protocol")

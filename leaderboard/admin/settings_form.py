@@ -14,7 +14,7 @@ from typing import Any
 
 from django import forms
 
-from evaluator.protocols import protocol_class
+from evaluator.protocols import get_protocol, protocol_class
 from leaderboard.models import Task
 
 PREFIX = "setting_"
@@ -57,6 +57,9 @@ class TaskForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        primary = self.fields.get("primary_metric")
+        if self.instance.pk is None and isinstance(primary, forms.ChoiceField):
+            self.initial["primary_metric"] = primary.initial  # not the model's default
         schema = protocol_class(self.instance.protocol).settings_schema["properties"]
         for name, value in (self.instance.settings or {}).items():
             if PREFIX + name in self.fields:
@@ -79,6 +82,23 @@ class TaskForm(forms.ModelForm):
         return cleaned
 
 
+def primary_metric_field(protocol: str) -> forms.ChoiceField:
+    """The primary metric as a choice among the metrics that rank ``protocol``'s entries with
+    its default settings (``Protocol.ranking_metrics``; ``Task.clean`` checks the choice
+    against the task's own settings), the protocol's ``primary`` first chosen."""
+    declared = get_protocol(protocol)
+    return forms.ChoiceField(
+        choices=[(m.name, f"{m.label} ({m.name})") for m in declared.ranking_metrics()],
+        initial=declared.primary,
+        help_text="ranks the leaderboard's entries",
+    )
+
+
 def task_form(protocol: str) -> type[TaskForm]:
-    """A TaskForm class carrying ``protocol``'s setting fields."""
-    return type(f"TaskForm_{protocol.replace('-', '_')}", (TaskForm,), settings_fields(protocol))
+    """A TaskForm class carrying ``protocol``'s setting fields and its primary metric's
+    choices."""
+    fields: dict[str, Any] = {
+        **settings_fields(protocol),
+        "primary_metric": primary_metric_field(protocol),
+    }
+    return type(f"TaskForm_{protocol.replace('-', '_')}", (TaskForm,), fields)

@@ -2,9 +2,11 @@
 
 The challenges are bundles (``examples/challenges/``, ``docs/challenge-bundle.md``), imported
 as an organiser imports one: CRAG-MM (three tasks, each with validation, public-test and
-private-test splits, and the search corpus) and Visual-RAG (one task evaluated in five settings,
-with gCUE). Their data is each protocol's generated sample (``write_sample``), written once
-into a copy of the bundle under ``<PODIUM_VAR_DIR>/demo/bundles/``.
+private-test splits, and the search corpus), Visual-RAG (one task evaluated in five settings,
+with gCUE) and MRAG-Suite (one task on the validation split in the three retrieval modes, with
+the GPD - GO gap and each entry's MM-RAGChecker profile). Their data is each protocol's
+generated sample (``write_sample``), written once into a copy of the bundle under
+``<PODIUM_VAR_DIR>/demo/bundles/``.
 
 What stays here simulates teams: the demo login, its teams, and each example agent submitted
 by its own team as a build context through ``submit``, the web form's code path. Nothing is
@@ -36,6 +38,7 @@ SLUG = "crag-mm-demo"
 VISUAL_RAG_SLUG = "visual-rag-demo"
 # what examples/challenges/visual-rag-demo/challenge.yaml evaluates (the demo's test reads it)
 VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
+MRAG_SLUG = "mrag-suite-demo"
 DEMO_EMAIL = "demo@podium.localhost"
 LOGIN = ("demo", "podium-demo")
 
@@ -77,6 +80,20 @@ VISUAL_RAG_AGENTS = (
         'always "I don\'t know", candidates as given',
     ),
 )
+MRAG_AGENTS = (
+    DemoAgent(
+        "Grounded readers",
+        "mrag-grounded",
+        "examples/agents/mrag-grounded",
+        "answers from the retrieved passage that shares the question's words",
+    ),
+    DemoAgent(
+        "Evidence skippers",
+        "mrag-no-evidence",
+        "examples/agents/mrag-no-evidence",
+        "the same confident answer whatever was retrieved",
+    ),
+)
 
 
 def bundle(name: str, protocol: str, under: Path | None = None) -> Path:
@@ -109,6 +126,12 @@ def visual_rag_challenge() -> Challenge:
     return Challenge.objects.get(slug=VISUAL_RAG_SLUG)
 
 
+def mrag_challenge() -> Challenge:
+    """The MRAG-Suite demo challenge, imported from its bundle."""
+    import_bundle(bundle(MRAG_SLUG, "mrag-suite"), via="demo")
+    return Challenge.objects.get(slug=MRAG_SLUG)
+
+
 def demo_user(*on: Challenge) -> User:
     """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
@@ -121,7 +144,7 @@ def demo_user(*on: Challenge) -> User:
         challenge.organisers.add(user)
         if must_accept_rules(user, challenge):  # as each participant does before submitting
             accept_rules(user, challenge)
-    for agent in (*AGENTS, *VISUAL_RAG_AGENTS):
+    for agent in (*AGENTS, *VISUAL_RAG_AGENTS, *MRAG_AGENTS):
         team, _ = Team.objects.get_or_create(name=agent.team)
         Membership.objects.get_or_create(team=team, user=user)
     return user

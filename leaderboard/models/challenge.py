@@ -217,12 +217,9 @@ class Task(models.Model):
                 f"{self.declared().title} agents search only their items' candidate images "
                 "(image search): turn web search off"
             )
-        declared = {m.name for m in self.declared().metrics if m.scale != "count"}
-        if self.primary_metric not in declared:
-            errors["primary_metric"] = (
-                f"{self.primary_metric!r} is not a metric of {self.protocol}: one of "
-                f"{', '.join(sorted(declared))}"
-            )
+        problem = self.primary_metric_problem()
+        if problem:
+            errors["primary_metric"] = problem
         if self.max_batch_size > MAX_BATCH_SIZE:
             errors["max_batch_size"] = f"at most {MAX_BATCH_SIZE}"
         if self.judge_kind == self.JudgeKind.OPENAI:
@@ -235,6 +232,29 @@ class Task(models.Model):
                 )
         if errors:
             raise ValidationError(errors)
+
+    def primary_metric_problem(self) -> str:
+        """Why ``primary_metric`` cannot rank this task's entries ("" when it can): it must be
+        one of the metrics each run is scored on with the task's settings
+        (``Protocol.ranking_metrics``)."""
+        try:
+            protocol = self.scoring()
+        except EvaluatorError:
+            protocol = self.declared()  # the settings' own error is reported beside
+        name = self.primary_metric
+        ranking = [m.name for m in protocol.ranking_metrics()]
+        if name in ranking:
+            return ""
+        choices = f"choose one of {', '.join(ranking)}"
+        declared = next((m for m in protocol.metrics if m.name == name), None)
+        if declared is None:
+            return f"{name!r} is not a metric of {self.protocol}: {choices}"
+        if declared.scale == "count":
+            return f"{name!r} ({declared.label}) is a count, it cannot rank entries: {choices}"
+        return (
+            f"{name!r} ({declared.label}) is not a score of each run with these settings (it "
+            f"is computed across a submission's runs, or in other settings): {choices}"
+        )
 
     def declared(self) -> BenchmarkProtocol[Any, Any, Any]:
         """The task's protocol: its metrics, primary metric, how its scores are stored."""

@@ -204,7 +204,7 @@ class JudgmentRecord(models.Model):
     """One cached judge decision (never an unjudged one): the audit trail of verdicts."""
 
     key = models.CharField(max_length=128, unique=True)
-    verdict = models.CharField(max_length=32)
+    verdict = models.TextField()  # a grade, or a structured verdict (MRAG-Suite: claims as JSON)
     judge_id = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=64)
     prompt_hash = models.CharField(max_length=64)

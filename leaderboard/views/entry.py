@@ -1,5 +1,7 @@
-"""One leaderboard entry's page: its headline scores and, per slice dimension, a chart of its
-score on each slice value with the 95 % interval where stored, and the table behind it.
+"""One leaderboard entry's page: its headline scores, its protocol's profile (``Profile``:
+MRAG-Suite's claim metrics over all, image and text items as a chart and a table, and the
+GPD - GO gap beside) and, per slice dimension, a chart of its score on each slice value with
+the 95 % interval where stored, and the table behind it.
 
 Only an entry of the board (``?setting=``'s) is shown: a team's other runs are not entries, and
 the board's visibility (``results_split``) is checked first, so a private board before its
@@ -8,12 +10,15 @@ reveal stays hidden from everyone but its organisers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from evaluator.protocols.base import Metric
+from evaluator.protocols.base import Metric, Protocol
 from leaderboard import board_cache, ranking
-from leaderboard.charts import Chart, slice_chart
+from leaderboard.charts import NUMBER, Chart, Point, bar_chart, slice_chart
 from leaderboard.views import board_nav, board_settings, board_table
 from leaderboard.views.boards import results_split
 
@@ -25,6 +30,50 @@ def _slice(
     ((_, cells),) = table.rows
     lines = [(value, board_table.cell_text(cells[value], metric)) for value in table.values]
     return table.dimension, slice_chart(table, metric) if table.values else None, lines
+
+
+@dataclass(frozen=True)
+class ProfileShown:
+    title: str
+    series: tuple[str, ...]
+    chart: Chart | None  # None: no number to draw (every figure withheld)
+    lines: list[tuple[str, list[str]]]  # per row: its label, each series' value as shown
+    figures: list[tuple[str, str]]  # the scores across settings: label, value or why none
+
+
+def _profile(
+    protocol: Protocol[Any, Any, Any], entry: ranking.Entry, board: ranking.Board
+) -> ProfileShown | None:
+    """The entry's profile (``Protocol.profile``) from its headline metrics; None when the
+    protocol has none."""
+    profile = protocol.profile()
+    if profile is None:
+        return None
+    metrics = entry.metrics
+    axis = protocol.metric(next(n for _, names in profile.rows for n in names if n))
+
+    def number(name: str | None) -> float | None:
+        value = metrics.get(name) if name else None
+        return float(value) if isinstance(value, NUMBER) else None
+
+    groups: list[tuple[str, list[Point | None]]] = []
+    lines = []
+    for label, names in profile.rows:
+        values = [number(name) for name in names]
+        groups.append((label, [None if v is None else Point(v) for v in values]))
+        lines.append(
+            (label, [axis.shown(v) if n else "" for n, v in zip(names, values, strict=True)])
+        )
+    drawn = any(p is not None for _, points in groups for p in points)
+    derived = board.derived.get(entry.submission_id, {})
+    why = board.undefined.get(entry.submission_id, {})
+    figures = []
+    for name in profile.derived:
+        metric, value = protocol.metric(name), derived.get(name)
+        text = metric.shown(value) if value is not None else why.get(name, "not computed")
+        figures.append((metric.label, text))
+    chart = bar_chart(axis, list(profile.series), groups) if drawn else None
+    return ProfileShown(profile.title, profile.series, chart, lines, figures)
 
 
 def entry_page(
@@ -52,6 +101,7 @@ def entry_page(
         "metric": metric,
         "count_label": split.task.declared().unit.capitalize(),
         "slices": [_slice(table, metric) for table in tables],
+        "profile": _profile(split.task.declared(), entry, board),
         **shown,
         **board_nav.around(request, split, "leaderboard", setting),
     }

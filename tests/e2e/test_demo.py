@@ -7,8 +7,11 @@ import sys
 
 import pytest
 
+from evaluator.protocols.mrag_suite.modes import MODES as MRAG_MODES
 from leaderboard.demo.setup import (
     AGENTS,
+    MRAG_AGENTS,
+    MRAG_SLUG,
     SLUG,
     VISUAL_RAG_AGENTS,
     VISUAL_RAG_SETTINGS,
@@ -43,6 +46,8 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
     assert runs.count() == 9 * len(AGENTS)
     visual = EvaluationRun.objects.filter(submission__challenge__slug=VISUAL_RAG_SLUG)
     assert visual.count() == 3 * len(VISUAL_RAG_SETTINGS) * len(VISUAL_RAG_AGENTS)
+    mrag = EvaluationRun.objects.filter(submission__challenge__slug=MRAG_SLUG)
+    assert mrag.count() == len(MRAG_MODES) * len(MRAG_AGENTS)
     every = EvaluationRun.objects.all()
     assert set(every.values_list("state", flat=True)) == {EvaluationRun.State.DONE}
     assert f"{every.count()} of {every.count()} runs done." in output
@@ -56,6 +61,15 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
                 assert methods[0] == "visual-rag-colour", board
             assert sorted(methods[:2]) == ["visual-rag-colour", "visual-rag-idk"], board
     assert "across settings: visual-rag-colour" in output and "gcue@3" in output
+    # MRAG-Suite: a board per retrieval mode; with gold evidence the grounded agent answers
+    # every item right and the evidence-ignoring one none; the GPD - GO gap across modes
+    for mode in MRAG_MODES:
+        board = output.split(f"\nmrag-suite / validation / {mode}\n", 1)[1].split("\n\n")[0]
+        rows = [line.split() for line in board.splitlines()[1:] if line.split()[:1] != ["across"]]
+        assert sorted(row[1] for row in rows) == ["mrag-grounded", "mrag-no-evidence"], board
+        if mode != "DO":  # distractors only: neither answers right
+            assert rows[0][1] == "mrag-grounded" and rows[0][-3] == "100.0", board
+    assert "across settings: mrag-grounded        gpd_go_gap 0.000" in output
     # Every board: the retrieval agent first, the abstaining one last, as stored.
     for split in splits:
         board = output.split(f"\n{split.task.task_id} / {split.kind}\n", 1)[1].split("\n\n")[0]

@@ -130,6 +130,10 @@ def test_what_the_server_stores_reads_back(scored: Any) -> None:
     rows = [json.loads(json.dumps(protocol.to_row(item))) for item in graded]
     assert [protocol.from_row(row, "verdict") for row in rows] == graded
     assert protocol.stored_prediction(split, keys[0], "") is not None
+    # the server's verdict rows take their audit fields from the table's (verdict_row)
+    for row in rows:
+        audit = [row.get(name) for name in ("judge_id", "prompt_version", "prompt_hash")]
+        assert all(isinstance(value, str) and value for value in audit), row
 
 
 def test_a_bundle_holds_what_loading_the_split_needs(scored: Any, tmp_path: Path) -> None:

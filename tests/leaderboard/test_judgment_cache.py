@@ -64,3 +64,16 @@ def test_judge_all_through_the_database_cache_judges_once():
     second = judge_all(judge, requests, DjangoJudgmentCache(), progress=False)
     assert second.stats.model_calls == 0 and second.stats.cache_hits == 2
     assert [j.verdict for j in second] == [j.verdict for j in first]
+
+
+@pytest.mark.django_db
+def test_a_structured_verdict_of_any_length_is_stored_whole():
+    # MRAG-Suite's extraction verdict is its claims as JSON: up to 32 of them, beyond any grade
+    from evaluator.protocols.mrag_suite.claims import MAX_CLAIMS
+    from evaluator.protocols.mrag_suite.judging import claims_grade
+
+    claims = [(f"subject {n}", "reached", f"{n} million in 2019") for n in range(MAX_CLAIMS)]
+    long = Judgment(claims_grade(claims), "openai:m@r", "v1", "h" * 64, raw="{}")
+    assert len(long.verdict) > 1000
+    DjangoJudgmentCache().put_many({"claims": long})
+    assert DjangoJudgmentCache().get_many(["claims"]) == {"claims": long}

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Metric, Protocol, Scale, ScoreBlock
+from evaluator.protocols.base import Metric, Profile, Protocol, Scale, ScoreBlock
 from evaluator.protocols.mrag_suite import grading, items, predictions
 from evaluator.protocols.mrag_suite.agent import ModePlan
 from evaluator.protocols.mrag_suite.diagnosis import forecast
@@ -37,10 +37,10 @@ from evaluator.protocols.mrag_suite.modes import (
     retrieved,
     stored_answer,
 )
-from evaluator.protocols.mrag_suite.ragchecker import PROFILE
+from evaluator.protocols.mrag_suite.ragchecker import ANSWER_METRICS, ITEM_METRICS, PROFILE
 from evaluator.protocols.mrag_suite.summary import comparison_text, summary_text
 from evaluator.protocols.setting_scores import flat_settings, slice_blocks
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, JudgeForecast
 
 LOWER_IS_BETTER = ("hallucination", "noise_sensitivity", "contradicted", "no_answer_rate")
 HEADLINE = ("accuracy", "exact_match", "rouge_l", "precision", "recall", "f1", "faithfulness",
@@ -155,8 +155,7 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
         progress: bool = True,
         transcript: TranscriptWriter | None = None,
     ) -> list[GradedAnswer]:
-        asked = [(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items]
-        predicted, _ = forecast(asked)
+        predicted = self.judge_forecast(split).calls
         writer = transcript or TranscriptWriter(io.StringIO())  # counts the requests
         start = writer.lines
         graded = grading.grade_answers(
@@ -164,6 +163,9 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
         )
         self.calls = {"predicted": predicted, "requested": writer.lines - start}
         return graded
+
+    def judge_forecast(self, split: items.MragSplit) -> JudgeForecast:
+        return forecast([(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items])
 
     def bundle_files(self, split: items.MragSplit) -> list[str]:
         return [items.SPLIT_FILE, *split.image_files()]
@@ -195,6 +197,17 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def in_setting(self, metric: Metric, setting: str) -> bool:
         return metric.where != "gap" or setting == ""
+
+    def profile(self) -> Profile:
+        """MM-RAGChecker's diagnosis: the answer metrics, each item metric over all, image and
+        text items, the claims supported by an image or a passage; the GPD - GO gap beside."""
+        rows: list[tuple[str, tuple[str | None, ...]]]
+        rows = [(self.metric(n).label, (n, None, None)) for n in ANSWER_METRICS]
+        rows += [(self.metric(n).label, (n, f"{n}_image", f"{n}_text")) for n in ITEM_METRICS]
+        rows += [("Claims supported", (None, "image_support", "text_support")),
+                 ("Contradicted", ("contradicted", None, None))]  # fmt: skip
+        series = ("all items", "image items", "text items")
+        return Profile("MM-RAGChecker diagnosis", series, tuple(rows), (GAP,))
 
     def agent_plan(
         self, split: items.MragSplit, task: str, answered: Mapping[str, str]

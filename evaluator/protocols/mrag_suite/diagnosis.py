@@ -45,7 +45,7 @@ from evaluator.protocols.mrag_suite.items import Evidence, MragItem
 from evaluator.protocols.mrag_suite.judging import ACCURACY, CHECK, EXTRACT
 from evaluator.protocols.mrag_suite.modes import MragAnswer
 from evaluator.protocols.mrag_suite.ragchecker import NEUTRAL, ClaimChecks
-from evaluator.records import JudgeRequest, Judgment
+from evaluator.records import JudgeForecast, JudgeRequest, Judgment
 
 Pair = tuple[str, Claim]  # (reference text, claim)
 
@@ -270,15 +270,15 @@ def _assemble(
     )
 
 
-def forecast(items: Sequence[tuple[MragItem, Sequence[Evidence]]]) -> tuple[int, float]:
-    """Judge calls predicted before judging, at most (no cache, no shared pair): per answer,
-    an accuracy call, an extraction of the answer and of the reference, and checks of
-    ceil(k / 5) for the reference's claims and again for the answer's against the answer, the
-    reference and each retrieved item with text; k = the reference's sentences. The total
-    and the mean per item."""
-    total = 0
+def forecast(items: Sequence[tuple[MragItem, Sequence[Evidence]]]) -> JudgeForecast:
+    """Judge calls predicted before judging, at most (no cache, no shared pair), per answer:
+    in the first round an accuracy call and an extraction of the answer and of the reference;
+    in the second, checks of ceil(k / 5) for the reference's claims and again for the answer's
+    against the answer, the reference and each retrieved item with text; k = the reference's
+    sentences."""
+    checks = 0
     for item, retrieved in items:
         batches = math.ceil(len(rules_claims(item.long_answer)) / CLAIMS_PER_CHECK)
         texts = 1 + sum(1 for e in retrieved if e.content.strip())
-        total += 3 + 2 * batches * texts
-    return total, total / len(items) if items else 0.0
+        checks += 2 * batches * texts
+    return JudgeForecast((3 * len(items), checks), len(items))

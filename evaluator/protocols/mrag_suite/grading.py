@@ -26,7 +26,8 @@ from evaluator.records import EvaluatorError
 GRADES = ("correct", "incorrect", "no_answer", UNJUDGED)
 TEXTS = ("item_id", "mode", "question", "reference", "short_answer", "long_answer", "grade")
 COUNTS = ("response_claims", "reference_claims", "retrieved", "judge_requests")
-COLUMNS = (*TEXTS, "exact_match", "rouge_l", *COUNTS, "judge_error", "notes", *PROFILE)
+AUDIT = ("judge_id", "prompt_version", "prompt_hash")  # the judge that graded the answer
+COLUMNS = (*TEXTS, "exact_match", "rouge_l", *COUNTS, "judge_error", "notes", *AUDIT, *PROFILE)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class GradedAnswer:
     notes: str
     profile: dict[str, float] | None  # the claim metrics (None: unjudged)
     labels: dict[str, str] = field(default_factory=dict)
+    judge_id: str = ""
+    prompt_version: str = ""
+    prompt_hash: str = ""
 
 
 def grade_answers(
@@ -95,6 +99,9 @@ def grade_answers(
                 notes="; ".join(diagnosis.notes),
                 profile=answer_profile(checks) if checks is not None else None,
                 labels=dict(item.labels),
+                judge_id=judge.judge_id,
+                prompt_version=judge.prompt_version,
+                prompt_hash=judge.prompt_hash,
             )
         )
     return graded
@@ -117,7 +124,7 @@ def from_row(row: Mapping[str, Any], where: str) -> GradedAnswer:
             return found
         raise EvaluatorError(f"{where}: field {name!r}: unexpected value {found!r:.80}")
 
-    texts = {name: value(name, str) for name in (*TEXTS, "notes")}
+    texts = {name: value(name, str) for name in (*TEXTS, "notes", *AUDIT)}
     if texts["grade"] not in GRADES:
         raise EvaluatorError(f"{where}: field 'grade': {texts['grade']!r} is not a grade")
     profile = {name: value(name, (int, float), optional=True) for name in PROFILE}

@@ -1,9 +1,9 @@
 """``manage.py demo``: the demo challenges evaluated end to end, then the leaderboards served.
 
-Imports the CRAG-MM and Visual-RAG demo challenges from their bundles (``examples/challenges/``,
-with the generated sample data; importing them again changes nothing); makes their teams and
-the demo login; builds the agent base image offline; submits the example agents through the
-web form's code path; starts a Celery worker and beat; waits for every run
+Imports the CRAG-MM, Visual-RAG and MRAG-Suite demo challenges from their bundles
+(``examples/challenges/``, with the generated sample data; importing them again changes nothing);
+makes their teams and the demo login; builds the agent base image offline; submits the example
+agents through the web form's code path; starts a Celery worker and beat; waits for every run
 with a progress bar; prints the rankings; then serves the site (``--no-serve``: stops there).
 """
 
@@ -44,7 +44,8 @@ class Command(BaseCommand):
         say("demo: sample data and the challenges")
         challenge = setup.challenge()
         visual_rag = setup.visual_rag_challenge()
-        challenges = (challenge, visual_rag)
+        mrag = setup.mrag_challenge()
+        challenges = (challenge, visual_rag, mrag)
         user = setup.demo_user(*challenges)
         say("demo: agent base image (built offline; reused when up to date)")
         built = subprocess.run(["bash", str(REPO / "deploy/agent-base/build.sh")], cwd=REPO)
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         say("demo: submitting the example agents")
         submitted = setup.submit_agents(challenge, user, REPO)
         submitted += setup.submit_agents(visual_rag, user, REPO, setup.VISUAL_RAG_AGENTS)
+        submitted += setup.submit_agents(mrag, user, REPO, setup.MRAG_AGENTS)
         for submission in submitted:
             say(f"  #{submission.pk} {submission.method_name} ({submission.team.name})")
         log_dir = Path(settings.VAR_DIR) / "demo"
@@ -83,9 +85,11 @@ class Command(BaseCommand):
     def _serve(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        slugs = (setup.SLUG, setup.VISUAL_RAG_SLUG, setup.MRAG_SLUG)
         self.stdout.write(
-            f"\nLeaderboards: http://{shown}:{port}/c/{setup.SLUG}/ and "
-            f"http://{shown}:{port}/c/{setup.VISUAL_RAG_SLUG}/\n"
+            "\nLeaderboards: "
+            + ", ".join(f"http://{shown}:{port}/c/{slug}/" for slug in slugs)
+            + "\n"
             f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/), or "
             "sign up at /accounts/signup/ (the confirmation mail is printed here).\n"
             "The worker keeps running: submissions from the web form are evaluated too. "

@@ -14,7 +14,7 @@ from evaluator.judges.openai_judge import OpenAIJudge
 from evaluator.judges.transcript import ReplayJudge, TranscriptWriter
 from evaluator.protocols.mrag_suite.claims import fit_labels
 from evaluator.protocols.mrag_suite.diagnosis import AnswerCase, diagnose_answers, forecast
-from evaluator.protocols.mrag_suite.items import load_split
+from evaluator.protocols.mrag_suite.items import Evidence, MragItem, load_split
 from evaluator.protocols.mrag_suite.judging import CHECK, MragRubric
 from evaluator.protocols.mrag_suite.modes import MragAnswer, retrieved
 from evaluator.protocols.mrag_suite.ragchecker import diagnose
@@ -104,8 +104,7 @@ def test_identical_checks_are_judged_once_and_cached_across_runs(tmp_path: Path)
         go, gpd = cases(tmp_path, modes=("GO", "GPD"))
         diagnose_answers([go], llm(fake), cache)
         first = fake.count
-        predicted, _ = forecast([(go.item, go.retrieved)])
-        assert first <= predicted
+        assert first <= forecast([(go.item, go.retrieved)]).calls
         # the same claim against the same text is asked once: the answer's claim equals the
         # reference's and the answer's text equals the gold passage's, so two extractions
         # and three checks (the answer = the passage, the reference, the chart's caption)
@@ -180,3 +179,27 @@ def test_a_reply_of_the_wrong_kind_leaves_the_answer_unjudged(tmp_path: Path) ->
         (found,) = diagnose_answers([case], llm(fake), None)
     assert found.accuracy == "unjudged" and found.checks is None
     assert found.error == "the short answer's accuracy unjudged: the reply is not a verdict"
+
+
+def test_the_forecast_by_hand() -> None:
+    # the reference has 7 sentences: ceil(7 / 5) = 2 checks per text and claim side; the
+    # reference's claims against the answer and the answer's against the reference, then
+    # both against each retrieved text: two passages (the image has no caption, the blank
+    # passage no text) -> 2 x 2 x (1 + 2) = 12 checks, and 2 x 2 x 1 = 4 with nothing
+    # retrieved; the first round: 3 calls per answer
+    reference = " ".join(f"Fact number {n} holds." for n in range(7))
+    item = MragItem("q1", "Q?", "a", reference, (Evidence("p1", "text", "Some text."),), (), {})
+    found = (
+        Evidence("p1", "text", "Some text."),
+        Evidence("p2", "text", "Other text."),
+        Evidence("p3", "text", "  "),
+        Evidence("i1", "image", "", "i1.png"),
+    )
+    calls = forecast([(item, found), (item, ())])
+    assert calls.rounds == (6, 12 + 4) and calls.answers == 2
+    assert calls.calls == 22 and calls.per_answer == 11.0
+    # in waves of 4: ceil(6 / 4) + ceil(16 / 4) = 6 waves of 0.5 s
+    assert calls.wall_s(4, 0.5) == 3.0
+    assert forecast([]).per_answer == 0.0
+    with pytest.raises(ValueError, match="at least 1, got 0"):
+        calls.wall_s(0, 1.0)
