@@ -118,6 +118,10 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     # ... over the challenge's corpus (image and web search); False: image search only, among
     # each item's candidates (``AgentPlan.candidates``; no corpus needed)
     search_corpus: ClassVar[bool] = True
+    # Some judge prompts carry images (M2RAG): they go to a judge that sees them
+    # (``vision_routed``; on the server the task's vision judge endpoint, which an
+    # LLM-judged task must have to be published)
+    image_prompts: ClassVar[bool] = False
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
@@ -203,11 +207,10 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         evaluation's own corrections), for the organiser who imports it; none by default."""
         return []
 
-    def publish_problems(self, judged_by_model: bool) -> list[str]:
-        """What stops a task run with this protocol and these settings from being published
-        (``judged_by_model``: its judge is an LLM, not the rules), in the organiser's terms;
-        none by default (M2RAG: an LLM-judged task needs a vision judge that answers)."""
-        return []
+    def vision_routed(self, judge: Judge, vision: Judge) -> Judge:
+        """The judge to give ``grade``: ``judge`` for the prompts, ``vision`` (a model that
+        sees images) for those carrying images; only for protocols with ``image_prompts``."""
+        raise EvaluatorError(f"{self.name}: no judge prompt carries an image")
 
     def run_settings(self) -> tuple[str, ...]:
         """The settings a task evaluates, one run each; ``("",)`` when the protocol has none."""

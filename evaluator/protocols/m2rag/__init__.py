@@ -38,7 +38,8 @@ LABELS = {"fluency": "Fluency", "relevance": "Relevance", "context_precision":
 
 class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     """M2RAG: ``parsing`` of the 0-10 replies (``official``: last integer, clamped; ``strict``:
-    the integer alone on the last line), the image prompts' ``vision_*`` endpoint."""
+    the integer alone on the last line); on the CLI, the image prompts' ``vision_*`` endpoint
+    (the server gives its task's vision judge endpoint through ``vision_routed``)."""
 
     name = "m2rag"
     title = "M2RAG"
@@ -47,6 +48,7 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     unit = "answers"
     groups = "topics"
     shown_fields = ("query", "answer")
+    image_prompts = True
     columns = COLUMNS
     metrics = (
         *(Metric(name, LABELS[name], headline=True) for name in METRICS),
@@ -60,10 +62,6 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
             "parsing": {"enum": list(PARSINGS), "default": "official", "title": "Judge parsing",
                         "description": "official: the last integer of a reply (the official "
                         "code); strict: the integer alone on its last line"},
-            "vision_base_url": {"type": ["string", "null"], "default": None,
-                                "title": "Vision judge endpoint (OpenAI-compatible)"},
-            "vision_model": {"type": ["string", "null"], "default": None,
-                             "title": "Vision judge model (sees the image prompts' images)"},
         },
         "additionalProperties": False,
     }  # fmt: skip
@@ -99,10 +97,10 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> M2RAG:
-        return cls(document.get("parsing", "official"), None, document.get("vision_model"))
+        return cls(document.get("parsing", "official"))
 
     def settings(self) -> dict[str, Any]:
-        return {"parsing": self.parsing, "vision_model": self.vision_model}
+        return {"parsing": self.parsing}
 
     def load_split(self, path: str | Path, **options: Any) -> M2Split:
         if options.get("hf_split") is not None:
@@ -115,32 +113,20 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         return items.load_predictions(path, split)
 
     def judges(self, judge: Judge) -> RoutedJudge:
-        """``judge`` for the text prompts; the image prompts go to the vision endpoint when
-        one is set and ``judge`` is an LLM (a rules or replay judge serves both)."""
+        """The judge that grades: ``judge`` as routed (``vision_routed``), else ``judge`` for
+        the text prompts and the CLI's vision endpoint for the image prompts when one is set
+        and ``judge`` is an LLM (a rules or replay judge serves both)."""
+        if isinstance(judge, RoutedJudge):
+            return judge
         llm = sys.modules.get("evaluator.judges.openai_judge")  # loaded when one was made
         if self.vision_model and llm is not None and isinstance(judge, llm.OpenAIJudge):
             vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
                                 model=self.vision_model)  # fmt: skip
-            return RoutedJudge(judge, vision)
+            return self.vision_routed(judge, vision)
         return RoutedJudge(judge)
 
-    def publish_problems(self, judged_by_model: bool) -> list[str]:
-        """An LLM-judged task needs a vision judge endpoint that answers and serves its model
-        (the image prompts carry images; a text-only model cannot judge them)."""
-        if not judged_by_model:
-            return []
-        if not self.vision_model:
-            return ["M2RAG judges placed images with a model that sees them: set the task's "
-                    "vision judge (settings vision_base_url and vision_model)"]  # fmt: skip
-        from evaluator.judges.openai_judge import OpenAIJudge
-
-        try:
-            vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
-                                model=self.vision_model)  # fmt: skip
-        except EvaluatorError as exc:
-            return [f"the vision judge: {exc}"]
-        problem = vision.probe() if isinstance(vision, OpenAIJudge) else None
-        return [] if problem is None else [f"the vision judge: {problem}"]
+    def vision_routed(self, judge: Judge, vision: Judge) -> RoutedJudge:
+        return RoutedJudge(judge, vision)
 
     def grade(
         self,
