@@ -102,6 +102,16 @@ class ScoreBlock:
     metrics: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ShownAnswer:
+    """An answer as a run page renders it: markdown (the team's: shown sanitised, no raw HTML,
+    no remote image) whose images are links ``image:N``, N an index of ``placed_images``, and
+    what the page says beside each image (its scores)."""
+
+    markdown: str
+    image_notes: dict[int, str]
+
+
 class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     """Loading, grading, aggregation and the per-item table of one benchmark."""
 
@@ -291,6 +301,17 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     def item_image(self, split: SplitT, key: str) -> Path | None:
         """The image the agent was shown first for the answer ``key`` (one of ``split_keys``
         of any setting), or None: the run page shows it, scaled down, beside the answer."""
+
+    def placed_images(self, split: SplitT, item: ItemT) -> dict[int, Path]:
+        """The images a graded answer shows within its text, by the index it names them
+        (M2RAG's placements): the judging stage stores them for the run page; none by
+        default."""
+        return {}
+
+    def shown_answer(self, row: Mapping[str, Any]) -> ShownAnswer | None:
+        """How a run page shows the answer of a verdict row (``to_row``) when it is markdown
+        with images (M2RAG); None by default: the stored reply, as text."""
+        return None
 
     @abstractmethod
     def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:

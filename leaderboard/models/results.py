@@ -42,6 +42,12 @@ class ItemAnswer(models.Model):
         blank=True,
         help_text="the item's image scaled down, in storage (workers.pipeline.thumbnails)",
     )
+    images = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the images the answer places in its text, by index: their scaled copies in "
+        "storage (M2RAG; workers.pipeline.thumbnails)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

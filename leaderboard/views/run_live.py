@@ -1,4 +1,5 @@
-"""What a run page fetches beside itself: each answer's image thumbnail and the agent's output
+"""What a run page fetches beside itself: each answer's image thumbnail (and the images an
+M2RAG answer places) and the agent's output
 while the run goes on. Both follow the answers' rule (``permissions.can_see_answers``): the
 run's team off the private test, and the challenge's organisers; anyone else gets 404."""
 
@@ -34,16 +35,29 @@ def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpR
     answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)
     if not answer.thumbnail:
         raise Http404("this answer has no image")
-    etag = '"' + hashlib.sha1(answer.thumbnail.encode("utf-8")).hexdigest() + '"'
+    return _stored_jpeg(request, answer.thumbnail)
+
+
+@login_required
+def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) -> HttpResponse:
+    """Image ``index`` as the answer places it within its text (M2RAG), scaled down."""
+    run = _answers_run(request, run_id)
+    answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)
+    name = (answer.images or {}).get(str(index))
+    if not name:
+        raise Http404("this answer places no such image")
+    return _stored_jpeg(request, name)
+
+
+def _stored_jpeg(request: HttpRequest, name: str) -> HttpResponse:
+    etag = '"' + hashlib.sha1(name.encode("utf-8")).hexdigest() + '"'
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
     else:
         try:
-            response = FileResponse(
-                default_storage.open(answer.thumbnail, "rb"), content_type="image/jpeg"
-            )
+            response = FileResponse(default_storage.open(name, "rb"), content_type="image/jpeg")
         except FileNotFoundError:
-            raise Http404("the thumbnail is gone from storage") from None
+            raise Http404("the image is gone from storage") from None
     response["ETag"] = etag
     patch_cache_control(response, private=True, max_age=THUMBNAIL_MAX_AGE_S)
     return response

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.core.files.storage import default_storage
+from PIL import Image
 
 from evaluator.protocols.m2rag.agent import stored_reply
 from evaluator.protocols.m2rag.items import M2Prediction
@@ -70,5 +72,8 @@ def test_image_prompts_go_to_the_vision_endpoint_within_its_own_limit(
     assert {p["model"] for p in vision.requests} == {"fake-vlm"}
     assert text.peak_in_flight == 1 and 1 < vision.peak_in_flight <= 3  # each its own limit
     assert run.judge_id == "openai:fake-judge@unspecified+vision:openai:fake-vlm@unspecified"
-    verdict = ItemAnswer.objects.get(run=run).verdict
-    assert verdict.detail["placed"] == [0, 1] and verdict.judge_id == run.judge_id
+    answer = ItemAnswer.objects.get(run=run)
+    assert answer.verdict.detail["placed"] == [0, 1] and answer.verdict.judge_id == run.judge_id
+    assert sorted(answer.images) == ["0", "1"]  # the placed images, stored for the run page
+    with default_storage.open(answer.images["1"], "rb") as stored, Image.open(stored) as image:
+        assert image.format == "JPEG" and image.size == (48, 48)  # small ones stay their size

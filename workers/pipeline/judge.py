@@ -33,7 +33,7 @@ from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.judge_slots import judge_slots
 from workers.pipeline.bundles import split_dir
-from workers.pipeline.thumbnails import store_thumbnails
+from workers.pipeline.thumbnails import store_placed_images, store_thumbnails
 
 VERDICT_FIELDS = (
     "verdict",
@@ -211,6 +211,7 @@ def judge_stage(run: EvaluationRun) -> int:
             record_judge_calls(spec.endpoint or spec.kind, calls)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
+    store_placed_images(run.split, root, protocol, data, decided, answers)
     with transaction.atomic():
         ItemVerdict.objects.bulk_create(
             [verdict_row(protocol, answers[protocol.item_key(item)], item) for item in decided],

@@ -19,13 +19,20 @@ from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Metric, Protocol, ScoreBlock
-from evaluator.protocols.m2rag import agent, items
+from evaluator.protocols.base import Metric, Protocol, ScoreBlock, ShownAnswer
+from evaluator.protocols.m2rag import agent, answer, items
 from evaluator.protocols.m2rag.grading import grade_answers, predicted_calls
 from evaluator.protocols.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.protocols.m2rag.judging import M2RAGRubric, RoutedJudge
 from evaluator.protocols.m2rag.metrics import METRICS, compare_answers, score_answers
-from evaluator.protocols.m2rag.record import COLUMNS, FAILED, GradedAnswer, from_row, to_row
+from evaluator.protocols.m2rag.record import (
+    COLUMNS,
+    FAILED,
+    IMAGE_METRICS,
+    GradedAnswer,
+    from_row,
+    to_row,
+)
 from evaluator.protocols.m2rag.summary import format_comparison, summary
 from evaluator.records import EvaluatorError
 
@@ -47,7 +54,7 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     table = "answers"
     unit = "answers"
     groups = "topics"
-    shown_fields = ("query", "answer")
+    shown_fields = ("query", "")  # no ground truth: the answer is shown as it reads
     image_prompts = True
     columns = COLUMNS
     metrics = (
@@ -194,6 +201,23 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         except KeyError:
             return None
         return split.image_path(images[0]) if images else None
+
+    def placed_images(self, split: M2Split, item: GradedAnswer) -> dict[int, Path]:
+        images = split.query(item.query_id).images
+        return {index: split.image_path(images[index]) for index in item.placed}
+
+    def shown_answer(self, row: Mapping[str, Any]) -> ShownAnswer | None:
+        """The answer with its kept placements as images, each with its three scores."""
+        placed = [int(index) for index in row.get("placed") or ()]
+        notes = {
+            index: ", ".join(
+                f"{name} {row[name][i] * 10:g}/10"
+                for name in IMAGE_METRICS
+                if i < len(row.get(name) or ())
+            )
+            for i, index in enumerate(placed)
+        }
+        return ShownAnswer(answer.shown_answer(str(row.get("answer") or ""), placed), notes)
 
     def score(self, graded: Sequence[GradedAnswer], seed: int = 0) -> dict[str, Any]:
         return score_answers(graded, seed) | {"judge_calls": dict(self.calls)}

@@ -1,5 +1,6 @@
-# The judge endpoint of a task's prompts carrying images (M2RAG), a name in
-# PODIUM_JUDGE_ENDPOINTS, in place of M2RAG's vision_base_url / vision_model settings.
+# M2RAG: the judge endpoint of a task's prompts carrying images, a name in
+# PODIUM_JUDGE_ENDPOINTS, in place of the vision_base_url / vision_model settings; and the
+# images an answer places, scaled, for the run page.
 
 from django.db import migrations, models
 
@@ -31,4 +32,14 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(drop_vision_settings, migrations.RunPython.noop),
+        migrations.AddField(
+            model_name="itemanswer",
+            name="images",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="the images the answer places in its text, by index: their scaled "
+                "copies in storage (M2RAG; workers.pipeline.thumbnails)",
+            ),
+        ),
     ]
