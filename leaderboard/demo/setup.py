@@ -1,10 +1,11 @@
 """Setting up the demo challenges the way an organiser and teams would, reusing what exists.
 
-Two challenges, each on its protocol's generated sample (``write_sample``):
+Challenges, each on its protocol's generated sample (``write_sample``):
 
 - CRAG-MM: the three tasks, each with validation, public-test and private-test splits
   (imported with ``import_split_dir``), and the search corpus;
-- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE.
+- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE;
+- M2RAG: ``leaderboard/demo/m2rag.py``.
 
 Each example agent is submitted by its own team as a build context through ``submit``, the web
 form's code path. Nothing is created twice: a second demo finds the challenges, splits, teams
@@ -101,9 +102,9 @@ def visual_rag_sample_dir() -> Path:
     return out
 
 
-def _import_splits(task: Task, data: Path) -> None:
+def _import_splits(task: Task, data: Path, kinds: tuple[str, ...] = KINDS) -> None:
     """Each kind's split from ``data/<kind>``, unless imported already."""
-    for kind in KINDS:
+    for kind in kinds:
         if not Split.objects.filter(task=task, kind=kind).exclude(bundle="").exists():
             # Private results appear from now on, so the demo shows every board.
             reveal = timezone.now() if kind == Split.Kind.PRIVATE_TEST else None
@@ -169,7 +170,8 @@ def visual_rag_challenge(data: Path) -> Challenge:
 
 
 def demo_user(*on: Challenge) -> User:
-    """The demo login: an organiser of the challenges (admin included), in every demo team."""
+    """The demo login: an organiser of the challenges (admin included); ``submit_agents``
+    makes it a member of each example agent's team."""
     user = User.objects.filter(username=LOGIN[0]).first()
     if user is None:
         user = User.objects.create_superuser(LOGIN[0], password=LOGIN[1], email=DEMO_EMAIL)
@@ -178,9 +180,6 @@ def demo_user(*on: Challenge) -> User:
     )
     for challenge in on:
         challenge.organisers.add(user)
-    for agent in (*AGENTS, *VISUAL_RAG_AGENTS):
-        team, _ = Team.objects.get_or_create(name=agent.team)
-        Membership.objects.get_or_create(team=team, user=user)
     return user
 
 
@@ -197,10 +196,12 @@ def context_tar(directory: Path) -> bytes:
 def submit_agents(
     on: Challenge, user: User, repo: Path, agents: tuple[DemoAgent, ...] = AGENTS
 ) -> list[Submission]:
-    """Each example agent, submitted once by its team (a second demo reuses the first's)."""
+    """Each example agent, submitted once by its team, which ``user`` is in (a second demo
+    reuses the first's)."""
     submissions = []
     for agent in agents:
-        team = Team.objects.get(name=agent.team)
+        team, _ = Team.objects.get_or_create(name=agent.team)
+        Membership.objects.get_or_create(team=team, user=user)
         existing = Submission.objects.filter(
             team=team, challenge=on, method_name=agent.method_name
         ).first()

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from leaderboard.demo import m2rag
 from leaderboard.demo.setup import (
     AGENTS,
     SLUG,
@@ -56,6 +57,12 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
                 assert methods[0] == "visual-rag-colour", board
             assert sorted(methods[:2]) == ["visual-rag-colour", "visual-rag-idk"], board
     assert "across settings: visual-rag-colour" in output and "gcue@3" in output
+    # M2RAG: its validation split, the agent placing relevant images above the text-only one
+    m2rag_runs = EvaluationRun.objects.filter(submission__challenge__slug=m2rag.SLUG)
+    assert m2rag_runs.count() == len(m2rag.AGENTS)
+    board = output.split("\nm2rag / validation\n", 1)[1].split("\n\n")[0]
+    methods = [line.split()[1] for line in board.splitlines()[1:] if line.strip()]
+    assert methods == ["m2rag-images", "m2rag-text"], board
     # Every board: the retrieval agent first, the abstaining one last, as stored.
     for split in splits:
         board = output.split(f"\n{split.task.task_id} / {split.kind}\n", 1)[1].split("\n\n")[0]

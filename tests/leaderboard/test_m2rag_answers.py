@@ -23,7 +23,7 @@ HOSTILE = "\n".join(
     [
         "# Colours",
         "The **circle** is red. ![a red circle](image 0)",
-        "<script>alert('x')</script> <img src=x onerror=alert(1)>",
+        "<script>alert('x')</script> <img src=x onerror=\"window.__pwned=1\">",
         "[click](javascript:alert(1)) [docs](https://example.org/docs)",
         "![tracker](https://evil.example/pixel.png)",
         "![inline](data:image/png;base64,AAAA)",  # a placement (the digits of base64): image 64
