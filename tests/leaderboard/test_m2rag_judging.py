@@ -17,6 +17,7 @@ from leaderboard.splits import import_split_dir
 from tests.evaluator.m2rag.test_judging import ANSWER, respond, write_split
 from tests.fake_openai import FakeOpenAI
 from tests.services import redis_url
+from workers.faults import PodiumFault
 from workers.pipeline.judge import judge_stage
 
 
@@ -63,6 +64,13 @@ def test_image_prompts_go_to_the_vision_endpoint_within_its_own_limit(
             text_name: {"base_url": text.url, "model": "fake-judge", "concurrency": 1},
             vision_name: {"base_url": vision.url, "model": "fake-vlm", "concurrency": 3},
         }
+        Task.objects.filter(pk=task.pk).update(vision_judge_endpoint="")
+        run = EvaluationRun.objects.get(pk=run.pk)
+        with pytest.raises(PodiumFault, match="names no vision judge endpoint"):
+            judge_stage(run)  # never images to a model that may not see them
+        assert text.count == vision.count == 0
+        Task.objects.filter(pk=task.pk).update(vision_judge_endpoint=vision_name)
+        run = EvaluationRun.objects.get(pk=run.pk)
         assert judge_stage(run) == 0
     run.refresh_from_db()
     assert (text.count, vision.count) == (5, 6)  # 5 text prompts; 3 per placed image

@@ -120,8 +120,13 @@ def run_judges(run: EvaluationRun, spec: JudgeSpec, slots: dict[str, int]) -> Ju
     task = run.task
     text = make_spec_judge(spec, task, slots.get(spec.endpoint))
     vision_name = task.vision_judge_endpoint
-    if spec.kind == RULES or not vision_name or not task.declared().image_prompts:
+    if spec.kind == RULES or not task.declared().image_prompts:
         return text
+    if not vision_name:  # a model that sees no image would judge the images
+        raise PodiumFault(
+            f"task {task}: its judge prompts carry images; it names no vision judge endpoint "
+            "(a model that sees them) to judge them with a model"
+        )
     if vision_name != spec.endpoint:
         vision = vision_judge(task, slots[vision_name])
     else:
