@@ -85,3 +85,14 @@ def test_image_prompts_go_to_the_vision_endpoint_within_its_own_limit(
     assert sorted(answer.images) == ["0", "1"]  # the placed images, stored for the run page
     with default_storage.open(answer.images["1"], "rb") as stored, Image.open(stored) as image:
         assert image.format == "JPEG" and image.size == (48, 48)  # small ones stay their size
+    # one entry for both, serving the task's model: one judge, every prompt there
+    Task.objects.filter(pk=task.pk).update(vision_judge_endpoint=text_name)
+    with FakeOpenAI() as both:
+        both.respond = respond
+        settings.PODIUM_JUDGE_ENDPOINTS = {
+            text_name: {"base_url": both.url, "model": "fake-judge", "concurrency": 2}
+        }
+        assert judge_stage(EvaluationRun.objects.get(pk=run.pk)) == 0
+    assert both.count == 11 and len([p for p in both.requests if image_parts(p)]) == 6
+    assert both.peak_in_flight <= 2
+    assert EvaluationRun.objects.get(pk=run.pk).judge_id == "openai:fake-judge@unspecified"

@@ -129,7 +129,9 @@ def run_judges(run: EvaluationRun, spec: JudgeSpec, slots: dict[str, int]) -> Ju
         )
     if vision_name != spec.endpoint:
         vision = vision_judge(task, slots[vision_name])
-    else:
+    elif spec.model in ("", settings.PODIUM_JUDGE_ENDPOINTS[vision_name].get("model")):
+        vision = text  # one endpoint and model for both: one judge, all the slots
+    else:  # one endpoint serving two models: its slots shared (each judge at least one)
         taken = slots[vision_name]
         text = make_spec_judge(spec, task, max(1, taken - taken // 2))
         vision = vision_judge(task, max(1, taken // 2))
