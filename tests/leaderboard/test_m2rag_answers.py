@@ -28,7 +28,7 @@ HOSTILE = "\n".join(
         "![tracker](https://evil.example/pixel.png)",
         "![inline](data:image/png;base64,AAAA)",  # a placement (the digits of base64): image 64
         '![caption" onerror="alert(1)](image 2) and again ![same](image 0)',
-        "![out of range](image 9)",
+        "![out of range](image 9) ![huge](image 99999999999999999999999999)",
     ]
 )
 
@@ -71,7 +71,8 @@ def test_a_hostile_answer_renders_as_text_with_only_podiums_images():
     assert "&lt;script&gt;alert" in html and "&lt;img src=x onerror" in html  # shown as text
     assert "[click](javascript:alert(1))" in html  # a javascript: link is no link
     assert "[image: tracker]" in html  # a remote image is its caption, never fetched
-    assert "AAAA" not in html and "out of range" not in html and "same" not in html  # dropped
+    for dropped in ("AAAA", "out of range", "huge", "same"):  # out of range or repeated
+        assert dropped not in html, dropped
     assert "coherence 6/10, helpfulness 9/10, reference 4/10" in html  # beside image 0
     assert ("img", {"src": "/img/2.jpg", "alt": 'caption" onerror="alert(1)',
                     "loading": "lazy"}) in tags  # fmt: skip
