@@ -1,6 +1,7 @@
 # M2RAG: the judge endpoint of a task's prompts carrying images, a name in
 # PODIUM_JUDGE_ENDPOINTS, in place of the vision_base_url / vision_model settings; and the
-# images an answer places, scaled, for the run page.
+# images an answer places, scaled, for the run page; a cached verdict of any length (M2RAG's
+# statements).
 
 from django.db import migrations, models
 
@@ -32,6 +33,9 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(drop_vision_settings, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="judgmentrecord", name="verdict", field=models.TextField()
+        ),
         migrations.AddField(
             model_name="itemanswer",
             name="images",

@@ -210,7 +210,8 @@ class JudgmentRecord(models.Model):
     """One cached judge decision (never an unjudged one): the audit trail of verdicts."""
 
     key = models.CharField(max_length=128, unique=True)
-    verdict = models.CharField(max_length=32)
+    # a word (CRAG-MM's CORRECT), or what a reply was read into: M2RAG's statements, a list
+    verdict = models.TextField()
     judge_id = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=64)
     prompt_hash = models.CharField(max_length=64)
