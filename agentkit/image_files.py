@@ -134,22 +134,24 @@ class MappedFile:
 
 def read_file(path: str) -> bytes:
     """The whole regular file at ``path``, no descriptor kept. Raises :class:`OSError`."""
-    fd = _open_regular(path)
+    fd, size = _open_regular(path)
     try:
-        return _read_all(fd, os.fstat(fd).st_size)
+        return _read_all(fd, size)
     finally:
         os.close(fd)
 
 
-def _open_regular(path: str) -> int:
+def _open_regular(path: str) -> tuple[int, int]:
+    """A descriptor of the regular file at ``path`` and its size."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: no wait
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
             raise OSError(f"{path} is not a regular file")
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, status.st_size
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -174,11 +176,11 @@ class BatchFiles:
     def map(self, path: str) -> MappedFile:
         """Open ``path`` for this batch, mapped at its first read (its descriptor is held
         until then, or until :meth:`release`). Raises :class:`OSError`."""
-        descriptor = _Descriptor(_open_regular(path))
+        fd, size = _open_regular(path)
+        descriptor = _Descriptor(fd)
+        file = MappedFile(descriptor, size)
         with self._lock:
             self._descriptors.append(descriptor)
-        file = MappedFile(descriptor, os.fstat(descriptor.fd).st_size)  # type: ignore[arg-type]
-        with self._lock:
             self._files.append(weakref.ref(file))
         return file
 

@@ -9,6 +9,10 @@
 Real containers under the default sandbox, the sleeping agent of ``runtime_overhead.py``.
 
     python bench/batch_breakdown.py [--turns 512] [--repeat 3]
+                                    [--base-image podium/agent-base:py3.11]
+                                    [--tag-prefix podium-bench]
+
+(``--base-image`` and ``--tag-prefix`` as for ``runtime_overhead.py``.)
 """
 
 from __future__ import annotations
@@ -44,19 +48,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--base-image", default=ro.BASE_IMAGE, help="the agent's base image")
+    parser.add_argument("--tag-prefix", default="podium-bench", help="the agent's image tag")
     args = parser.parse_args()
     agent_client.AgentClient.batch = _timed_batch  # type: ignore[method-assign]
-    dockerfile = "FROM podium/agent-base:py3.11\nCOPY . /agent\n"
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         image = ro.build(
             ro.REPO / "examples/agents/zero-work",
-            "podium-bench/sleeping:latest",
+            f"{args.tag_prefix}/sleeping:latest",
             {
                 "timed.py": ro.TIMED,
-                "Dockerfile": dockerfile + "ENV PODIUM_AGENT=timed:SleepingAgent\n",
+                "Dockerfile": ro.dockerfile("timed:SleepingAgent", args.base_image),
             },
             workdir,
+            args.base_image,
         )
         split, _ = ro.make_split(workdir / "split", args.turns, (960, 1280))
         for _ in range(args.repeat):

@@ -22,6 +22,13 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
 
     python bench/runtime_overhead.py [--turns 1024] [--repeat 5] [--starts 5]
                                      [--image-size 960x1280] [--drawn]
+                                     [--base-image podium/agent-base:py3.11]
+                                     [--tag-prefix podium-bench]
+
+On an engine shared with others, build the agent base image under a tag of your own
+(``AGENT_BASE_IMAGE=<tag> bash deploy/agent-base/build.sh``), name it with ``--base-image``, and
+give a ``--tag-prefix`` of your own: the bench's agents are built from it, tagged
+``<prefix>/zero-work:latest`` etc., and removed at the end.
 """
 
 from __future__ import annotations
@@ -85,7 +92,21 @@ class Truncator:
         return text
 
 
-def build(directory: Path, tag: str, extra: dict[str, str], workdir: Path) -> AgentImage:
+BASE_IMAGE = "podium/agent-base:py3.11"
+
+
+def dockerfile(agent: str, base_image: str) -> str:
+    """The bench's Dockerfile for the zero-work example's ``agent`` (``module:Class``)."""
+    return f"FROM {base_image}\nCOPY . /agent\nENV PODIUM_AGENT={agent}\n"
+
+
+def build(
+    directory: Path,
+    tag: str,
+    extra: dict[str, str],
+    workdir: Path,
+    base_image: str = BASE_IMAGE,
+) -> AgentImage:
     tarball = workdir / f"{tag.replace('/', '-').replace(':', '-')}.tar"
     with tarfile.open(tarball, "w") as tar:
         for path in sorted(directory.iterdir()):
@@ -96,7 +117,7 @@ def build(directory: Path, tag: str, extra: dict[str, str], workdir: Path) -> Ag
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    return build_context(tarball, tag=tag, timeout_s=600)
+    return build_context(tarball, base_images=(base_image,), tag=tag, timeout_s=600)
 
 
 def make_split(
@@ -126,10 +147,10 @@ def make_split(
 
 
 def batch_loop_s(
-    image: AgentImage, split: Split, policy: SandboxPolicy | None = None
+    image: AgentImage, split: Split, policy: SandboxPolicy | None = None, timed_agent: bool = True
 ) -> tuple[float, float, int, int]:
     """(seconds from ready to the last answer, seconds the agent says it worked, turns,
-    batches) for one run."""
+    batches) for one run; a ``timed_agent`` logs its work per batch."""
     arrivals: list[float] = []
     started = time.monotonic()
     report = run_agent(
@@ -147,7 +168,7 @@ def batch_loop_s(
     worked = [
         float(line.split()[1]) for line in report.agent_log.splitlines() if line[:5] == "work "
     ]
-    if len(worked) != batches and image.ref != "podium-bench/zero-work:latest":
+    if timed_agent and len(worked) != batches:
         raise SystemExit(f"the agent logged {len(worked)} batches of work, not {batches}")
     return loop, sum(worked), len(report.items), batches
 
@@ -204,24 +225,28 @@ def main() -> None:
         "--drawn", action="store_true", help="flat drawn JPEGs (~60 KB) instead of photo-like"
     )
     parser.add_argument("--repeat", type=int, default=5, help="runs of each agent (median shown)")
+    parser.add_argument("--base-image", default=BASE_IMAGE, help="the agents' base image")
+    parser.add_argument("--tag-prefix", default="podium-bench", help="the agents' image tags")
     args = parser.parse_args()
+    base, prefix = args.base_image, args.tag_prefix
     size = tuple(int(v) for v in args.image_size.split("x"))
     client = docker.from_env()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         zero = build(
-            REPO / "examples/agents/zero-work", "podium-bench/zero-work:latest", {}, workdir
+            REPO / "examples/agents/zero-work",
+            f"{prefix}/zero-work:latest",
+            {"Dockerfile": dockerfile("agent:ZeroWorkAgent", base)},
+            workdir,
+            base,
         )
         timed = {
             kind: build(
                 REPO / "examples/agents/zero-work",
-                f"podium-bench/{kind.lower()}:latest",
-                {
-                    "timed.py": TIMED,
-                    "Dockerfile": "FROM podium/agent-base:py3.11\nCOPY . /agent\n"
-                    f"ENV PODIUM_AGENT=timed:{kind}Agent\n",
-                },
+                f"{prefix}/{kind.lower()}:latest",
+                {"timed.py": TIMED, "Dockerfile": dockerfile(f"timed:{kind}Agent", base)},
                 workdir,
+                base,
             )
             for kind in ("Sleeping", "Busy")
         }
@@ -232,7 +257,7 @@ def main() -> None:
         shares: dict[str, list[float]] = {kind: [] for kind in timed}
         per_batch: dict[str, list[float]] = {kind: [] for kind in timed}
         for _ in range(args.repeat):  # the three agents in turn, so noise hits them alike
-            loop, _, turns, batches = batch_loop_s(zero, split)
+            loop, _, turns, batches = batch_loop_s(zero, split, timed_agent=False)
             per_turn.append(1000 * loop / turns)
             for kind, image in timed.items():
                 loop, work, _, _ = batch_loop_s(image, split)
@@ -268,7 +293,7 @@ def main() -> None:
             f"max {max(starts):.3f} s"
         )
     for name in ("zero-work", "sleeping", "busy"):
-        client.images.remove(f"podium-bench/{name}:latest", noprune=False)
+        client.images.remove(f"{prefix}/{name}:latest", noprune=False)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 import tarfile
+import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -245,4 +247,77 @@ class _Extraction:
                 out.write(chunk)
 
 
-__all__ = ["ArchiveError", "ArchiveLimits", "LinkTracker", "extract_tar", "member_problem"]
+def extract_zip(
+    source: str | Path | IO[bytes], target: str | Path, limits: ArchiveLimits = ArchiveLimits()
+) -> None:
+    """Unpack the zip ``source`` into the directory ``target`` by the same member rule as a tar
+    (``member_problem``), stricter: no links of any kind, no encrypted entries. The limits count
+    the bytes actually inflated (a zip bomb's declared sizes are not trusted). Raises
+    ``ArchiveError``; what was unpacked before stays in ``target`` for the caller to remove."""
+    root = Path(target)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArchiveError(f"not a usable zip archive ({_why(exc)})") from None
+    with archive:
+        entries = archive.infolist()
+        if len(entries) > limits.max_members:
+            raise ArchiveError(f"more than {limits.max_members} entries")
+        extraction = _Extraction(root.resolve(), limits)
+        for entry in entries:
+            if why := _zip_entry_problem(entry):
+                raise ArchiveError(f"entry {entry.filename!r} is {why}")
+            name = posixpath.normpath(entry.filename)
+            path = os.path.join(extraction.root, name)
+            if entry.is_dir():
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            if os.path.lexists(path):
+                raise ArchiveError(f"entry {entry.filename!r} appears twice")
+            member = tarfile.TarInfo(entry.filename)
+            member.mode = (entry.external_attr >> 16) & 0o777
+            try:
+                with archive.open(entry) as data:
+                    extraction._write(path, data, member)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+                raise ArchiveError(f"entry {entry.filename!r}: damaged ({_why(exc)})") from None
+
+
+def write_zip(root: Path, out: IO[bytes]) -> None:
+    """The files under ``root`` as a reproducible zip (sorted, every entry dated 1980-01-01,
+    mode 0644): the same files make the same bytes."""
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                info = zipfile.ZipInfo(path.relative_to(root).as_posix())
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with path.open("rb") as data, archive.open(info, "w") as entry:
+                    while chunk := data.read(_CHUNK):
+                        entry.write(chunk)
+
+
+def _zip_entry_problem(entry: zipfile.ZipInfo) -> str | None:
+    mode = entry.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (a zip may hold files and directories only)"
+    if entry.flag_bits & 0x1:
+        return "encrypted"
+    member = tarfile.TarInfo(entry.filename)
+    member.type = tarfile.DIRTYPE if entry.is_dir() else tarfile.REGTYPE
+    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+        return "a device, pipe or socket, not a file"
+    return member_problem(member)
+
+
+__all__ = [
+    "ArchiveError",
+    "ArchiveLimits",
+    "LinkTracker",
+    "extract_tar",
+    "extract_zip",
+    "member_problem",
+    "write_zip",
+]

@@ -6,6 +6,9 @@
 - A team member sees the team's own submissions and runs, with progress and failure reasons,
   and per-item answers only for runs on validation and public-test splits.
 - Nobody is ever served a split file: no URL maps to a split bundle.
+- A judge audit's items (questions, gold answers, answers) are labelled by the challenge's
+  organisers and the people they invite, never by a member of a team taking part; the judge's
+  verdicts and the audit's results are the organisers' only.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Callable
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
-from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Team
+from leaderboard.models import Challenge, EvaluationRun, JudgeAudit, Split, Submission, Team
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -110,3 +113,21 @@ def score_visibility(user: User) -> Callable[[EvaluationRun], bool]:
 
 def can_see_operator_detail(user: User, run: EvaluationRun) -> bool:
     return is_organiser(user, run.submission.challenge)
+
+
+def takes_part(user: User, challenge: Challenge) -> bool:
+    """Whether ``user`` is in a team that submitted to ``challenge``."""
+    if not user.is_authenticated:
+        return False
+    return user_teams(user).filter(submissions__challenge=challenge).exists()
+
+
+def can_label(user: User, audit: JudgeAudit) -> bool:
+    """A judge audit's labelling page: the challenge's organisers, and labellers they invited
+    who take no part in it (the items show the split's questions and gold answers)."""
+    challenge = audit.split.task.challenge
+    if is_organiser(user, challenge):
+        return True
+    if not audit.labellers.filter(pk=user.pk).exists():
+        return False
+    return not takes_part(user, challenge)

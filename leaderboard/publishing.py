@@ -22,14 +22,16 @@ from workers.pipeline.judge import task_judge, vision_judge
 JUDGE_PROBE_S = 5.0
 
 
-def publish_problems(challenge: Challenge) -> list[str]:
-    """What stops ``challenge`` from being published, in the organiser's terms; [] when none."""
+def publish_problems(challenge: Challenge, has_corpus: bool | None = None) -> list[str]:
+    """What stops ``challenge`` from being published, in the organiser's terms; [] when none.
+    ``has_corpus``: whether it has a search corpus (None: whether one is stored)."""
     problems: list[str] = []
     tasks = list(challenge.tasks.prefetch_related("splits"))
     if not tasks:
         problems.append("the challenge has no task")
     phase_end = max((p.ends_at for p in challenge.phases.all()), default=None)
-    has_corpus = corpus_sha256(challenge) is not None
+    if has_corpus is None:
+        has_corpus = corpus_sha256(challenge) is not None
     for task in tasks:
         where = f"task {task.task_id}"
         splits = list(task.splits.all())

@@ -12,6 +12,9 @@ from __future__ import annotations
 import hashlib
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -52,6 +55,11 @@ def write_bundle(root: Path, files: list[str], out: IO[bytes]) -> str:
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in files:
             _add(tar, root / name, name)
+    return sha256_of(out)
+
+
+def sha256_of(out: IO[bytes]) -> str:
+    """The sha256 of the whole of ``out``, read from its start; left at its start."""
     out.seek(0)
     digest = hashlib.sha256()
     while chunk := out.read(_CHUNK):
@@ -95,20 +103,40 @@ def import_split_dir(
             f"visibility {visibility!r}: expected one of {', '.join(Split.Visibility.values)}"
         )
     root = Path(directory)
+    with prepared_split(task.protocol, root, hf_split=hf_split) as prepared:
+        if notes is not None:
+            notes.extend(prepared.notes)
+        return save_split(task, kind, prepared, visibility, reveal_at)
+
+
+@dataclass(frozen=True)
+class PreparedSplit:
+    """A split read by its protocol and written as its bundle, not yet stored."""
+
+    bundle: IO[bytes]
+    sha256: str
+    counts: tuple[int, int]  # groups, items (``Protocol.split_counts``)
+    notes: list[str]  # what loading changed in released data
+
+
+@contextmanager
+def prepared_split(
+    protocol_name: str, root: Path, *, hf_split: str | None = None
+) -> Iterator[PreparedSplit]:
+    """``root`` read by the protocol and written as a bundle to a temporary file, for the
+    block's duration. Raises :class:`SplitImportError`."""
     if not root.exists():
         raise SplitImportError(f"{root}: does not exist")
-    protocol: Protocol[Any, Any, Any] = get_protocol(task.protocol)
+    protocol: Protocol[Any, Any, Any] = get_protocol(protocol_name)
     with tempfile.TemporaryDirectory(prefix="podium-split-") as scratch:
         try:
             data = protocol.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
         except EvaluatorError as e:
             raise SplitImportError(str(e)) from e
-        if notes is not None:
-            notes.extend(protocol.split_notes(data))
         with tempfile.TemporaryFile() as bundle:
             sha256 = write_bundle(data.root, protocol.bundle_files(data), bundle)
             counts = protocol.split_counts(data)
-            return _save(task, kind, counts, bundle, sha256, visibility, reveal_at)
+            yield PreparedSplit(bundle, sha256, counts, list(protocol.split_notes(data)))
 
 
 def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> Split:
@@ -133,12 +161,21 @@ def unpack_upload(upload: IO[bytes], scratch: Path) -> Path:
 
 
 @transaction.atomic
-def _save(task, kind, counts, bundle, sha256, visibility, reveal_at) -> Split:
+def save_split(
+    task: Task,
+    kind: str,
+    prepared: PreparedSplit,
+    visibility: str | None = None,
+    reveal_at: datetime | None = None,
+) -> Split:
+    """Store ``prepared`` as the ``kind`` split of ``task`` (the earlier bundle file is deleted
+    once the transaction commits)."""
     split, _ = Split.objects.select_for_update().get_or_create(task=task, kind=kind)
     old_name = split.bundle.name if split.bundle else ""
-    split.sha256 = sha256
-    split.bundle.save(f"{sha256}.tar", File(bundle), save=False)
-    split.groups, split.items = counts
+    split.sha256 = prepared.sha256
+    prepared.bundle.seek(0)
+    split.bundle.save(f"{prepared.sha256}.tar", File(prepared.bundle), save=False)
+    split.groups, split.items = prepared.counts
     split.imported_at = timezone.now()
     if visibility is not None:
         split.visibility = visibility

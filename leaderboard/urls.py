@@ -3,8 +3,11 @@
 from django.urls import path
 
 from leaderboard.views import (
+    audits,
     boards,
+    bundle,
     entry,
+    judge_preview,
     kit,
     operator,
     organise,
@@ -19,8 +22,11 @@ app_name = "leaderboard"
 board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
+    path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
+    path("c/<slug:slug>/bundle/", bundle.organise, name="challenge-bundle"),
+    path("c/<slug:slug>/bundle/export.zip", bundle.download, name="challenge-bundle-export"),
     path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
     path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),
     path("c/<slug:slug>/kit/base-image/", kit.base_image_download, name="kit-base-image"),
@@ -29,10 +35,44 @@ urlpatterns = [
         organise.challenge_submissions,
         name="challenge-submissions",
     ),
+    path("c/<slug:slug>/audits/", audits.audit_list, name="audits"),
+    path("audits/<int:audit_id>/", audits.audit_page, name="audit"),
+    path("audits/<int:audit_id>/label/", audits.label_page, name="label"),
+    path(
+        "audits/<int:audit_id>/items/<int:item_id>/image.jpg",
+        audits.audit_image,
+        name="audit-image",
+    ),
+    path("audits/<int:audit_id>/export.csv", audits.audit_export, {"fmt": "csv"}, name="audit-csv"),
+    path(
+        "audits/<int:audit_id>/export.json", audits.audit_export, {"fmt": "json"}, name="audit-json"
+    ),
+    path("audits/<int:audit_id>/<slug:action>/", audits.audit_action, name="audit-action"),
     path(board, boards.leaderboard, name="leaderboard"),
     path(f"{board}slices/", boards.slices, name="slices"),
     path(f"{board}compare/", boards.compare, name="compare"),
     path(f"{board}entries/<int:run_id>/", entry.entry_page, name="entry"),
+    path(f"{board}judge-previews/", judge_preview.previews, name="judge-previews"),
+    path(
+        f"{board}judge-previews/<int:preview_id>/",
+        judge_preview.preview_page,
+        name="judge-preview",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/publish/",
+        judge_preview.preview_publish,
+        name="judge-preview-publish",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/resume/",
+        judge_preview.preview_resume,
+        name="judge-preview-resume",
+    ),
+    path(
+        f"{board}judge-previews/<int:preview_id>/export.json",
+        judge_preview.preview_export,
+        name="judge-preview-export",
+    ),
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
     path("submissions/", runs.my_submissions, name="my-submissions"),

@@ -7,6 +7,7 @@
     python -m podium.cli leaderboard crag-mm-2026 multi-turn-qa public-test
     python -m podium.cli leaderboard visual-rag-2026 visual-rag validation --setting gt_clue
     python -m podium.cli kit crag-mm-2026 --output kit/ --base-image   # the starter kit
+    python -m podium.cli challenge import examples/challenges/crag-mm-demo   # organisers
 
 The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
 (a token from ``POST /api/token/`` or the admin). ``--json`` (anywhere on the line) prints one
@@ -28,6 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from podium import cli_challenge
 from podium.api_client import Client, CliError, ProgressReader, error_detail
 from podium.cli_text import format_kit, format_leaderboard, format_quota, format_submission
 from podium.downloads import DownloadFailed, download
@@ -235,6 +237,7 @@ def parser() -> argparse.ArgumentParser:
         help="also the agent base image's docker save archive (default: the first base image)",
     )
     sub.set_defaults(run=kit, show=format_kit, needs_token=True)
+    cli_challenge.add_command(command)
     return root
 
 

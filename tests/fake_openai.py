@@ -7,7 +7,7 @@ It stands in for an LLM (which cannot run here): ``POST /v1/chat/completions`` a
   message contains ``substring`` (e.g. a question); ``GARBAGE`` answers a non-JSON body,
   ``NO_CHOICES`` a JSON body without choices;
 - ``fail(status, times)``: the next ``times`` requests get ``status`` (with ``Retry-After-Ms``
-  so the client retries quickly);
+  so the client retries quickly); ``recover()`` drops those not used yet;
 - ``hang_s``: every request sleeps this long first (to trip time-outs);
 - ``latency_s``: every request sleeps this long (for benchmarks);
 - ``reject_response_format``: answer 400 to requests carrying ``response_format``;
@@ -152,6 +152,11 @@ class FakeOpenAI:
     def fail(self, status: int, times: int = 1) -> None:
         with self._lock:
             self._failures.extend([status] * times)
+
+    def recover(self) -> None:
+        """Drop the scripted failures not used yet: the endpoint is back."""
+        with self._lock:
+            self._failures.clear()
 
     def handle(self, payload: dict[str, Any]) -> tuple[int, str]:
         """The status and reply text for one request (records the payload)."""

@@ -5,7 +5,8 @@ following links: ``O_PATH | O_NOFOLLOW``, checked to be a socket, then connected
 ``/proc/self/fd`` (which also keeps the path short). Every call has a hard deadline: each
 blocking send or receive on the socket may only wait for what is left of it, so neither a
 silent agent nor one that drips bytes can hold the runner past it (and no thread is needed to
-enforce it). Response bodies are size-capped before parsing.
+enforce it). Response bodies are size-capped before parsing. A request goes out in one write,
+head and body together, so that the agent's server wakes once and finds all of it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from agentkit.protocol import BATCH_PATH, READY_PATH, clip_batch_size
 from workers.outcomes import AGENT_TEXT_CHARS
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps builds one per call
 
 
 class AgentUnavailable(Exception):
@@ -69,7 +71,7 @@ def encode_batch(batch_id: str, deadline_s: float, fields: dict[str, Any]) -> by
     """The JSON body of ``POST /batch``: the id, the deadline and the protocol's ``fields``
     (``turns``, or ``protocol`` and ``items``; images travel as files, by path)."""
     body = {"batch_id": batch_id, "deadline_s": deadline_s, **fields}
-    return json.dumps(body, separators=(",", ":")).encode("ascii")
+    return _COMPACT_JSON.encode(body).encode("ascii")
 
 
 def batch_responses(body: Any, expected: int, batch_id: str) -> list[Any]:
@@ -158,6 +160,19 @@ class _UnixConnection(http.client.HTTPConnection):
             self.sock = sock
         finally:
             os.close(fd)
+
+    # http.client's own (undeclared in its stubs; tests/workers/test_agent_client.py checks it)
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        """The head and a ``bytes`` body in one write: http.client writes them apart, so the
+        agent's server could wake to the head alone and wait again for the body."""
+        if not isinstance(message_body, bytes) or encode_chunked:
+            super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+            return
+        buffer: list[bytes] = self._buffer  # type: ignore[attr-defined]
+        buffer.extend((b"", b""))
+        head = b"\r\n".join(buffer)
+        del buffer[:]
+        self.send(head + message_body)
 
 
 class AgentClient:

@@ -11,8 +11,9 @@ unlabelled one (the engine may be shared with anything else on the machine).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import docker
@@ -36,10 +37,10 @@ def sweep(client: docker.DockerClient, site: str, node: str, keep: Callable[[str
     refuses)."""
     mine = {"label": [f"{LABEL_SITE}={site}", f"{LABEL_NODE}={node}"]}
     containers = []
-    for container in client.containers.list(all=True, filters=mine):
+    for container in listed_containers(client, mine):
         if keep(container.labels.get(LABEL_WORKER, "")):
             continue
-        if _removed(container.remove):
+        if _removed(functools.partial(client.api.remove_container, container.id)):
             containers.append(container.name)
     volumes = []
     for volume in client.volumes.list(filters=mine):
@@ -53,6 +54,26 @@ def sweep(client: docker.DockerClient, site: str, node: str, keep: Callable[[str
             node, len(containers), containers, len(volumes), volumes,
         )  # fmt: skip
     return Swept(tuple(containers), tuple(volumes))
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A container as the engine's list gave it: no second request that could find it gone."""
+
+    id: str
+    name: str
+    labels: dict[str, str]
+
+
+def listed_containers(client: docker.DockerClient, filters: Mapping[str, object]) -> list[Listed]:
+    """The containers (running or not) matching ``filters``, from one list request. The SDK's
+    ``containers.list`` inspects each one afterwards and fails with NotFound when one was
+    removed in between (by its own worker, say)."""
+    return [
+        Listed(row["Id"], (row.get("Names") or ["/" + row["Id"][:12]])[0].lstrip("/"),
+               row.get("Labels") or {})
+        for row in client.api.containers(all=True, filters=filters)
+    ]  # fmt: skip
 
 
 def _removed(remove: Callable[..., object]) -> bool:

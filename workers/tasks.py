@@ -25,7 +25,8 @@ from celery.signals import worker_ready
 from celery.worker.consumer import Consumer
 from django.conf import settings
 
-from leaderboard.models import EvaluationRun, InvalidTransition
+from leaderboard.judge_preview import PREVIEW_TASK
+from leaderboard.models import EvaluationRun, InvalidTransition, JudgePreview
 from leaderboard.tasks import STAGE_TASKS
 from podium.logs import run_context
 from workers.faults import PodiumFault, is_transient
@@ -43,6 +44,7 @@ from workers.pipeline.claims import (
 )
 from workers.pipeline.judge import judge_stage
 from workers.pipeline.node import runs_containers, start_janitor
+from workers.pipeline.preview import dry_run
 from workers.pipeline.run import run_stage
 
 logger = logging.getLogger("podium.pipeline")
@@ -146,6 +148,34 @@ def judge_run(self: CeleryTask, run_id: int) -> str:
 @shared_task(name=STAGE_TASKS[State.SCORING], **OPTIONS)
 def aggregate_run(self: CeleryTask, run_id: int) -> str:
     return _stage(self, State.SCORING, run_id, aggregate_stage)
+
+
+@shared_task(name=PREVIEW_TASK, **OPTIONS)
+def preview_judge(self: CeleryTask, preview_id: int) -> str:
+    """A judge change's dry run (``workers.pipeline.preview``): retried with back-off while
+    the candidate leaves items undecided or a service is unreachable, failed (the reason kept
+    on the preview) on anything else; resumed from the runs it has not graded."""
+    try:
+        left = dry_run(preview_id)
+    except JudgePreview.DoesNotExist:
+        return "gone"
+    except Exception as exc:
+        if not is_transient(exc) or self.request.retries >= MAX_INFRASTRUCTURE_RETRIES:
+            logger.exception("judge preview #%s failed", preview_id)
+            detail = str(exc) if isinstance(exc, PodiumFault) else traceback.format_exc()[-4000:]
+            JudgePreview.objects.filter(pk=preview_id).update(
+                state=JudgePreview.State.FAILED, error=detail
+            )
+            return JudgePreview.State.FAILED
+        raise self.retry(exc=exc, countdown=backoff_s(self.request.retries)) from exc
+    if left:
+        countdown = backoff_s(self.request.retries)
+        JudgePreview.objects.filter(pk=preview_id).update(
+            error=f"{left} run(s) with turns the judge could not decide (endpoint down?); "
+            f"again in {countdown} s"
+        )
+        raise self.retry(countdown=countdown)
+    return JudgePreview.State.DONE
 
 
 @worker_ready.connect

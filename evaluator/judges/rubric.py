@@ -77,6 +77,15 @@ class Rubric(ABC):
         lists); None (the default): a verdict among ``choices``."""
         return None
 
+    def menu(self) -> tuple[str, ...]:
+        """The grades a judge's ``choices`` read as, in the choices' order, each once: what a
+        person auditing the judge may answer (``Protocol.verdict_menu`` adds the protocol's
+        own); empty for a free-text rubric, whose grades are not a menu."""
+        if self.free_text:
+            return ()
+        found = (self.read(choice) for choice in self.choices)
+        return tuple(dict.fromkeys(grade for grade in found if grade is not None))
+
     def grades(self) -> frozenset[str]:
         """Every grade ``read`` can return, plus ``UNJUDGED``."""
         found = {self.read(choice) for choice in self.choices}

@@ -124,6 +124,9 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     # the per-item row's fields (``to_row``) holding the item's question and its ground truth:
     # what a run page shows beside each answer of a public split
     shown_fields: ClassVar[tuple[str, str]]
+    # the per-item row's field holding the answer as the judge read it (CRAG-MM: cut to 75
+    # tokens): what a person auditing the judge reads
+    answer_field: ClassVar[str] = "answer"
     searches: ClassVar[bool] = False  # whether its agents may use Podium's search service
     # ... over the challenge's corpus (image and web search); False: image search only, among
     # each item's candidates (``AgentPlan.candidates``; no corpus needed)
@@ -286,6 +289,13 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         """Whether ``grade`` (an ``item_grade``) is a wrong answer in the protocol's terms
         (CRAG-MM: missing or hallucinated; Visual-RAG: below full score or no answer): the run
         page's "wrong answers only". ``unjudged`` never is."""
+
+    def verdict_menu(self) -> tuple[str, ...]:
+        """The grades a person auditing the judge chooses among, in the order a labelling page
+        offers them: the rubric's (``Rubric.menu``), and those the protocol decides before any
+        judge call; empty when an item's grade is not one of a few (M2RAG: a number per
+        answer), so its judge cannot be audited item by item."""
+        return self.rubric.menu()
 
     @abstractmethod
     def abstains(self, grade: str) -> bool:

@@ -1,5 +1,5 @@
 """The admin: organisers manage challenges, upload splits, mark baselines, watch runs."""
 
-from leaderboard.admin import challenges, runs, teams
+from leaderboard.admin import audits, challenges, judge_previews, runs, teams, versions
 
-__all__ = ["challenges", "runs", "teams"]
+__all__ = ["audits", "challenges", "judge_previews", "runs", "teams", "versions"]

@@ -16,7 +16,14 @@ from evaluator.protocols import PROTOCOLS
 from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
-from leaderboard.models import Challenge, HubModel, Phase, RankedBoard, Split, Task
+from leaderboard.models import (
+    Challenge,
+    HubModel,
+    Phase,
+    RankedBoard,
+    Split,
+    Task,
+)
 from leaderboard.splits import SplitImportError, import_split_bundle
 from workers.pipeline.bundles import corpus_sha256
 

@@ -1,20 +1,22 @@
-"""Setting up the demo challenges the way an organiser and teams would, reusing what exists.
+"""Setting up the demo the way an organiser and teams would, reusing what exists.
 
-Challenges, each on its protocol's generated sample (``write_sample``):
+The challenges are bundles (``examples/challenges/``, ``docs/challenge-bundle.md``), imported
+as an organiser imports one: CRAG-MM (three tasks, each with validation, public-test and
+private-test splits, and the search corpus), Visual-RAG (one task evaluated in five settings,
+with gCUE) and M2RAG (one task, its validation split, judged by the rules judge). Their data
+is each protocol's generated sample (``write_sample``), written once into a copy of the bundle
+under ``<PODIUM_VAR_DIR>/demo/bundles/``.
 
-- CRAG-MM: the three tasks, each with validation, public-test and private-test splits
-  (imported with ``import_split_dir``), and the search corpus;
-- Visual-RAG: one task evaluated in five settings (one run each per split), with gCUE;
-- M2RAG: ``leaderboard/demo/m2rag.py``.
-
-Each example agent is submitted by its own team as a build context through ``submit``, the web
-form's code path. Nothing is created twice: a second demo finds the challenges, splits, teams
-and submissions of the first.
+What stays here simulates teams: the demo login, its teams, and each example agent submitted
+by its own team as a build context through ``submit``, the web form's code path. Nothing is
+created twice: a second demo finds the challenges (importing the same bundle changes nothing),
+teams and submissions of the first.
 """
 
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,28 +25,21 @@ from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.utils import timezone
 
-from agentkit.protocol import TASKS
-from evaluator.protocols.crag_mm.sample import write_sample
-from evaluator.protocols.visual_rag.sample import write_sample as write_visual_rag_sample
-from leaderboard.models import Challenge, Membership, Split, Submission, Task, Team
-from leaderboard.publishing import publish
-from leaderboard.splits import import_split_dir
+from evaluator.protocols import get_protocol
+from leaderboard.challenge_bundle.importer import import_bundle
+from leaderboard.models import Challenge, Membership, Submission, Team
+from leaderboard.pages import accept_rules, must_accept_rules
 from leaderboard.submitting import Artifact, MethodInfo, submit
-from workers.pipeline.bundles import store_corpus
 
+REPO = Path(__file__).resolve().parents[2]
 SLUG = "crag-mm-demo"
 VISUAL_RAG_SLUG = "visual-rag-demo"
+M2RAG_SLUG = "m2rag-demo"
+# what examples/challenges/visual-rag-demo/challenge.yaml evaluates (the demo's test reads it)
 VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
 DEMO_EMAIL = "demo@podium.localhost"
 LOGIN = ("demo", "podium-demo")
-TASK_NAMES = {
-    "single-source-augmentation": "Task 1: single-source augmentation (image search)",
-    "multi-source-augmentation": "Task 2: multi-source augmentation (image and web search)",
-    "multi-turn-qa": "Task 3: multi-turn conversations",
-}
-KINDS = (Split.Kind.VALIDATION, Split.Kind.PUBLIC_TEST, Split.Kind.PRIVATE_TEST)
 
 
 @dataclass(frozen=True)
@@ -86,92 +81,55 @@ VISUAL_RAG_AGENTS = (
 )
 
 
-def sample_dir() -> Path:
-    """The CRAG-MM sample data, written once under ``<PODIUM_VAR_DIR>/demo/sample``."""
-    out = Path(settings.VAR_DIR) / "demo" / "sample"
-    if not (out / "corpus" / "web.jsonl").exists():
-        write_sample(out)
+def bundle(name: str, protocol: str, under: Path | None = None) -> Path:
+    """``examples/challenges/<name>`` copied into ``under`` (default
+    ``<PODIUM_VAR_DIR>/demo/bundles/``), with ``protocol``'s generated sample as its ``data/``
+    (written once; the bundle's own files copied afresh)."""
+    out = (under or Path(settings.VAR_DIR) / "demo" / "bundles") / name
+    data, written = out / "data", out / ".data-written"
+    if not written.exists():
+        shutil.rmtree(data, ignore_errors=True)
+        get_protocol(protocol).write_sample(data)
+        written.write_text("")
+    for path in (REPO / "examples" / "challenges" / name).iterdir():
+        if path.is_dir():
+            shutil.copytree(path, out / path.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, out / path.name)
     return out
 
 
-def visual_rag_sample_dir() -> Path:
-    """The Visual-RAG sample, written once under ``<PODIUM_VAR_DIR>/demo/visual-rag``."""
-    out = Path(settings.VAR_DIR) / "demo" / "visual-rag"
-    if not (out / "private-test" / "queries.jsonl").exists():
-        write_visual_rag_sample(out)
-    return out
+def challenge() -> Challenge:
+    """The CRAG-MM demo challenge, imported from its bundle."""
+    import_bundle(bundle(SLUG, "crag-mm"), via="demo")
+    return Challenge.objects.get(slug=SLUG)
 
 
-def _import_splits(task: Task, data: Path, kinds: tuple[str, ...] = KINDS) -> None:
-    """Each kind's split from ``data/<kind>``, unless imported already."""
-    for kind in kinds:
-        if not Split.objects.filter(task=task, kind=kind).exclude(bundle="").exists():
-            # Private results appear from now on, so the demo shows every board.
-            reveal = timezone.now() if kind == Split.Kind.PRIVATE_TEST else None
-            import_split_dir(task, kind, data / kind, reveal_at=reveal)
+def visual_rag_challenge() -> Challenge:
+    """The Visual-RAG demo challenge, imported from its bundle."""
+    import_bundle(bundle(VISUAL_RAG_SLUG, "visual-rag"), via="demo")
+    return Challenge.objects.get(slug=VISUAL_RAG_SLUG)
 
 
-def challenge(data: Path) -> Challenge:
-    """The challenge, its tasks, its imported splits and its search corpus."""
-    found, _ = Challenge.objects.get_or_create(
-        slug=SLUG,
-        defaults={
-            "name": "CRAG-MM demo",
-            "description": "Podium's demo: generated CRAG-MM-format data and example agents.",
-        },
-    )
-    for order, task_id in enumerate(TASKS):
-        task, _ = Task.objects.get_or_create(
-            challenge=found,
-            task_id=task_id,
-            defaults={
-                "name": TASK_NAMES.get(task_id, task_id),
-                "order": order,
-                "web_search_enabled": task_id != "single-source-augmentation",
-                "readiness_s": 120,
-                "quota_per_day": None,
-                "quota_concurrent": None,
-            },
-        )
-        _import_splits(task, data / task_id)
-    store_corpus(found, data / "corpus")
-    publish(found)  # through the checklist, as an organiser would
-    return found
+M2RAG_AGENTS = (
+    DemoAgent(
+        "Image placers",
+        "m2rag-images",
+        "examples/agents/m2rag-images",
+        "places the images whose caption shares the query's words",
+    ),
+    DemoAgent("Text writers", "m2rag-text", "examples/agents/m2rag-text", "text only"),
+)
 
 
-def visual_rag_challenge(data: Path) -> Challenge:
-    """The Visual-RAG challenge: one task in ``VISUAL_RAG_SETTINGS``, its imported splits."""
-    found, _ = Challenge.objects.get_or_create(
-        slug=VISUAL_RAG_SLUG,
-        defaults={
-            "name": "Visual-RAG demo",
-            "description": "Podium's demo: generated Visual-RAG-format data (species photos "
-            "drawn with Pillow) and example agents, evaluated in five settings with gCUE.",
-        },
-    )
-    task, _ = Task.objects.get_or_create(
-        challenge=found,
-        task_id="visual-rag",
-        defaults={
-            "name": "Visual-RAG: retrieve the clue image, answer from it",
-            "protocol": Task.Protocol.VISUAL_RAG,
-            "primary_metric": "accuracy",
-            "settings": {"evaluated": list(VISUAL_RAG_SETTINGS)},
-            "image_search_enabled": False,
-            "web_search_enabled": False,
-            "readiness_s": 120,
-            "quota_per_day": None,
-            "quota_concurrent": None,
-        },
-    )
-    _import_splits(task, data)
-    publish(found)
-    return found
+def m2rag_challenge() -> Challenge:
+    """The M2RAG demo challenge, imported from its bundle."""
+    import_bundle(bundle(M2RAG_SLUG, "m2rag"), via="demo")
+    return Challenge.objects.get(slug=M2RAG_SLUG)
 
 
 def demo_user(*on: Challenge) -> User:
-    """The demo login: an organiser of the challenges (admin included); ``submit_agents``
-    makes it a member of each example agent's team."""
+    """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
     if user is None:
         user = User.objects.create_superuser(LOGIN[0], password=LOGIN[1], email=DEMO_EMAIL)
@@ -180,6 +138,11 @@ def demo_user(*on: Challenge) -> User:
     )
     for challenge in on:
         challenge.organisers.add(user)
+        if must_accept_rules(user, challenge):  # as each participant does before submitting
+            accept_rules(user, challenge)
+    for agent in (*AGENTS, *VISUAL_RAG_AGENTS, *M2RAG_AGENTS):
+        team, _ = Team.objects.get_or_create(name=agent.team)
+        Membership.objects.get_or_create(team=team, user=user)
     return user
 
 
@@ -196,12 +159,10 @@ def context_tar(directory: Path) -> bytes:
 def submit_agents(
     on: Challenge, user: User, repo: Path, agents: tuple[DemoAgent, ...] = AGENTS
 ) -> list[Submission]:
-    """Each example agent, submitted once by its team, which ``user`` is in (a second demo
-    reuses the first's)."""
+    """Each example agent, submitted once by its team (a second demo reuses the first's)."""
     submissions = []
     for agent in agents:
-        team, _ = Team.objects.get_or_create(name=agent.team)
-        Membership.objects.get_or_create(team=team, user=user)
+        team = Team.objects.get(name=agent.team)
         existing = Submission.objects.filter(
             team=team, challenge=on, method_name=agent.method_name
         ).first()

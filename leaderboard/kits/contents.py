@@ -38,7 +38,7 @@ EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
 TOOLS_LEFT_OUT = ("workers/pipeline", "workers/tasks.py")
 # podium.cli and what it imports of podium (none of them imports Django)
-CLI_MODULES = ("cli.py", "api_client.py", "cli_text.py", "downloads.py")
+CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "downloads.py")
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
 REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
 KIT_FORMAT = 1  # bumped when the layout of a kit changes

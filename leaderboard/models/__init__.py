@@ -1,7 +1,10 @@
 """Podium's data model; the modules group it by who writes it."""
 
+from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
+from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
+from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -24,7 +27,10 @@ from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
     "AnswerSimilarity",
+    "AuditItem",
+    "AuditLabel",
     "Challenge",
+    "ChallengeVersion",
     "EntryComparison",
     "EvaluationRun",
     "Headline",
@@ -33,9 +39,13 @@ __all__ = [
     "Invitation",
     "ItemAnswer",
     "ItemVerdict",
+    "JudgeAudit",
+    "JudgePreview",
     "JudgmentRecord",
     "Membership",
     "Phase",
+    "PreviewFlip",
+    "PreviewRun",
     "RankedBoard",
     "RunAction",
     "SliceScore",

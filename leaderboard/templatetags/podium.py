@@ -34,3 +34,32 @@ def cell(cells: Mapping, key: str) -> object:
 def join_list(value: object) -> str:
     """A setting's value for a page: a list as comma-separated words."""
     return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
+@register.filter
+def figure(value: Mapping | None) -> str:
+    """A judge audit's share (``evaluator.judge_audit``): ``87.0 % [80.1, 91.9] N=200``."""
+    return _figure(value, percent=True)
+
+
+@register.filter
+def kappa_figure(value: Mapping | None) -> str:
+    """Cohen's kappa as ``0.71 [0.62, 0.80] N=200``."""
+    return _figure(value, percent=False)
+
+
+def _figure(value: Mapping | None, percent: bool) -> str:
+    if not value:
+        return "–"
+    n = value.get("n", 0)
+    if value.get("value") is None:
+        return f"– N={n}"
+
+    def show(x: float) -> str:
+        return f"{x * 100:.1f}" if percent else f"{x:.2f}"
+
+    text = show(value["value"]) + (" %" if percent else "")
+    if value.get("ci95"):
+        low, high = value["ci95"]
+        text += f" [{show(low)}, {show(high)}]"
+    return f"{text} N={n}"

@@ -25,6 +25,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from leaderboard import board_cache, pages, permissions, ranking
+from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split
 from leaderboard.views import board_nav, board_page, board_settings, board_table
@@ -152,6 +153,10 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     body = board_cache.fragment(split, setting, "leaderboard", parts, render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
     context |= board_nav.around(request, split, "leaderboard", setting)
+    context |= {  # not cached: an audit finishing changes it, the results do not
+        "judge_cards": judge_cards(split, setting),
+        "organiser": permissions.is_organiser(request.user, split.task.challenge),
+    }
     return render(request, "leaderboard/leaderboard.html", context)
 
 

@@ -35,7 +35,7 @@ def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpR
     answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)
     if not answer.thumbnail:
         raise Http404("this answer has no image")
-    return _stored_jpeg(request, answer.thumbnail)
+    return thumbnail_response(request, answer.thumbnail)
 
 
 @login_required
@@ -46,10 +46,12 @@ def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) 
     name = (answer.images or {}).get(str(index))
     if not name:
         raise Http404("this answer places no such image")
-    return _stored_jpeg(request, name)
+    return thumbnail_response(request, name)
 
 
-def _stored_jpeg(request: HttpRequest, name: str) -> HttpResponse:
+def thumbnail_response(request: HttpRequest, name: str) -> HttpResponse:
+    """The thumbnail stored as ``name``, cached privately by the browser; a request naming
+    the same version answers 304 (the judge audits' items serve theirs so too)."""
     etag = '"' + hashlib.sha1(name.encode("utf-8")).hexdigest() + '"'
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from leaderboard import teams
+from leaderboard import audits, teams
 from leaderboard.models import Invitation, Membership, Team
 from leaderboard.teams import TeamError
 
@@ -36,6 +36,7 @@ def account(request: HttpRequest) -> HttpResponse:
         "memberships": Membership.objects.filter(user=request.user).select_related("team"),
         "has_token": Token.objects.filter(user=request.user).exists(),
         "new_token": new_token,
+        "audits": audits.to_label(request.user),
     }
     return render(request, "leaderboard/account.html", context)
 

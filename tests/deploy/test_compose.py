@@ -3,6 +3,7 @@ Compose specification's schema, and the single-host roles docs/deploy.md describ
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,39 @@ def test_only_build_and_gpu_workers_reach_the_docker_engine(services):
             assert service["environment"]["TMPDIR"].startswith("/var/lib/podium/")
         else:
             assert not binds, name
+
+
+def _flag(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_the_vllm_judge_serves_the_mounted_model_sized_for_the_judge_concurrency(tmp_path):
+    lines = [line for line in ENV_EXAMPLE.read_text().splitlines() if line[:1] not in ("", "#")]
+    env = dict(line.split("=", 1) for line in lines)
+    # the operator's judge: the vllm service, under the name the workers ask for
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "\n".join(
+            [*lines, "PODIUM_JUDGE_MODEL=judge-7b", "PODIUM_JUDGE_BASE_URL=http://vllm:8000/v1"]
+        )
+    )
+    done = compose_config("--profile", "gpu", env_file=env_file)
+    assert done.returncode == 0, done.stderr
+    gpu = json.loads(done.stdout)["services"]
+    vllm, judge = gpu["vllm"], gpu["worker-judge"]
+    command = vllm["command"]
+    (model,) = vllm["volumes"]
+    assert model["type"] == "bind" and model["read_only"] is True
+    assert model["source"] == env["PODIUM_JUDGE_MODEL_DIR"]
+    assert _flag(command, "--model") == model["target"]  # the mounted weights, no download
+    assert vllm["environment"]["HF_HUB_OFFLINE"] == "1"
+    assert "--enable-prefix-caching" in command
+    assert json.loads(_flag(command, "--structured-outputs-config")) == {"backend": "xgrammar"}
+    # every request the judge workers may have in flight together runs at once
+    assert _flag(command, "--max-num-seqs") == judge["environment"]["PODIUM_JUDGE_CONCURRENCY"]
+    assert _flag(command, "--max-num-seqs") == env["PODIUM_JUDGE_CONCURRENCY"]
+    assert int(_flag(command, "--max-model-len")) >= 2048
+    assert _flag(command, "--served-model-name") == judge["environment"]["PODIUM_JUDGE_MODEL"]
+    assert judge["environment"]["PODIUM_JUDGE_BASE_URL"] == "http://vllm:8000/v1"
+    assert judge["environment"]["PODIUM_JUDGE_STRUCTURED"] == "vllm"  # the choice, decoded
+    assert "/health" in " ".join(vllm["healthcheck"]["test"])

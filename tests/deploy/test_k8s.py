@@ -4,6 +4,7 @@ the invariants docs/deploy.md promises."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from tests.deploy.render import K8S, k8s_problems, kustomize, operator_copy
 
 OVERLAYS = sorted(p.name for p in (K8S / "overlays").iterdir() if p.is_dir())
 QUEUES = {"build", "judge", "default", "gpu-l40s"}
+JUDGE_MODEL = "podium-vllm"  # the vLLM judge (deploy/k8s/judge), in overlays/production
+THIRD_PARTY = {"redis", "vllm"}
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +140,7 @@ def test_gpu_workers_take_one_gpu_each_on_their_class_nodes(rendered):
     for name, deployment in of_kind(rendered, "Deployment").items():
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             limits = container.get("resources", {}).get("limits", {})
-            assert ("nvidia.com/gpu" in limits) == (name in gpu), name
+            assert ("nvidia.com/gpu" in limits) == (name in gpu or name == JUDGE_MODEL), name
 
 
 def _host_paths(template: dict[str, Any]) -> set[str]:
@@ -181,16 +184,54 @@ def test_keys_come_from_a_secret_and_migrations_from_a_job(rendered):
     for where, template in pods(rendered):
         spec = template["spec"]
         for container in [*spec.get("initContainers", []), *spec["containers"]]:
-            if container["name"] == "redis":
+            if container["name"] in THIRD_PARTY:  # servers that are not Podium: no keys
                 continue
             refs = [
                 e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e
             ]
             assert refs == [secret], f"{where} {container['name']}"
-            if not where.startswith("Job/"):
+            if not where.startswith("Job/") and container["name"] not in THIRD_PARTY:
                 assert "migrate --check" in " ".join(spec["initContainers"][0]["command"])
 
 
 def test_no_pod_holds_a_kubernetes_api_token(rendered):
     for where, template in pods(rendered):
         assert template["spec"]["automountServiceAccountToken"] is False, where
+
+
+def test_production_judges_with_the_vllm_judge_sized_for_the_judge_concurrency(tree):
+    rendered = kustomize(tree / "overlays/production")
+    deployment = of_kind(rendered, "Deployment")[JUDGE_MODEL]
+    spec = deployment["spec"]["template"]["spec"]
+    (vllm,) = spec["containers"]
+    config = next(iter(of_kind(rendered, "ConfigMap").values()))["data"]
+    service = of_kind(rendered, "Service")[JUDGE_MODEL]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    port = service["spec"]["ports"][0]["port"]
+    assert config["PODIUM_JUDGE_BASE_URL"] == f"http://{JUDGE_MODEL}:{port}/v1"
+    # one GPU, on a judge node, weights mounted read-only and never downloaded
+    assert vllm["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert spec["nodeSelector"]["podium.io/judge"] == "true"
+    assert any(t["key"] == "nvidia.com/gpu" for t in spec["tolerations"])
+    (model,) = [m for m in vllm["volumeMounts"] if m["name"] == "model"]
+    volume = {v["name"]: v for v in spec["volumes"]}["model"]
+    assert model["readOnly"] is True and volume["persistentVolumeClaim"]["readOnly"] is True
+    assert volume["persistentVolumeClaim"]["claimName"] in of_kind(
+        rendered, "PersistentVolumeClaim"
+    )
+    args = dict(a.removeprefix("--").partition("=")[::2] for a in vllm["args"])
+    env = {e["name"]: e for e in vllm["env"]}
+    assert args["model"] == model["mountPath"] and env["HF_HUB_OFFLINE"]["value"] == "1"
+    assert "enable-prefix-caching" in args
+    assert json.loads(args["structured-outputs-config"]) == {"backend": "xgrammar"}
+    # sized from podium-config, as the judge workers read it: the model's name, the slots
+    for flag, key in (("served-model-name", "PODIUM_JUDGE_MODEL"),
+                      ("max-num-seqs", "PODIUM_JUDGE_CONCURRENCY")):  # fmt: skip
+        assert args[flag] == f"$({key})"
+        assert env[key]["valueFrom"]["configMapKeyRef"]["key"] == key
+    assert int(config["PODIUM_JUDGE_CONCURRENCY"]) == 64 and config["PODIUM_JUDGE_MODEL"]
+    assert config["PODIUM_JUDGE_STRUCTURED"] == "vllm"  # the judge sends the verdict menu
+    assert int(args["max-model-len"]) >= 2048
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert vllm[probe]["httpGet"]["path"] == "/health", probe
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "PODIUM_JUDGE_API_KEY"

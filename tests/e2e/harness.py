@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from leaderboard.models import Challenge, EvaluationRun, Membership, Submission,
 from leaderboard.submitting import Artifact, MethodInfo, evaluated_splits, submit
 from podium.celery import app
 from tests.services import redis_url
+from workers.janitor import listed_containers
 from workers.sandbox import LABEL_IMAGE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,8 +206,9 @@ def _remove_agent_containers(images: list[str]) -> None:
         return  # no engine: the test started no container
     for image in images:
         wanted = {"label": f"{LABEL_IMAGE}={image}"}
-        for container in engine.containers.list(all=True, filters=wanted):
-            container.remove(force=True)
+        for container in listed_containers(engine, wanted):
+            with suppress(docker.errors.NotFound):
+                engine.api.remove_container(container.id, force=True)
         for volume in engine.volumes.list(filters=wanted):
             volume.remove(force=True)
     engine.close()

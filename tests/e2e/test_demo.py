@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from leaderboard.demo import m2rag
 from leaderboard.demo.setup import (
     AGENTS,
+    M2RAG_AGENTS,
+    M2RAG_SLUG,
     SLUG,
     VISUAL_RAG_AGENTS,
     VISUAL_RAG_SETTINGS,
@@ -58,8 +59,8 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
             assert sorted(methods[:2]) == ["visual-rag-colour", "visual-rag-idk"], board
     assert "across settings: visual-rag-colour" in output and "gcue@3" in output
     # M2RAG: its validation split, the agent placing relevant images above the text-only one
-    m2rag_runs = EvaluationRun.objects.filter(submission__challenge__slug=m2rag.SLUG)
-    assert m2rag_runs.count() == len(m2rag.AGENTS)
+    m2rag_runs = EvaluationRun.objects.filter(submission__challenge__slug=M2RAG_SLUG)
+    assert m2rag_runs.count() == len(M2RAG_AGENTS)
     board = output.split("\nm2rag / validation\n", 1)[1].split("\n\n")[0]
     methods = [line.split()[1] for line in board.splitlines()[1:] if line.strip()]
     assert methods == ["m2rag-images", "m2rag-text"], board

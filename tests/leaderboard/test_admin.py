@@ -6,9 +6,16 @@ from django.urls import reverse
 
 from leaderboard.models import (
     AnswerSimilarity,
+    AuditItem,
+    AuditLabel,
+    ChallengeVersion,
     EvaluationRun,
     Headline,
     HubModel,
+    JudgeAudit,
+    JudgePreview,
+    PreviewFlip,
+    PreviewRun,
     RankedBoard,
     RunAction,
     Submission,
@@ -43,17 +50,25 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
-        # ranked boards: by a change of results
+        # ranked boards: by a change of results; challenge versions: by importing a bundle;
+        # judge audits: on their own pages
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
+            AuditItem,
+            AuditLabel,
+            ChallengeVersion,
             HubModel,
             EvaluationRun,
+            JudgeAudit,
             Headline,
             RankedBoard,
             RunAction,
             TermsAcceptance,
             SubmissionTask,
+            JudgePreview,
+            PreviewRun,
+            PreviewFlip,
         )
         assert addable == (model not in read_only), model
         adding = client.get(reverse("admin:{}_{}_add".format(*info)))

@@ -18,6 +18,7 @@ from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
 from tests import required
 from workers.builds import build_context
 from workers.images import AgentImage
+from workers.janitor import listed_containers
 from workers.limits import Limits
 from workers.outcomes import ItemResult
 from workers.sandbox import LABEL_IMAGE, LABEL_RUN, MiB, SandboxPolicy
@@ -186,7 +187,7 @@ def no_leftovers(docker_client) -> Iterator[None]:
 
     def current() -> tuple[set[str], set[str]]:
         ours = {f"{LABEL_IMAGE}={image.image_id}" for image in BUILT.values()}
-        containers = docker_client.containers.list(all=True, filters={"label": LABEL_RUN})
+        containers = listed_containers(docker_client, {"label": LABEL_RUN})
         volumes = docker_client.volumes.list(filters={"label": LABEL_RUN})
         return (
             {c.name for c in containers if _labelled(c.labels, ours)},

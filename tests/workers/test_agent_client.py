@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from workers import agent_client
 from workers.agent_client import (
     AgentClient,
     AgentTimeout,
@@ -127,6 +128,28 @@ def test_keeps_one_connection_for_many_calls(serve):
         reply = client.batch(b"{}", timeout_s=2)
         assert reply.status == 200 and reply.body == {"responses": ["fine"]}
     client.close()
+
+
+def test_a_request_goes_out_in_one_write(serve, monkeypatch):
+    """Head and body together: the agent's server wakes once and finds the whole request."""
+    writes: list[bytes] = []
+    sendall = agent_client._DeadlineSocket.sendall
+
+    def recording(self, data, flags=0):
+        writes.append(bytes(data))
+        return sendall(self, data, flags)
+
+    monkeypatch.setattr(agent_client._DeadlineSocket, "sendall", recording)
+    client = AgentClient(serve("ok"))
+    body = encode_batch("1", 5.0, {"turns": [{"query": "q" * 5000}]})
+    for _ in range(2):
+        assert client.batch(body, timeout_s=2).status == 200
+    client.close()
+    assert len(writes) == 2
+    for write in writes:
+        assert write.startswith(b"POST /batch HTTP/1.1\r\n")
+        assert write.endswith(b"\r\n\r\n" + body)
+        assert f"Content-Length: {len(body)}\r\n".encode() in write
 
 
 @pytest.mark.parametrize("mode", ["silent", "drip"])

@@ -14,6 +14,7 @@ import shutil
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.core.files import File
@@ -22,7 +23,7 @@ from django.core.files.storage import default_storage
 
 from evaluator.archives import ArchiveError, extract_tar
 from leaderboard.models import Challenge, Split
-from leaderboard.splits import archive_limits
+from leaderboard.splits import archive_limits, sha256_of
 from workers.faults import PodiumFault
 
 _CHUNK = 1024 * 1024
@@ -97,27 +98,28 @@ def corpus_name(challenge: Challenge) -> str:
     return _corpus_names(challenge)[0]
 
 
-def store_corpus(challenge: Challenge, directory: str | Path) -> str:
-    """Store a search corpus directory as the challenge's corpus; returns its sha256."""
+def write_corpus(directory: str | Path, out: IO[bytes]) -> str:
+    """A search corpus directory as a reproducible tar written to ``out``; returns its sha256
+    (the corpus's identity: the same files give the same digest)."""
     directory = Path(directory)
     for required in ("images.jsonl", "web.jsonl"):
         if not (directory / required).is_file():
             raise BundleError(f"{directory}: not a search corpus (no {required})")
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(directory)))
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                with path.open("rb") as handle:
+                    tar.addfile(info, handle)
+    return sha256_of(out)
+
+
+def store_corpus(challenge: Challenge, directory: str | Path) -> str:
+    """Store a search corpus directory as the challenge's corpus; returns its sha256."""
     tar_name, sha_name = _corpus_names(challenge)
     with tempfile.TemporaryFile() as bundle:
-        with tarfile.open(fileobj=bundle, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for path in sorted(directory.rglob("*")):
-                if path.is_file():
-                    info = tar.gettarinfo(str(path), arcname=str(path.relative_to(directory)))
-                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-                    with path.open("rb") as handle:
-                        tar.addfile(info, handle)
-        bundle.seek(0)
-        digest = hashlib.sha256()
-        while chunk := bundle.read(_CHUNK):
-            digest.update(chunk)
-        bundle.seek(0)
-        sha256 = digest.hexdigest()
+        sha256 = write_corpus(directory, bundle)
         if corpus_sha256(challenge) == sha256:
             return sha256
         for name in (tar_name, sha_name):

@@ -113,11 +113,10 @@ def endpoint_slots(names: list[str]) -> Iterator[dict[str, int]]:
         client.close()
 
 
-def run_judges(run: EvaluationRun, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
-    """The judge that grades ``run`` with ``spec``, within ``slots``: for a protocol whose
-    prompts carry images, routed with the task's vision judge (``Protocol.vision_routed``;
+def run_judges(task: Task, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
+    """The judge that grades a run of ``task`` with ``spec``, within ``slots``: for a protocol
+    whose prompts carry images, routed with the task's vision judge (``Protocol.vision_routed``;
     an endpoint serving both shares its slots between them)."""
-    task = run.task
     text = make_spec_judge(spec, task, slots.get(spec.endpoint))
     vision_name = task.vision_judge_endpoint
     if spec.kind == RULES or not task.declared().image_prompts:
@@ -191,31 +190,10 @@ def judge_stage(run: EvaluationRun) -> int:
             f"run #{run.pk} reached judging with {len(unanswered)} item(s) without an answer "
             f"row, e.g. {unanswered[0]}"
         )
-    predictions = {
-        key: protocol.stored_prediction(data, key, answer.response)
-        for key, answer in answers.items()
-        if answer.outcome == ItemAnswer.Outcome.ANSWERED
-    }
+    predictions = stored_predictions(protocol, data, answers)
     spec = run_judge(run)
-    calls: list[tuple[float, Judgment]] = []
-    with (
-        endpoint_slots(judged_endpoints(task, spec)) as slots,
-        tempfile.TemporaryFile("w+", encoding="utf-8") as transcript,
-    ):
-        judge = run_judges(run, spec, slots)
-        judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
-        try:
-            graded = protocol.grade(
-                data,
-                predictions,
-                judge,
-                DjangoJudgmentCache(),
-                progress=False,
-                transcript=TranscriptWriter(transcript),
-            )
-        finally:
-            asyncio.run(judge.aclose())
-            record_judge_calls(spec.endpoint or spec.kind, calls)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
+        graded, judge, _ = grade_answers(spec, task, protocol, data, predictions, transcript)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
     store_placed_images(run.split, root, protocol, data, decided, answers)
@@ -232,6 +210,50 @@ def judge_stage(run: EvaluationRun) -> int:
             judge_id=judge.judge_id, prompt_version=judge.prompt_version, unjudged_items=unjudged
         )
     return unjudged
+
+
+def stored_predictions(
+    protocol: Protocol[Any, Any, Any], data: Any, answers: dict[str, ItemAnswer]
+) -> dict[str, Any]:
+    """The predictions of the answered items among ``answers`` (by item key), as the protocol
+    reads them back; the other items are graded as unanswered."""
+    return {
+        key: protocol.stored_prediction(data, key, answer.response)
+        for key, answer in answers.items()
+        if answer.outcome == ItemAnswer.Outcome.ANSWERED
+    }
+
+
+def grade_answers(
+    spec: JudgeSpec,
+    task: Task,
+    protocol: Protocol[Any, Any, Any],
+    data: Any,
+    predictions: dict[str, Any],
+    transcript: IO[str] | None = None,
+) -> tuple[list[Any], Judge, int]:
+    """Grade ``predictions`` on the split ``data`` with the judge ``spec`` names, through the
+    judgment cache (only what it lacks is judged), holding this process's share of the
+    endpoints' slots (``judged_endpoints``); every call goes to ``transcript`` when one is
+    given. Returns the graded items, the judge (its id and prompt version) and how many model
+    calls were made."""
+    calls: list[tuple[float, Judgment]] = []
+    with endpoint_slots(judged_endpoints(task, spec)) as slots:
+        judge = run_judges(task, spec, slots)
+        judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
+        try:
+            graded = protocol.grade(
+                data,
+                predictions,
+                judge,
+                DjangoJudgmentCache(),
+                progress=False,
+                transcript=TranscriptWriter(transcript) if transcript is not None else None,
+            )
+        finally:
+            asyncio.run(judge.aclose())
+            record_judge_calls(spec.endpoint or spec.kind, calls)
+    return graded, judge, len(calls)
 
 
 def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:

@@ -72,6 +72,7 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
     table = "turns"
     groups = "conversations"
     shown_fields = ("query", "ground_truth")
+    answer_field = "agent_response"  # cut to 75 tokens, as judged
     searches = True  # image search (tasks 1-3), web search (tasks 2-3): the official API
     unit = "turns"
     columns = OFFICIAL_COLUMNS + PODIUM_COLUMNS
@@ -222,6 +223,11 @@ class CragMM(Protocol[Split, Prediction, GradedTurn]):
 
     def falls_short(self, grade: str) -> bool:
         return grade in (Verdict.MISSING, Verdict.HALLUCINATED)
+
+    def verdict_menu(self) -> tuple[str, ...]:
+        """The judge's correct / hallucinated with missing (decided by the rule) between."""
+        first, *rest = self.rubric.menu()
+        return (first, Verdict.MISSING.value, *rest)
 
     def abstains(self, grade: str) -> bool:
         return grade == Verdict.MISSING

@@ -72,6 +72,7 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
     unit = "answers"
     groups = "sources"
     shown_fields = ("question", "reference")
+    answer_field = "short_answer"
     columns = grading.COLUMNS
     metrics = (
         *(_metric(name) for name in ("accuracy", "exact_match", "rouge_l", "no_answer_rate")),
@@ -225,6 +226,10 @@ class MragSuite(Protocol[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def falls_short(self, grade: str) -> bool:
         return grade in ("incorrect", "no_answer")
+
+    def verdict_menu(self) -> tuple[str, ...]:
+        """The judge's correct / incorrect, and no_answer (an empty short answer, by rule)."""
+        return (*self.rubric.menu(), "no_answer")
 
     def abstains(self, grade: str) -> bool:
         return grade == "no_answer"

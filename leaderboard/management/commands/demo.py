@@ -1,8 +1,10 @@
 """``manage.py demo``: the demo challenges evaluated end to end, then the leaderboards served.
 
-Creates (or finds) the CRAG-MM, Visual-RAG and M2RAG demo challenges from the generated sample data,
-their teams and the demo login; builds the agent base image offline; submits the example
-agents through the web form's code path; starts a Celery worker and beat; waits for every run
+Imports the CRAG-MM, Visual-RAG and M2RAG demo challenges from their bundles
+(``examples/challenges/``, with the generated sample data; importing them again changes
+nothing); makes their teams and
+the demo login; builds the agent base image offline; submits the example agents through the
+web form's code path; starts a Celery worker and beat; waits for every run
 with a progress bar; prints the rankings; then serves the site (``--no-serve``: stops there).
 """
 
@@ -17,7 +19,6 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.demo import m2rag as m2rag_demo
 from leaderboard.demo import setup
 from leaderboard.demo.processes import (
     CeleryProcesses,
@@ -42,9 +43,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         say = self.stdout.write
         say("demo: sample data and the challenges")
-        challenge = setup.challenge(setup.sample_dir())
-        visual_rag = setup.visual_rag_challenge(setup.visual_rag_sample_dir())
-        m2rag = m2rag_demo.challenge(m2rag_demo.sample_dir())
+        challenge = setup.challenge()
+        visual_rag = setup.visual_rag_challenge()
+        m2rag = setup.m2rag_challenge()
         challenges = (challenge, visual_rag, m2rag)
         user = setup.demo_user(*challenges)
         say("demo: agent base image (built offline; reused when up to date)")
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         say("demo: submitting the example agents")
         submitted = setup.submit_agents(challenge, user, REPO)
         submitted += setup.submit_agents(visual_rag, user, REPO, setup.VISUAL_RAG_AGENTS)
-        submitted += setup.submit_agents(m2rag, user, REPO, m2rag_demo.AGENTS)
+        submitted += setup.submit_agents(m2rag, user, REPO, setup.M2RAG_AGENTS)
         for submission in submitted:
             say(f"  #{submission.pk} {submission.method_name} ({submission.team.name})")
         log_dir = Path(settings.VAR_DIR) / "demo"
@@ -88,7 +89,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\nLeaderboards: http://{shown}:{port}/c/{setup.SLUG}/ and "
             f"http://{shown}:{port}/c/{setup.VISUAL_RAG_SLUG}/ and "
-            f"http://{shown}:{port}/c/{m2rag_demo.SLUG}/\n"
+            f"http://{shown}:{port}/c/{setup.M2RAG_SLUG}/\n"
             f"Sign in as {setup.LOGIN[0]} / {setup.LOGIN[1]} (organiser; admin at /admin/), or "
             "sign up at /accounts/signup/ (the confirmation mail is printed here).\n"
             "The worker keeps running: submissions from the web form are evaluated too. "

@@ -19,7 +19,7 @@ def drop_vision_settings(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("leaderboard", "0028_task_protocol_m2rag")]  # noqa: RUF012 (generated)
+    dependencies = [("leaderboard", "0031_judge_audit")]  # noqa: RUF012 (generated)
 
     operations = [  # noqa: RUF012 (generated)
         migrations.AddField(

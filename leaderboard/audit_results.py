@@ -1,0 +1,265 @@
+"""What a judge audit found: the judge against the people's labels, the labellers against each
+other, per slice value, the disagreements; its export as a calibration set; and the judge
+card each leaderboard shows (the latest finished audit of the judges behind it).
+
+The people's label of an item is the verdict its labellers gave when they agree (skips left
+out); an item whose labellers disagree is *contested*: listed, and left out of the judge's
+figures until the labellers settle it. Figures come from ``evaluator.judge_audit.agreement``
+(seeded by the audit's seed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Prefetch
+
+from evaluator.judge_audit import agreement
+from leaderboard.audits import answer_as_judged
+from leaderboard.judge_choice import RULES, JudgeSpec
+from leaderboard.models import (
+    AuditItem,
+    AuditLabel,
+    EvaluationRun,
+    ItemAnswer,
+    JudgeAudit,
+    Split,
+)
+
+CONTESTED = "contested"
+
+
+def people_label(labels: list[AuditLabel]) -> str | None:
+    """The labellers' verdict (None: none given yet; ``CONTESTED``: they disagree)."""
+    given = {label.verdict for label in labels if label.verdict}
+    if not given:
+        return None
+    return given.pop() if len(given) == 1 else CONTESTED
+
+
+def labelled_items(audit: JudgeAudit) -> list[AuditItem]:
+    """The audit's items in labelling order, each with ``labels`` (oldest first) and
+    ``people`` (``people_label``)."""
+    ordered = AuditLabel.objects.select_related("labeller").order_by("labelled_at", "pk")
+    items = list(audit.items.prefetch_related(Prefetch("labels", ordered, to_attr="given")))
+    for item in items:
+        item.people = people_label(item.given)
+    return items
+
+
+def results(audit: JudgeAudit) -> dict[str, Any]:
+    """``judge``: the judge against the people's labels (``agreement``); ``slices``: the same
+    per value of each slice dimension (the audit's own first); ``labellers``: the first two
+    labellers of each item against each other; ``disagreements`` and ``contested`` items."""
+    items = labelled_items(audit)
+    menu = list(audit.menu)
+    settled = [item for item in items if item.people not in (None, CONTESTED)]
+
+    def judged(chosen: list[AuditItem]) -> dict[str, Any]:
+        return agreement(
+            [item.judge_verdict for item in chosen],
+            [str(item.people) for item in chosen],
+            menu,
+            seed=audit.seed,
+        )
+
+    by_slice: dict[str, dict[str, list[AuditItem]]] = defaultdict(lambda: defaultdict(list))
+    for item in settled:
+        for dimension, value in item.slices.items():
+            by_slice[dimension][value].append(item)
+    first = [audit.dimension] if audit.dimension in by_slice else []
+    doubles = [
+        [label.verdict for label in item.given if label.verdict][:2]
+        for item in items
+        if sum(1 for label in item.given if label.verdict) >= 2
+    ]
+    between = agreement(
+        [pair[0] for pair in doubles], [pair[1] for pair in doubles], menu, seed=audit.seed
+    )
+    return {
+        "judge": judged(settled),
+        "slices": {
+            dimension: {
+                value: judged(found) for value, found in sorted(by_slice[dimension].items())
+            }
+            for dimension in [*first, *sorted(set(by_slice) - set(first))]
+        },
+        "labellers": between,
+        "disagreements": [item for item in settled if item.people != item.judge_verdict],
+        "contested": [item for item in items if item.people == CONTESTED],
+        "items": items,
+        "unlabelled": sum(1 for item in items if item.people is None),
+    }
+
+
+def calibration_labels(answer_ids: Iterable[int]) -> dict[int, str]:
+    """The people's label of each of these answers that an audit labelled: an audit item of
+    the answer's split and item whose answer, as judged, is the same (any team's run may have
+    given it), and whose labellers agree; the latest audit's where several labelled it. What a
+    judge preview shows beside each flipped verdict."""
+    answers = list(
+        ItemAnswer.objects.filter(pk__in=list(answer_ids)).select_related("run__task", "verdict")
+    )
+    wanted = {}
+    for answer in answers:
+        row = answer.verdict.detail if hasattr(answer, "verdict") else {}
+        said = answer_as_judged(row or {}, answer.run.task.declared(), answer.response)
+        wanted[answer.pk] = (answer.run.split_id, answer.item_key, said)
+    items = AuditItem.objects.filter(
+        audit__split__in={split for split, _, _ in wanted.values()},
+        item_key__in={key for _, key, _ in wanted.values()},
+    ).order_by("audit__opened_at", "audit_id")
+    ordered = AuditLabel.objects.order_by("labelled_at", "pk")
+    found: dict[tuple[int, str, str], str] = {}
+    for item in items.select_related("audit").prefetch_related(Prefetch("labels", ordered)):
+        label = people_label(list(item.labels.all()))
+        if label not in (None, CONTESTED):
+            found[(item.audit.split_id, item.item_key, item.response)] = str(label)
+    return {pk: found[place] for pk, place in wanted.items() if place in found}
+
+
+def _labels(item: AuditItem) -> list[dict[str, Any]]:
+    return [
+        {
+            "labeller": label.labeller.get_username(),
+            "verdict": label.verdict or "skipped",
+            "note": label.note,
+            "labelled_at": label.labelled_at.isoformat(),
+        }
+        for label in item.given
+    ]
+
+
+def export_record(audit: JudgeAudit) -> dict[str, Any]:
+    """The audit as a calibration set (JSON): what was audited, the figures, every item with
+    the judge's verdict, the people's label and each label."""
+    found = results(audit)
+    split = audit.split
+    return {
+        "audit": audit.pk,
+        "challenge": split.task.challenge.slug,
+        "task": split.task.task_id,
+        "protocol": split.task.protocol,
+        "split": split.kind,
+        "judge_id": audit.judge_id,
+        "prompt_version": audit.prompt_version,
+        "menu": list(audit.menu),
+        "dimension": audit.dimension,
+        "labels_wanted": audit.labels_wanted,
+        "seed": audit.seed,
+        "opened_at": audit.opened_at.isoformat(),
+        "finished_at": audit.finished_at.isoformat() if audit.finished_at else None,
+        "judge": found["judge"],
+        "slices": found["slices"],
+        "labellers": found["labellers"],
+        "items": [
+            {
+                "position": item.position,
+                "item_key": item.item_key,
+                "run_id": item.run_id,
+                "slice_value": item.slice_value,
+                "slices": item.slices,
+                "question": item.question,
+                "truth": item.truth,
+                "response": item.response,
+                "judge_verdict": item.judge_verdict,
+                "people_label": item.people,
+                "labels": _labels(item),
+            }
+            for item in found["items"]
+        ],
+    }
+
+
+CSV_HEAD = (
+    "position", "item_key", "run_id", "slice_value", "slices", "question", "truth", "response",
+    "judge_verdict", "people_label", "labels", "notes",
+)  # fmt: skip
+
+
+def export_csv(audit: JudgeAudit) -> str:
+    """One row per item: the judge's verdict and the people's label beside the item; each
+    label as ``labeller=verdict`` and the notes joined with `` | ``."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_HEAD)
+    for item in labelled_items(audit):
+        writer.writerow(
+            (
+                item.position,
+                item.item_key,
+                item.run_id or "",
+                item.slice_value,
+                json.dumps(item.slices, sort_keys=True),
+                item.question,
+                " | ".join(item.truth),
+                item.response,
+                item.judge_verdict,
+                item.people or "",
+                " | ".join(f"{x['labeller']}={x['verdict']}" for x in _labels(item)),
+                " | ".join(
+                    f"{label.labeller.get_username()}: {label.note}"
+                    for label in item.given
+                    if label.note
+                ),
+            )
+        )
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class JudgeCard:
+    """A judge behind a leaderboard: its model, revision and prompt version, and the latest
+    finished audit of it on the task (None: not audited)."""
+
+    judge_id: str
+    model: str
+    revision: str
+    prompt_version: str
+    audit: JudgeAudit | None
+
+    @property
+    def agreement(self) -> dict[str, Any] | None:
+        return self.audit.summary.get("agreement") if self.audit else None
+
+
+def model_and_revision(judge_id: str) -> tuple[str, str]:
+    """``openai:<model>@<revision>`` -> (model, revision); ``rules@<version>`` -> ("rules",
+    version); anything else whole, with no revision."""
+    name = judge_id.removeprefix("openai:")
+    model, at, revision = name.rpartition("@")
+    return (model, revision) if at else (name, "")
+
+
+def task_judge(split: Split) -> tuple[str, str]:
+    """The judge id and prompt version the split's task grades with as configured now."""
+    spec = JudgeSpec.of_task(split.task)
+    rubric = split.task.declared().rubric
+    if spec.kind == RULES:
+        return f"rules@{rubric.rules_version}", rubric.rules_prompt_version
+    return f"openai:{spec.model}@{spec.revision}", rubric.prompt_version
+
+
+def judge_cards(split: Split, setting: str) -> list[JudgeCard]:
+    """The judges behind the split's done runs in ``setting`` (the task's own when none is
+    done yet), each with the latest finished audit of it on any split of the task."""
+    judges = sorted(
+        set(
+            EvaluationRun.objects.filter(
+                split=split, setting=setting, state=EvaluationRun.State.DONE
+            ).values_list("judge_id", "prompt_version")
+        )
+    ) or [task_judge(split)]
+    finished = JudgeAudit.objects.filter(split__task=split.task, finished_at__isnull=False)
+    latest: dict[tuple[str, str], JudgeAudit] = {}
+    for audit in finished.select_related("split").order_by("finished_at"):
+        latest[(audit.judge_id, audit.prompt_version)] = audit
+    return [
+        JudgeCard(judge_id, *model_and_revision(judge_id), version, latest.get((judge_id, version)))
+        for judge_id, version in judges
+    ]

@@ -1,0 +1,305 @@
+"""A bundle imported: checked, digested, compared with the live challenge, then applied in one
+transaction as a new ``ChallengeVersion`` (or not at all).
+
+- Importing what is already live changes nothing (no version, no file written).
+- A changed bundle is applied whole: the challenge's fields and pages, its phases, its tasks
+  (a task the bundle leaves out is deleted, unless it has runs), their splits and the corpus.
+- A split that has runs is never replaced in place: a changed split with results is refused,
+  naming it (Podium keeps one split per task and kind, and its results belong to its data).
+- Split bundles written before a failure are deleted; the corpus is stored last.
+- ``dry_run`` (``challenge validate``) does all of it, runs the publish checklist, and rolls back.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from evaluator.archives import ArchiveError
+from leaderboard.challenge_bundle import loader, source, state
+from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
+from leaderboard.challenge_bundle.schema import PAGES
+from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
+from leaderboard.permissions import is_organiser
+from leaderboard.publishing import publish_problems
+from leaderboard.splits import (
+    PreparedSplit,
+    SplitImportError,
+    prepared_split,
+    save_split,
+    unpack_upload,
+)
+from workers.faults import PodiumFault
+from workers.pipeline.bundles import store_corpus, write_corpus
+from workers.search.corpus import Corpus, CorpusError
+
+
+@dataclass
+class Outcome:
+    """What an import did (or, dry run, would do)."""
+
+    slug: str
+    changes: list[str]
+    version: int | None = None  # the version made; None when nothing changed
+    checklist: list[str] = field(default_factory=list)  # the publish checklist's problems
+
+    @property
+    def unchanged(self) -> bool:
+        return not self.changes
+
+
+class _DryRun(Exception):
+    pass
+
+
+def may_change(user: AbstractBaseUser | None, challenge: Challenge | None) -> bool:
+    """Who may import, diff or export: the command line (no user), a challenge's organisers;
+    a new challenge: staff."""
+    if user is None:
+        return True
+    if challenge is None:
+        return bool(user.is_authenticated and user.is_staff)
+    return is_organiser(user, challenge)
+
+
+def import_bundle(
+    path: str | Path,
+    user: AbstractBaseUser | None = None,
+    via: str = "manage.py",
+    dry_run: bool = False,
+    slug: str | None = None,
+) -> Outcome:
+    """Import the bundle at ``path`` (a directory or a zip); ``slug``: the challenge it must be
+    (an organiser's page). Raises ``BundleInvalid`` (every problem), ``PermissionDenied``."""
+    with source.opened(path) as root, ExitStack() as stack:
+        bundle = loader.load(root, timezone.now(), _kept_phases(root))
+        if slug is not None and bundle.value["challenge"]["slug"] != slug:
+            raise BundleInvalid(
+                [bundle.document.problem(("challenge", "slug"), f"this bundle is not {slug!r}")]
+            )
+        slug = bundle.value["challenge"]["slug"]
+        existing = Challenge.objects.filter(slug=slug).first()
+        if not may_change(user, existing):
+            raise PermissionDenied(f"only the organisers of {slug!r} may import it")
+        splits = _prepare_splits(bundle, stack)
+        corpus = _corpus(bundle, stack)
+        before = state.live(existing) if existing else None
+        kept_corpus = before["challenge"]["corpus"] if before else None
+        after = state.wanted(
+            bundle, {k: p.sha256 for k, p in splits.items()}, corpus[1] if corpus else kept_corpus
+        )
+        outcome = Outcome(slug, state.diff(before, after))
+        if outcome.unchanged and not dry_run:
+            return outcome
+        if existing is not None:
+            _refuse_replacing_results(bundle, existing, after)
+        written: list[str] = []
+        try:
+            with transaction.atomic():
+                challenge = _apply(bundle, existing, splits, written, user)
+                has_corpus = corpus is not None or kept_corpus is not None
+                outcome.checklist = publish_problems(challenge, has_corpus=has_corpus)
+                if dry_run:
+                    raise _DryRun
+                _publish(bundle, challenge, outcome.checklist)
+                if corpus is not None:
+                    store_corpus(challenge, corpus[0])
+                outcome.version = _record(challenge, after, outcome.changes, user, via)
+        except _DryRun:
+            _delete(written)
+        except BaseException:
+            _delete(written)
+            raise
+        return outcome
+
+
+def _kept_phases(root: Path) -> list[tuple[str, str | None, str | None]]:
+    """The live challenge's phases (they may lie in the past), by the bundle's slug."""
+    try:
+        head = loader.Document(source.MANIFEST, (root / source.MANIFEST).read_text()).value
+        slug = head["challenge"]["slug"]
+    except (BundleInvalid, KeyError, TypeError, UnicodeDecodeError):
+        return []
+    return [
+        (p.name, loader.moment(p.starts_at), loader.moment(p.ends_at))
+        for p in Phase.objects.filter(challenge__slug=slug)
+    ]
+
+
+@contextmanager
+def _tree(path: Path) -> Iterator[Path]:
+    """A directory named by the bundle, or a tar of one unpacked (``unpack_upload``)."""
+    if path.is_dir():
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="podium-bundle-tree-") as scratch, path.open("rb") as f:
+        yield unpack_upload(f, Path(scratch))
+
+
+def _prepare_splits(
+    bundle: loader.Bundle, stack: ExitStack
+) -> dict[tuple[str, str], PreparedSplit]:
+    """Every split read by its task's protocol; every problem collected."""
+    prepared, problems = {}, []
+    for t, task in enumerate(bundle.value.get("tasks", [])):
+        for s, split in enumerate(task.get("splits", [])):
+            place = ("tasks", t, "splits", s, "files")
+            try:
+                root = stack.enter_context(_tree(bundle.root / split["files"]))
+                ready = stack.enter_context(prepared_split(task["protocol"], root))
+            except (SplitImportError, ArchiveError) as exc:
+                problems.append(_at(bundle, place, split["files"], str(exc)))
+                continue
+            if split.get("sha256", ready.sha256) != ready.sha256:
+                problems.append(
+                    bundle.document.problem(
+                        ("tasks", t, "splits", s, "sha256"),
+                        f"the split's bundle has sha256 {ready.sha256}, not the one written",
+                    )
+                )
+            prepared[(task["id"], split["kind"])] = ready
+    if problems:
+        raise BundleInvalid(problems)
+    return prepared
+
+
+def _at(bundle: loader.Bundle, place: tuple[str | int, ...], name: str, message: str) -> Problem:
+    found = bundle.document.problem(place, "")
+    return Problem(found.file, found.line, found.field, f"{name}: {message}")
+
+
+def _corpus(bundle: loader.Bundle, stack: ExitStack) -> tuple[Path, str] | None:
+    """The bundle's corpus directory and its digest; None when the bundle has none."""
+    name = bundle.value["challenge"].get("corpus")
+    if name is None:
+        return None
+    place = ("challenge", "corpus")
+    try:
+        root = stack.enter_context(_tree(bundle.root / name))
+        corpus = Corpus(root)
+        corpus.image_entries(), corpus.web_pages()
+        with tempfile.TemporaryFile() as out:
+            return root, write_corpus(root, out)
+    except (ArchiveError, CorpusError, OSError, PodiumFault) as exc:
+        raise BundleInvalid([_at(bundle, place, name, str(exc))]) from None
+
+
+def _refuse_replacing_results(bundle: loader.Bundle, challenge: Challenge, after: Any) -> None:
+    problems = []
+    wanted_tasks = after["tasks"]
+    for task in challenge.tasks.prefetch_related("splits"):
+        for split in task.splits.all():
+            new = next(
+                (s for s in wanted_tasks.get(task.task_id, {}).get("splits", [])
+                 if s["kind"] == split.kind),
+                None,
+            )  # fmt: skip
+            if new is not None and new["sha256"] == split.sha256:
+                continue
+            runs = split.runs.count()
+            if runs:
+                what = "removes" if new is None else "replaces the data of"
+                problems.append(
+                    Problem(
+                        source.MANIFEST,
+                        None,
+                        f"tasks[{task.task_id}].splits[{split.kind}]",
+                        f"the bundle {what} split {task.task_id}/{split.kind}, which has {runs} "
+                        "runs: a split with results is never replaced in place; import the "
+                        "changed data as a new challenge (another slug), or delete the runs "
+                        "first",
+                    )
+                )
+    if problems:
+        raise BundleInvalid(problems)
+
+
+def _apply(bundle, existing, splits, written: list[str], user) -> Challenge:
+    value = bundle.value
+    head = value["challenge"]
+    if existing is not None:  # two imports of one challenge: one after the other
+        existing = Challenge.objects.select_for_update().get(pk=existing.pk)
+    challenge = existing or Challenge(slug=head["slug"])
+    challenge.name = head["title"]
+    challenge.description = head.get("description", "")
+    challenge.package_index = head.get("package_index", "")
+    challenge.kit_includes_corpus = head.get("kit_includes_corpus", False)
+    for page in PAGES:
+        setattr(challenge, page, bundle.page(page))
+    challenge.save()
+    if existing is None and user is not None:
+        challenge.organisers.add(user)
+    phases = value.get("phases", [])
+    challenge.phases.exclude(name__in=[p["name"] for p in phases]).delete()
+    for phase in phases:
+        Phase.objects.update_or_create(
+            challenge=challenge,
+            name=phase["name"],
+            defaults={key: datetime.fromisoformat(phase[key]) for key in ("starts_at", "ends_at")},
+        )
+    tasks = value.get("tasks", [])
+    challenge.tasks.exclude(task_id__in=[t["id"] for t in tasks]).delete()
+    for order, task in enumerate(tasks):
+        found, _ = Task.objects.get_or_create(challenge=challenge, task_id=task["id"])
+        for name, field_value in loader.task_values(task).items():
+            setattr(found, name, field_value)
+        found.order = order
+        found.save()
+        _apply_splits(found, task.get("splits", []), splits, written)
+    return challenge
+
+
+def _apply_splits(task: Task, declared: list[dict[str, Any]], splits, written: list[str]) -> None:
+    task.splits.exclude(kind__in=[s["kind"] for s in declared]).delete()
+    for split in declared:
+        prepared = splits[(task.task_id, split["kind"])]
+        visibility = split.get("visibility", Split.Visibility.PUBLIC)
+        reveal_at = split.get("reveal_at") and datetime.fromisoformat(split["reveal_at"])
+        stored = Split.objects.filter(task=task, kind=split["kind"]).first()
+        if stored is not None and stored.sha256 == prepared.sha256:
+            Split.objects.filter(pk=stored.pk).update(visibility=visibility, reveal_at=reveal_at)
+            continue
+        saved = save_split(task, split["kind"], prepared, visibility)
+        written.append(saved.bundle.name)
+        Split.objects.filter(pk=saved.pk).update(reveal_at=reveal_at)
+
+
+def _publish(bundle: loader.Bundle, challenge: Challenge, checklist: list[str]) -> None:
+    published = bundle.value["challenge"].get("status", "draft") == "published"
+    if published and checklist:
+        raise BundleInvalid(
+            [bundle.document.problem(("challenge", "status"), f"cannot publish: {p}")
+             for p in checklist]
+        )  # fmt: skip
+    Challenge.objects.filter(pk=challenge.pk).update(is_published=published)
+    challenge.is_published = published
+
+
+def _record(challenge: Challenge, document, changes: list[str], user, via: str) -> int:
+    last = challenge.versions.aggregate(n=Max("number"))["n"] or 0
+    ChallengeVersion.objects.create(
+        challenge=challenge,
+        number=last + 1,
+        document=document,
+        changes=changes,
+        imported_by=user,
+        via=via,
+    )
+    return last + 1
+
+
+def _delete(names: list[str]) -> None:
+    for name in names:
+        default_storage.delete(name)

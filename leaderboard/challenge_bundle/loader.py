@@ -1,0 +1,228 @@
+"""``challenge.yaml`` checked: the schema, then what a schema cannot say (files that exist
+inside the bundle, unique names, dates, the task rules of ``Task.clean``, API keys written
+in). Every problem is collected and raised at once (``BundleInvalid``), each with its file,
+line and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from django.core.exceptions import ValidationError
+
+from evaluator.protocols import protocol_class
+from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
+from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
+from leaderboard.challenge_bundle.source import MANIFEST
+from leaderboard.challenge_bundle.yaml_doc import Document
+from leaderboard.models import Task
+
+MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_PAGE_BYTES = 1024 * 1024
+# keys that would hold a secret: refused with the way to name it instead
+SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization"}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A checked bundle: its root directory and its document (as written, defaults not
+    filled in)."""
+
+    root: Path
+    document: Document
+
+    @property
+    def value(self) -> dict[str, Any]:
+        return self.document.value
+
+    def page(self, name: str) -> str:
+        path = self.value["challenge"].get("pages", {}).get(name)
+        return (self.root / path).read_text(encoding="utf-8") if path else ""
+
+
+def moment(value: datetime | str | None) -> str | None:
+    """A date-time in UTC, ISO 8601 (how documents compare them)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.astimezone(UTC).isoformat()
+
+
+def load(
+    root: Path, now: datetime, kept_phases: Iterable[tuple[str, str | None, str | None]] = ()
+) -> Bundle:
+    """The bundle at ``root``, checked; ``kept_phases``: (name, starts_at, ends_at) of the live
+    challenge's phases, which may lie in the past."""
+    manifest = root / MANIFEST
+    size = manifest.stat().st_size
+    if size > MAX_MANIFEST_BYTES:
+        raise BundleInvalid(
+            [Problem(MANIFEST, None, "(file)", f"{size} bytes; at most {MAX_MANIFEST_BYTES}")]
+        )
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleInvalid([Problem(MANIFEST, None, "(file)", f"not UTF-8 ({exc})")]) from None
+    document = Document(MANIFEST, text)
+    problems = _schema_problems(document)
+    if not problems:  # the rules below read a document of the schema's shape
+        problems = _rule_problems(Bundle(root, document), now, set(kept_phases))
+    if problems:
+        raise BundleInvalid(problems)
+    return Bundle(root, document)
+
+
+def _schema_problems(document: Document) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(
+        bundle_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    problems = []
+    for error in validator.iter_errors(document.value):
+        path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = sorted(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(allowed)):
+                problems.append(document.problem((*path, key), _unknown(str(key), allowed)))
+        elif error.validator == "format":
+            problems.append(
+                document.problem(path, f"{error.instance!r} is not an ISO 8601 date-time with "
+                                 "a time zone (e.g. 2027-01-31T23:59:00Z)")
+            )  # fmt: skip
+        elif path and path[-1] == "api_key_env" and error.validator == "pattern":
+            problems.append(
+                document.problem(
+                    path,
+                    f"{_masked(error.instance)} is not the name of an environment variable or "
+                    "secret (letters, digits and _): name where the key is, never the key itself",
+                )
+            )
+        else:
+            problems.append(document.problem(path, error.message))
+    return sorted(problems, key=lambda p: (p.line or 0, p.field))
+
+
+def _masked(value: object) -> str:
+    """A value that may be a secret, shown by its first characters only."""
+    text = str(value)
+    return repr(text[:4] + "..." if len(text) > 4 else text)
+
+
+def _unknown(key: str, allowed: list[str]) -> str:
+    if key.lower().replace("-", "_") in SECRET_KEYS:
+        return (
+            "an API key is never written in a bundle: name the environment variable (or "
+            "secret) that holds it, with api_key_env"
+        )
+    return f"unknown key {key!r}; allowed here: {', '.join(allowed) or 'none'}"
+
+
+def _rule_problems(bundle: Bundle, now: datetime, kept: set[tuple[Any, ...]]) -> list[Problem]:
+    doc, value = bundle.document, bundle.value
+    problems: list[Problem] = []
+    challenge = value["challenge"]
+    for page in PAGES:
+        if page in challenge.get("pages", {}):
+            problems += _file_problems(bundle, ("challenge", "pages", page), want="page")
+    if "corpus" in challenge:
+        problems += _file_problems(bundle, ("challenge", "corpus"), want="tree")
+    phases = value.get("phases", [])
+    problems += _duplicates(doc, "phases", [p["name"] for p in phases], "phase name")
+    for index, phase in enumerate(phases):
+        starts, ends = (datetime.fromisoformat(phase[k]) for k in ("starts_at", "ends_at"))
+        if ends <= starts:
+            problems.append(doc.problem(("phases", index, "ends_at"), "ends before it starts"))
+        elif ends < now and (phase["name"], moment(starts), moment(ends)) not in kept:
+            problems.append(
+                doc.problem(("phases", index, "ends_at"), f"{phase['ends_at']} is in the past")
+            )
+    tasks = value.get("tasks", [])
+    problems += _duplicates(doc, "tasks", [t["id"] for t in tasks], "task id")
+    for index, task in enumerate(tasks):
+        problems += _task_problems(bundle, index, task)
+    return sorted(problems, key=lambda p: (p.file != MANIFEST, p.line or 0, p.field))
+
+
+def _duplicates(doc: Document, where: str, names: list[str], what: str) -> list[Problem]:
+    seen: set[str] = set()
+    problems = []
+    for index, name in enumerate(names):
+        if name in seen:
+            problems.append(doc.problem((where, index), f"{what} {name!r} appears twice"))
+        seen.add(name)
+    return problems
+
+
+def _task_problems(bundle: Bundle, index: int, task: dict[str, Any]) -> list[Problem]:
+    doc = bundle.document
+    kinds = [split["kind"] for split in task.get("splits", [])]
+    problems = [
+        doc.problem(("tasks", index, "splits", i), f"split kind {kind!r} appears twice")
+        for i, kind in enumerate(kinds)
+        if kind in kinds[:i]
+    ]
+    for i in range(len(kinds)):
+        problems += _file_problems(bundle, ("tasks", index, "splits", i, "files"), want="tree")
+    try:
+        model_task(task).clean()
+    except ValidationError as exc:
+        places = {field: place for place, field in TASK_FIELDS}
+        for field, messages in exc.message_dict.items():
+            place = places.get(field, ())
+            for message in messages:
+                problems.append(doc.problem(("tasks", index, *place), message))
+    return problems
+
+
+def model_task(task: dict[str, Any], **more: Any) -> Task:
+    """An unsaved ``Task`` with the bundle's values over the model's defaults."""
+    return Task(task_id=task["id"], **task_values(task), **more)
+
+
+def task_values(task: dict[str, Any]) -> dict[str, Any]:
+    """The Task fields ``task`` (as written) sets, each field's default where it is silent
+    (the primary metric: the protocol's)."""
+    values = {}
+    for place, field in TASK_FIELDS:
+        found: Any = task
+        for key in place:
+            found = found.get(key, _MISSING) if isinstance(found, dict) else _MISSING
+        if found is _MISSING and field == "primary_metric":
+            found = protocol_class(task["protocol"]).primary  # the protocol's own ranking
+        elif found is _MISSING:
+            found = Task._meta.get_field(field).get_default()
+        values[field] = found.value if isinstance(found, Enum) else found
+    return values
+
+
+_MISSING = object()
+
+
+def _file_problems(bundle: Bundle, place: tuple[str | int, ...], want: str) -> list[Problem]:
+    """``want``: ``page`` (a UTF-8 Markdown file) or ``tree`` (a directory or a tar file)."""
+    found: Any = bundle.value
+    for key in place:
+        found = found[key]
+    path = (bundle.root / found).resolve()
+    root = bundle.root.resolve()
+    doc = bundle.document
+    if root not in path.parents:
+        return [doc.problem(place, f"{found!r} leads outside the bundle")]
+    if not path.exists():
+        return [doc.problem(place, f"{found!r}: no such file or directory in the bundle")]
+    if want == "page":
+        if not path.is_file():
+            return [doc.problem(place, f"{found!r} is not a file")]
+        if path.stat().st_size > MAX_PAGE_BYTES:
+            return [doc.problem(place, f"{found!r}: a page holds at most {MAX_PAGE_BYTES} bytes")]
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return [doc.problem(place, f"{found!r} is not UTF-8 text")]
+    return []

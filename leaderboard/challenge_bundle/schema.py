@@ -1,0 +1,202 @@
+"""The JSON Schema of ``challenge.yaml`` (``BUNDLE_VERSION`` 1), built from Podium's own models
+and every protocol's ``settings_schema``, so an editor checks the file as it is written
+(``/schemas/challenge-bundle.json``, ``manage.py challenge schema``) and the loader enforces the
+same document. Unknown keys are refused everywhere (``additionalProperties: false``).
+
+``TASK_FIELDS`` maps a task's place in the file to its model field: the one table the loader,
+the importer and the exporter read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evaluator.protocols import PROTOCOLS
+from leaderboard.models import Split, Task
+
+BUNDLE_VERSION = 1
+SCHEMA_ID = "urn:podium:challenge-bundle:1"
+PAGES = ("overview", "rules", "evaluation", "data", "participate")
+SLUG = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+# an environment variable or a secret's name: the only way a bundle names an API key
+KEY_REFERENCE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# (place in the task's mapping, Task field)
+TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("name",), "name"),
+    (("description",), "description"),
+    (("protocol",), "protocol"),
+    (("settings",), "settings"),
+    (("limits", "readiness_s"), "readiness_s"),
+    (("limits", "per_item_s"), "per_item_s"),
+    (("limits", "max_batch_size"), "max_batch_size"),
+    (("limits", "total_wall_s"), "total_wall_s"),
+    (("limits", "max_artifact_bytes"), "max_artifact_bytes"),
+    (("limits", "gpu_class"), "gpu_class"),
+    (("search", "image"), "image_search_enabled"),
+    (("search", "web"), "web_search_enabled"),
+    (("judge", "kind"), "judge_kind"),
+    (("judge", "endpoint"), "judge_endpoint"),
+    (("judge", "model"), "judge_model"),
+    (("judge", "revision"), "judge_revision"),
+    (("primary_metric",), "primary_metric"),
+    (("entry_rule",), "entry_rule"),
+    (("tie_rule",), "tie_rule"),
+    (("timeout_policy",), "timeout_policy"),
+    (("error_policy",), "error_policy"),
+    (("quotas", "per_day"), "quota_per_day"),
+    (("quotas", "total"), "quota_total"),
+    (("quotas", "concurrent"), "quota_concurrent"),
+    (("splits_selectable",), "splits_selectable"),
+)
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _text(description: str = "", **more: Any) -> dict[str, Any]:
+    return (
+        {"type": "string", "description": description, **more}
+        if description
+        else {
+            "type": "string",
+            **more,
+        }
+    )
+
+
+def _count(minimum: int = 1, nullable: bool = False) -> dict[str, Any]:
+    kind: Any = ["integer", "null"] if nullable else "integer"
+    return {"type": kind, "minimum": minimum}
+
+
+def _moment(nullable: bool = False) -> dict[str, Any]:
+    kind: Any = ["string", "null"] if nullable else "string"
+    return {"type": kind, "format": "date-time", "description": "ISO 8601 with a time zone"}
+
+
+def _file(description: str) -> dict[str, Any]:
+    return _text(f"a path inside the bundle: {description}", minLength=1, pattern=r"^[^/]")
+
+
+def _judge() -> dict[str, Any]:
+    return _object(
+        {
+            "kind": {"enum": Task.JudgeKind.values},
+            "endpoint": _text("a judge endpoint configured on the server", minLength=1),
+            "model": _text(),
+            "revision": _text(),
+            "api_key_env": _text(
+                "the environment variable (or secret) holding the endpoint's API key; never "
+                "the key itself",
+                pattern=KEY_REFERENCE,
+            ),
+        },
+        ("kind",),
+    )
+
+
+def _task() -> dict[str, Any]:
+    by_protocol = [
+        {
+            "if": {"properties": {"protocol": {"const": name}}},
+            "then": {"properties": {"settings": protocol.settings_schema}},
+        }
+        for name, protocol in sorted(PROTOCOLS.items())
+    ]
+    split = _object(
+        {
+            "kind": {"enum": Split.Kind.values},
+            "files": _file("the split's directory, or a tar of it (.tar, .tar.gz)"),
+            "sha256": _text(
+                "the stored split bundle's digest, checked on import", pattern=r"^[0-9a-f]{64}$"
+            ),
+            "visibility": {"enum": Split.Visibility.values},
+            "reveal_at": _moment(nullable=True),
+        },
+        ("kind", "files"),
+    )
+    task = _object(
+        {
+            "id": _text("the task's id, e.g. multi-turn-qa", pattern=SLUG, maxLength=100),
+            "name": _text(minLength=1, maxLength=200),
+            "description": _text(),
+            "protocol": {"enum": Task.Protocol.values},
+            "settings": {"type": "object", "description": "the protocol's own settings"},
+            "limits": _object(
+                {
+                    "readiness_s": _count(),
+                    "per_item_s": {"type": "number", "minimum": 0.1},
+                    "max_batch_size": _count(),
+                    "total_wall_s": _count(),
+                    "max_artifact_bytes": _count(),
+                    "gpu_class": _text(maxLength=32),
+                }
+            ),
+            "search": _object({"image": {"type": "boolean"}, "web": {"type": "boolean"}}),
+            "judge": _judge(),
+            "primary_metric": _text(minLength=1),
+            "entry_rule": {"enum": Task.EntryRule.values},
+            "tie_rule": {"enum": Task.TieRule.values},
+            "timeout_policy": {"enum": Task.TimeoutPolicy.values},
+            "error_policy": {"enum": Task.ErrorPolicy.values},
+            "quotas": _object(
+                {
+                    "per_day": _count(0, nullable=True),
+                    "total": _count(0, nullable=True),
+                    "concurrent": _count(0, nullable=True),
+                }
+            ),
+            "splits_selectable": {"type": "boolean"},
+            "splits": {"type": "array", "items": split},
+        },
+        ("id", "name", "protocol"),
+    )
+    task["allOf"] = by_protocol
+    return task
+
+
+def bundle_schema() -> dict[str, Any]:
+    """The schema of ``challenge.yaml``."""
+    challenge = _object(
+        {
+            "slug": _text("the challenge's address: /c/<slug>/", pattern=SLUG, maxLength=100),
+            "title": _text(minLength=1, maxLength=200),
+            "description": _text(),
+            "status": {"enum": ["draft", "published"]},
+            "package_index": _text("a PyPI mirror teams' builds may install from"),
+            "kit_includes_corpus": {"type": "boolean"},
+            "pages": _object({page: _file("a Markdown page") for page in PAGES}),
+            "corpus": _file("the search corpus directory, or a tar of it"),
+        },
+        ("slug", "title"),
+    )
+    phase = _object(
+        {"name": _text(minLength=1, maxLength=100), "starts_at": _moment(), "ends_at": _moment()},
+        ("name", "starts_at", "ends_at"),
+    )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "Podium challenge bundle (challenge.yaml)",
+        **_object(
+            {
+                "bundle_version": {"const": BUNDLE_VERSION},
+                "challenge": challenge,
+                "phases": {"type": "array", "items": phase},
+                "tasks": {"type": "array", "items": _task()},
+            },
+            ("bundle_version", "challenge"),
+        ),
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(bundle_schema(), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,152 @@
+"""A challenge as one canonical document, from the database (``live``) or from a bundle whose
+splits and corpus have been digested (``wanted``), and the diff of two of them.
+
+Equal documents mean an import changes nothing. Pages appear by their text's sha256, splits
+and the corpus by their stored bundle's sha256, dates in UTC, a task's settings with the
+protocol's defaults filled in, every field with its default where the bundle is silent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from evaluator.protocols import protocol_class
+from evaluator.records import EvaluatorError
+from leaderboard.challenge_bundle.loader import Bundle, moment, task_values
+from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS
+from leaderboard.models import Challenge, Split
+from workers.pipeline.bundles import corpus_sha256
+
+Canonical = dict[str, Any]
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else ""
+
+
+def _settings(protocol: str, settings: Any) -> Any:
+    try:
+        return protocol_class(protocol).check_settings(settings)
+    except EvaluatorError:
+        return settings
+
+
+def _task(values: dict[str, Any], splits: list[Canonical]) -> Canonical:
+    flat = {".".join(place): values[field] for place, field in TASK_FIELDS}
+    flat["settings"] = _settings(values["protocol"], values["settings"])
+    return {**flat, "splits": sorted(splits, key=lambda s: s["kind"])}
+
+
+def head(challenge: Challenge) -> Canonical:
+    """The challenge's own fields as ``challenge.yaml`` names them (pages and corpus apart)."""
+    return {
+        "slug": challenge.slug,
+        "title": challenge.name,
+        "description": challenge.description,
+        "status": "published" if challenge.is_published else "draft",
+        "package_index": challenge.package_index,
+        "kit_includes_corpus": challenge.kit_includes_corpus,
+    }
+
+
+def live(challenge: Challenge) -> Canonical:
+    """``challenge`` as it is now."""
+    tasks = {}
+    for task in challenge.tasks.prefetch_related("splits"):
+        values = {field: getattr(task, field) for _, field in TASK_FIELDS}
+        splits = [_split(s.kind, s.sha256, s.visibility, s.reveal_at) for s in task.splits.all()]
+        tasks[task.task_id] = _task(values, splits)
+    return _document(
+        challenge={
+            **head(challenge),
+            "pages": {page: text_digest(getattr(challenge, page)) for page in PAGES},
+            "corpus": corpus_sha256(challenge),
+        },
+        phases=[(p.name, p.starts_at, p.ends_at) for p in challenge.phases.all()],
+        tasks=tasks,
+    )
+
+
+def wanted(
+    bundle: Bundle, split_sha256: dict[tuple[str, str], str], corpus: str | None
+) -> Canonical:
+    """What importing ``bundle`` makes of its challenge; ``split_sha256``: each split's bundle
+    digest by (task id, kind); ``corpus``: its corpus's digest (None: keeps the stored one)."""
+    value = bundle.value
+    head = value["challenge"]
+    tasks = {}
+    for task in value.get("tasks", []):
+        splits = [
+            _split(
+                s["kind"],
+                split_sha256[(task["id"], s["kind"])],
+                s.get("visibility", Split.Visibility.PUBLIC.value),
+                s.get("reveal_at"),
+            )
+            for s in task.get("splits", [])
+        ]
+        tasks[task["id"]] = _task(task_values(task), splits)
+    return _document(
+        challenge={
+            "slug": head["slug"],
+            "title": head["title"],
+            "description": head.get("description", ""),
+            "status": head.get("status", "draft"),
+            "package_index": head.get("package_index", ""),
+            "kit_includes_corpus": head.get("kit_includes_corpus", False),
+            "pages": {page: text_digest(bundle.page(page)) for page in PAGES},
+            "corpus": corpus,
+        },
+        phases=[(p["name"], p["starts_at"], p["ends_at"]) for p in value.get("phases", [])],
+        tasks=tasks,
+    )
+
+
+def _split(kind: str, sha256: str, visibility: str, reveal_at: Any) -> Canonical:
+    return {
+        "kind": kind,
+        "sha256": sha256,
+        "visibility": visibility,
+        "reveal_at": moment(reveal_at),
+    }
+
+
+def _document(challenge: Canonical, phases: list[tuple], tasks: dict[str, Canonical]) -> Canonical:
+    return {
+        "challenge": challenge,
+        "phases": {name: {"starts_at": moment(s), "ends_at": moment(e)} for name, s, e in phases},
+        "tasks": tasks,
+        "task_order": list(tasks),
+    }
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= _flat(item, f"{prefix}.{key}" if prefix else str(key))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return {k: v for item in value for k, v in _flat(item, f"{prefix}[{item['kind']}]").items()}
+    return {prefix: value}
+
+
+def diff(before: Canonical | None, after: Canonical) -> list[str]:
+    """What changes from ``before`` (None: nothing yet) to ``after``, one line per field:
+    ``+ field: value``, ``- field: value``, ``~ field: old -> new``."""
+    old, new = _flat(before or {}), _flat(after)
+    lines = []
+    for key in sorted(old.keys() | new.keys()):
+        if key not in old:
+            lines.append(f"+ {key}: {_shown(new[key])}")
+        elif key not in new:
+            lines.append(f"- {key}: {_shown(old[key])}")
+        elif old[key] != new[key]:
+            lines.append(f"~ {key}: {_shown(old[key])} -> {_shown(new[key])}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,38 @@
+"""A bundle uploaded (the API, the organiser's page): the zip as received, checked and
+imported, diffed or validated as ``manage.py challenge`` does, for the user who sent it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+
+from leaderboard.challenge_bundle.importer import Outcome, import_bundle
+
+ACTIONS = ("validate", "diff", "import")
+
+
+def run(
+    upload: UploadedFile, action: str, user: AbstractBaseUser, via: str, slug: str | None = None
+) -> Outcome:
+    """``action`` (one of ``ACTIONS``) on the uploaded zip (of challenge ``slug``, when given).
+    Raises ``BundleInvalid``, ``PermissionDenied``."""
+    with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
+        path = Path(scratch) / "bundle.zip"
+        with path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        return import_bundle(path, user, via, dry_run=action != "import", slug=slug)
+
+
+def outcome_json(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "challenge": outcome.slug,
+        "unchanged": outcome.unchanged,
+        "changes": outcome.changes,
+        "version": outcome.version,
+        "checklist": outcome.checklist,
+    }

@@ -1,0 +1,76 @@
+"""Challenges as code on the web: the bundle's JSON Schema, published for editors; the
+organiser's page to upload, check and import a bundle, and download the live challenge as one."""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from leaderboard.challenge_bundle import uploads
+from leaderboard.challenge_bundle.exporter import export_zip
+from leaderboard.challenge_bundle.problems import BundleInvalid
+from leaderboard.challenge_bundle.schema import schema_text
+from leaderboard.models import Challenge
+from leaderboard.permissions import is_organiser
+
+
+@require_GET
+def schema(request: HttpRequest) -> HttpResponse:
+    """``/schemas/challenge-bundle.json``: what ``challenge.yaml`` may hold."""
+    response = HttpResponse(schema_text(), content_type="application/schema+json")
+    response["Access-Control-Allow-Origin"] = "*"  # editors fetch it from anywhere
+    return response
+
+
+@login_required
+def organise(request: HttpRequest, slug: str) -> HttpResponse:
+    """``/c/<slug>/bundle/``: the challenge as code, for its organisers: upload a bundle to
+    check it (the diff and the publish checklist) or import it as a new version; download the
+    live challenge as a bundle; the versions so far."""
+    challenge = get_object_or_404(Challenge, slug=slug)
+    if not is_organiser(request.user, challenge):
+        raise PermissionDenied(f"only the organisers of {challenge.name} change it")
+    context: dict[str, Any] = {"challenge": challenge}
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        upload = request.FILES.get("bundle")
+        if action not in ("validate", "import"):
+            context["error"] = "choose Check or Import"
+        elif upload is None:
+            context["error"] = "choose a bundle (a zip with challenge.yaml at its root)"
+        else:
+            context["action"] = action
+            try:
+                context["outcome"] = uploads.run(upload, action, request.user, "upload", slug)
+            except BundleInvalid as exc:
+                context["problems"] = exc.problems
+            challenge.refresh_from_db()
+    context["versions"] = challenge.versions.select_related("imported_by")[:20]
+    return render(request, "leaderboard/challenge_bundle.html", context)
+
+
+@login_required
+@require_GET
+def download(request: HttpRequest, slug: str) -> FileResponse:
+    """The live challenge as a bundle zip, private splits included (organisers only)."""
+    challenge = get_object_or_404(Challenge, slug=slug)
+    if not is_organiser(request.user, challenge):
+        raise PermissionDenied(f"only the organisers of {challenge.name} export it")
+    return zip_response(challenge)
+
+
+def zip_response(challenge: Challenge) -> FileResponse:
+    """The challenge as a bundle zip, private splits included, as a download (the caller has
+    checked that the user organises it)."""
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (FileResponse closes it)
+    export_zip(challenge, out, private=True)
+    out.seek(0)
+    return FileResponse(
+        out, as_attachment=True, filename=f"{challenge.slug}.zip", content_type="application/zip"
+    )

@@ -1,0 +1,231 @@
+"""Importing a bundle: idempotent, versioned with a diff (who and when), one transaction whose
+written files go with a failure, never replacing a split that has results; exporting: a bundle
+that imports into an empty database as the same challenge, split files byte for byte; only
+organisers import, diff or export a challenge."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from leaderboard.challenge_bundle import state
+from leaderboard.challenge_bundle.exporter import export
+from leaderboard.challenge_bundle.importer import import_bundle
+from leaderboard.challenge_bundle.problems import BundleInvalid
+from leaderboard.models import (
+    Challenge,
+    ChallengeVersion,
+    EvaluationRun,
+    Split,
+    Submission,
+    Task,
+    Team,
+)
+from tests.leaderboard.bundle_support import edit, write_bundle
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def bundle(tmp_path) -> Path:
+    return write_bundle(tmp_path / "bundle")
+
+
+def stored_files() -> set[str]:
+    names: set[str] = set()
+
+    def walk(where: str) -> None:
+        dirs, files = default_storage.listdir(where)
+        names.update(f"{where}/{f}" for f in files)
+        for d in dirs:
+            walk(f"{where}/{d}")
+
+    if default_storage.exists("splits"):
+        walk("splits")
+    return names
+
+
+def test_an_import_makes_the_challenge_as_written(bundle):
+    outcome = import_bundle(bundle)
+    assert outcome.version == 1
+    challenge = Challenge.objects.get(slug="bundle-test")
+    assert challenge.is_published and challenge.rules == "# Rules\n\nBe kind.\n"
+    task = challenge.tasks.get()
+    assert (task.protocol, task.settings, task.quota_per_day) == (
+        "crag-mm",
+        {"counting": "kit-b"},
+        3,
+    )
+    assert task.quota_concurrent == 1  # the model's default where the bundle is silent
+    assert not task.image_search_enabled and not task.web_search_enabled
+    private = task.splits.get(kind="private-test")
+    assert (private.groups, private.items, private.reveal_at.year) == (3, 6, 2099)
+    assert challenge.phases.get().name == "Phase 1"
+    (version,) = ChallengeVersion.objects.all()
+    assert version.imported_by is None and version.via == "manage.py"
+    assert "+ challenge.slug: 'bundle-test'" in version.changes
+
+
+def test_the_same_bundle_twice_changes_nothing(bundle):
+    import_bundle(bundle)
+    files = stored_files()
+    versions = list(Split.objects.values_list("pk", "sha256", "imported_at"))
+    again = import_bundle(bundle)
+    assert again.unchanged and again.version is None
+    assert stored_files() == files
+    assert list(Split.objects.values_list("pk", "sha256", "imported_at")) == versions
+    assert ChallengeVersion.objects.count() == 1
+
+
+def _running(challenge: Challenge) -> EvaluationRun:
+    """A team's submission with a run on the validation split, as a live challenge has."""
+    split = Split.objects.get(task__challenge=challenge, kind="validation")
+    submission = Submission.objects.create(
+        team=Team.objects.create(name="alpha"), challenge=challenge, method_name="m",
+        artifact_kind=Submission.ArtifactKind.REGISTRY_REF, registry_ref="example/agent:1",
+    )  # fmt: skip
+    return EvaluationRun.objects.create(submission=submission, task=split.task, split=split)
+
+
+def test_a_changed_bundle_is_a_new_version_with_its_diff_who_and_when(bundle):
+    organiser = User.objects.create_user("olga", is_staff=True)
+    import_bundle(bundle, organiser, via="api")
+    run = _running(Challenge.objects.get())
+    edit(bundle, "per_day: 3", "per_day: 10")
+    (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kinder.\n")
+    preview = import_bundle(bundle, organiser, dry_run=True)
+    assert preview.changes == [
+        "~ challenge.pages.rules: "
+        f"'{state.text_digest('# Rules' + chr(10) + chr(10) + 'Be kind.' + chr(10))}' -> "
+        f"'{state.text_digest('# Rules' + chr(10) + chr(10) + 'Be kinder.' + chr(10))}'",
+        "~ tasks.multi-turn-qa.quotas.per_day: 3 -> 10",
+    ]
+    assert Task.objects.get().quota_per_day == 3  # a preview changes nothing
+    outcome = import_bundle(bundle, organiser, via="upload")
+    assert outcome.version == 2 and outcome.changes == preview.changes
+    latest = ChallengeVersion.objects.get(number=2)
+    assert (latest.imported_by, latest.via, latest.changes) == (
+        organiser,
+        "upload",
+        preview.changes,
+    )
+    assert Task.objects.get().quota_per_day == 10
+    assert (
+        EvaluationRun.objects.get() == run
+        and run.split.sha256 == Split.objects.get(kind="validation").sha256
+    )
+
+
+def test_a_split_with_results_is_never_replaced_in_place(bundle):
+    import_bundle(bundle)
+    run = _running(Challenge.objects.get())
+    before = Split.objects.get(kind="validation")
+    shutil.rmtree(bundle / "data" / "validation")
+    from tests.leaderboard.factories import write_small_split
+
+    write_small_split(bundle / "data" / "validation", conversations=4)
+    edit(bundle, "per_day: 3", "per_day: 4")
+    with pytest.raises(BundleInvalid) as raised:
+        import_bundle(bundle)
+    assert str(raised.value) == (
+        "challenge.yaml: tasks[multi-turn-qa].splits[validation]: the bundle replaces the data "
+        "of split multi-turn-qa/validation, which has 1 runs: a split with results is never "
+        "replaced in place; import the changed data as a new challenge (another slug), or "
+        "delete the runs first"
+    )
+    after = Split.objects.get(kind="validation")
+    assert (after.sha256, after.bundle.name) == (before.sha256, before.bundle.name)
+    assert Task.objects.get().quota_per_day == 3  # nothing of the bundle applied
+    run.delete()
+    assert import_bundle(bundle).version == 2
+    assert Split.objects.get(kind="validation").groups == 4
+
+
+def test_a_failed_import_removes_the_files_it_wrote(bundle, monkeypatch):
+    from leaderboard.challenge_bundle import importer
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(importer, "_record", fail)
+    with pytest.raises(RuntimeError):
+        import_bundle(bundle)
+    assert not Challenge.objects.exists()
+    assert stored_files() == set()
+
+
+def test_only_organisers_import_diff_or_export(bundle, tmp_path):
+    staff = User.objects.create_user("staff", is_staff=True)
+    stranger = User.objects.create_user("stranger")
+    with pytest.raises(PermissionDenied):
+        import_bundle(bundle, stranger)  # a new challenge: staff only
+    import_bundle(bundle, staff)
+    challenge = Challenge.objects.get()
+    assert list(challenge.organisers.all()) == [staff]
+    edit(bundle, "per_day: 3", "per_day: 4")
+    for dry_run in (True, False):
+        with pytest.raises(PermissionDenied, match="only the organisers of 'bundle-test'"):
+            import_bundle(bundle, stranger, dry_run=dry_run)
+    User.objects.create_user("organiser")
+    challenge.organisers.add(User.objects.get(username="organiser"))
+    assert import_bundle(bundle, User.objects.get(username="organiser")).version == 2
+    with pytest.raises(CommandError, match="none that you organise"):
+        call_command(
+            "challenge", "export", "bundle-test", str(tmp_path / "out"), "--as", "stranger"
+        )
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_an_export_imports_into_an_empty_database_as_the_same_challenge(bundle, tmp_path):
+    import_bundle(bundle)
+    challenge = Challenge.objects.get()
+    live = state.live(challenge)
+    export(challenge, tmp_path / "first", private=True)
+    Challenge.objects.all().delete()
+    outcome = import_bundle(tmp_path / "first")
+    assert state.live(Challenge.objects.get()) == live
+    assert outcome.version == 1
+    export(Challenge.objects.get(), tmp_path / "second", private=True)
+    assert digests(tmp_path / "first") == digests(tmp_path / "second")
+    for split in Split.objects.all():  # the split files, byte for byte
+        assert digests(tmp_path / "first")[f"splits/{split.task.task_id}/{split.kind}.tar"] == (
+            split.sha256
+        )
+    assert import_bundle(tmp_path / "second").unchanged
+
+
+def test_an_export_without_private_splits_leaves_them_out(bundle, tmp_path):
+    import_bundle(bundle)
+    left_out = export(Challenge.objects.get(), tmp_path / "out", private=False)
+    assert left_out == ["bundle-test/multi-turn-qa/private-test"]
+    assert not (tmp_path / "out" / "splits" / "multi-turn-qa" / "private-test.tar").exists()
+    assert "private-test" not in (tmp_path / "out" / "challenge.yaml").read_text()
+
+
+def test_the_command_imports_diffs_and_exports(bundle, tmp_path, capsys):
+    call_command("challenge", "import", str(bundle))
+    assert "imported bundle-test as version 1" in capsys.readouterr().out
+    call_command("challenge", "diff", str(bundle))
+    assert capsys.readouterr().out == "bundle-test: unchanged\n"
+    edit(bundle, "title: Bundle test", "title: Bundle test, renamed")
+    call_command("challenge", "diff", str(bundle))
+    assert "~ challenge.title: 'Bundle test' -> 'Bundle test, renamed'" in capsys.readouterr().out
+    call_command("challenge", "export", "bundle-test", str(tmp_path / "out.zip"), "--zip")
+    Challenge.objects.all().delete()
+    call_command("challenge", "import", str(tmp_path / "out.zip"))
+    assert Challenge.objects.get().name == "Bundle test"
