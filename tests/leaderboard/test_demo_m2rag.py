@@ -27,4 +27,4 @@ def test_the_m2rag_demo_is_published_with_its_split_and_agents(db, settings, tmp
     assert submit_agents(first, user, REPO, M2RAG_AGENTS) == submitted  # found, not made again
     assert Submission.objects.filter(challenge=first).count() == 2
     teams = {m.team.name for m in Membership.objects.filter(user=user)}
-    assert teams == {"Image placers", "Text writers"}
+    assert {"Image placers", "Text writers"} <= teams
