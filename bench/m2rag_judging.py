@@ -3,8 +3,9 @@
 Two fake OpenAI-compatible servers (tests/fake_openai.py, each in its own process) answer
 every request after ``--latency`` seconds: one for the text prompts, one (the vision
 endpoint) for the image prompts. Each answer places 3 images: 5 text calls and 9 vision calls,
-predicted before judging and counted after. The same answers are then graded again against
-the warm SQLite cache (no call).
+predicted before judging and counted after, with the judging process's CPU time (the servers
+run in their own processes). The same answers are then graded again against the warm SQLite
+cache (no call).
 
     python bench/m2rag_judging.py --answers 1000 --latency 0.1 --concurrency 32
 """
@@ -97,14 +98,15 @@ def main() -> None:
             split = protocol.load_split(Path(tmp) / "split")
             judge = make_judge("openai", protocol.rubric, base_url=urls[0], model="fake-judge",
                                api_key="k", concurrency=args.concurrency)  # fmt: skip
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             graded = protocol.grade(split, predictions, judge, cache, progress=False)
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             unjudged = sum(item.grade == "unjudged" for item in graded)
             calls = protocol.calls
             print(
                 f"{label}: {args.answers} answers, judge calls predicted {calls['predicted']}, "
                 f"asked {calls['asked']}, made {calls['made']}; {seconds:.1f} s; "
+                f"CPU {cpu:.1f} s ({1000 * cpu / calls['asked']:.2f} ms a call asked); "
                 f"unjudged {unjudged}; ideal cold {ideal:.1f} s"
             )
     for process in servers:

@@ -4,8 +4,8 @@ one is published only when its checklist finds nothing wrong:
 - it has a task, and every task has a split;
 - a task that lets agents search has a search corpus stored;
 - a private test split has a reveal time, not before the challenge's last phase ends;
-- a task judged by a model: its endpoint answers and serves that model;
-- what the task's protocol asks (``Protocol.publish_problems``: M2RAG, a vision judge).
+- a task judged by a model: its endpoint answers and serves that model; when some of its
+  prompts carry images (``Protocol.image_prompts``: M2RAG), its vision judge endpoint too.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from evaluator.judges.openai_judge import OpenAIJudge
-from evaluator.protocols import protocol_class
 from evaluator.records import EvaluatorError
 from leaderboard.models import Challenge, Split, Task
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import corpus_sha256
-from workers.pipeline.judge import task_judge
+from workers.pipeline.judge import task_judge, vision_judge
 
 JUDGE_PROBE_S = 5.0
 
@@ -51,19 +50,12 @@ def publish_problems(challenge: Challenge, has_corpus: bool | None = None) -> li
             )
         for split in splits:
             problems += _split_problems(split, phase_end)
-        if problem := _judge_problem(task):
-            problems.append(f"{where}: {problem}")
-        problems += [f"{where}: {problem}" for problem in _protocol_problems(task)]
+        try:
+            task.scoring()
+        except EvaluatorError as exc:
+            problems.append(f"{where}: {exc}")
+        problems += [f"{where}: {problem}" for problem in _judge_problems(task)]
     return problems
-
-
-def _protocol_problems(task: Task) -> list[str]:
-    """What the task's protocol, with the task's settings, says stops publishing."""
-    try:
-        protocol = protocol_class(task.protocol).from_settings(task.settings or {})
-    except EvaluatorError as exc:
-        return [str(exc)]
-    return protocol.publish_problems(task.judge_kind != Task.JudgeKind.RULES)
 
 
 def _split_problems(split: Split, phase_end) -> list[str]:
@@ -80,14 +72,39 @@ def _split_problems(split: Split, phase_end) -> list[str]:
     return []
 
 
-def _judge_problem(task: Task) -> str | None:
+def _judge_problems(task: Task) -> list[str]:
+    """The task's judge (and vision judge) endpoints: configured, answering, serving the
+    model; none for the rules judge, which calls no endpoint."""
     if task.judge_kind == Task.JudgeKind.RULES:
-        return None
+        return []
+    problems = []
     try:
         judge = task_judge(task)
     except (PodiumFault, EvaluatorError) as exc:
-        return str(exc)
-    return judge.probe(JUDGE_PROBE_S) if isinstance(judge, OpenAIJudge) else None
+        problems.append(str(exc))
+    else:
+        if isinstance(judge, OpenAIJudge) and (problem := judge.probe(JUDGE_PROBE_S)):
+            problems.append(problem)
+    if task.declared().image_prompts:
+        problems += _vision_problems(task)
+    return problems
+
+
+def _vision_problems(task: Task) -> list[str]:
+    if not task.vision_judge_endpoint:
+        return [
+            f"{task.declared().title} judges placed images with a model that sees them: choose "
+            "the task's vision judge endpoint (a name in PODIUM_JUDGE_ENDPOINTS whose model "
+            "sees images, e.g. a vision-language model served by vLLM)"
+        ]
+    if problem := task.vision_endpoint_problem():
+        return [f"the vision judge: {problem}"]
+    try:
+        vision = vision_judge(task)
+    except (PodiumFault, EvaluatorError) as exc:
+        return [f"the vision judge: {exc}"]
+    problem = vision.probe(JUDGE_PROBE_S) if isinstance(vision, OpenAIJudge) else None
+    return [f"the vision judge: {problem}"] if problem else []
 
 
 def publish(challenge: Challenge) -> None:

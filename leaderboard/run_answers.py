@@ -1,16 +1,21 @@
 """The answers a run page lists: filtered by verdict, by "wrong answers only" (in the task
 protocol's terms, ``Protocol.falls_short``) and by slice (``Protocol.item_slices`` of each
-verdict's row), a page at a time. Who may see them is the view's to check."""
+verdict's row), a page at a time; a markdown answer (``Protocol.shown_answer``) rendered
+sanitised with its images (``leaderboard.answer_markdown``). Who may see them is the view's to
+check."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
+from django.urls import reverse
 
 from evaluator.protocols.base import Protocol
+from leaderboard.answer_markdown import rendered_answer
 from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
 from leaderboard.models.results import ALL
 
@@ -106,7 +111,20 @@ def list_answers(
         answer.truth = row.get(truth)
         answer.slice_values = protocol.item_slices(row) if row else {}
         answer.wrong = hasattr(answer, "verdict") and protocol.falls_short(answer.verdict.verdict)
+        shown = protocol.shown_answer(row) if row else None
+        answer.shown = rendered_answer(shown, _image_url(answer)) if shown else None
     return AnswerList(page, answers, verdicts, wrong, slices, problem)
+
+
+def _image_url(answer: ItemAnswer) -> Callable[[int], str | None]:
+    """Where the run page fetches the images ``answer`` places (those stored for it)."""
+
+    def url(index: int) -> str | None:
+        if str(index) not in (answer.images or {}):
+            return None
+        return reverse("leaderboard:answer-image", args=[answer.run_id, answer.pk, index])
+
+    return url
 
 
 def filter_links(listed: AnswerList, wanted: AnswerFilter) -> dict[str, Any]:

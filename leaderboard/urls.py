@@ -97,4 +97,9 @@ urlpatterns = [
         run_live.answer_thumbnail,
         name="answer-thumbnail",
     ),
+    path(
+        "runs/<int:run_id>/answers/<int:answer_id>/images/<int:index>.jpg",
+        run_live.answer_image,
+        name="answer-image",
+    ),
 ]

@@ -7,7 +7,6 @@ on localhost, the deterministic ``rules`` judge. Every default that is in use is
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
@@ -18,6 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from podium.judge_endpoints import judge_endpoints
 from podium.logs import logging_config
 from workers.limits import SearchLimits
 from workers.sandbox import SandboxPolicy
@@ -378,32 +378,23 @@ PODIUM_IMAGE_STORE_WAIT_S = _env_int("PODIUM_IMAGE_STORE_WAIT_S", 300, minimum=0
 # is unreachable (restarting), so a short outage asks no turn twice; then the stage retries.
 PODIUM_DB_RETRY_S = _env_int("PODIUM_DB_RETRY_S", 120, minimum=0)
 
-# --- judge endpoints (OpenAI-compatible); a task names one of them, "default" unless it says
+# --- judge endpoints (OpenAI-compatible; ``podium.judge_endpoints``): a task names one for its
+# prompts, "default" unless it says, and (M2RAG) one that sees images for its image prompts
 PODIUM_JUDGE_BASE_URL = _env("PODIUM_JUDGE_BASE_URL", "", "<unset: the rules judge only>")
 PODIUM_JUDGE_MODEL = os.environ.get("PODIUM_JUDGE_MODEL", "")
 PODIUM_JUDGE_API_KEY_ENV = os.environ.get("PODIUM_JUDGE_API_KEY_ENV", "PODIUM_JUDGE_API_KEY")
-PODIUM_JUDGE_CONCURRENCY = _env_int("PODIUM_JUDGE_CONCURRENCY", 16)
-PODIUM_JUDGE_ENDPOINTS: dict[str, dict[str, str]] = {}
-if PODIUM_JUDGE_BASE_URL:
-    PODIUM_JUDGE_ENDPOINTS["default"] = {
+PODIUM_JUDGE_CONCURRENCY = _env_int("PODIUM_JUDGE_CONCURRENCY", 16, minimum=1)
+PODIUM_JUDGE_ENDPOINTS = judge_endpoints(
+    {
         "base_url": PODIUM_JUDGE_BASE_URL,
         "model": PODIUM_JUDGE_MODEL,
         "api_key_env": PODIUM_JUDGE_API_KEY_ENV,
     }
-_more_endpoints = os.environ.get("PODIUM_JUDGE_ENDPOINTS", "")
-if _more_endpoints:
-    try:
-        _parsed = json.loads(_more_endpoints)
-    except json.JSONDecodeError as e:
-        raise ImproperlyConfigured(f"PODIUM_JUDGE_ENDPOINTS is not valid JSON: {e}") from None
-    if not isinstance(_parsed, dict) or not all(
-        isinstance(v, dict) and isinstance(v.get("base_url"), str) for v in _parsed.values()
-    ):
-        raise ImproperlyConfigured(
-            'PODIUM_JUDGE_ENDPOINTS must map names to {"base_url": str, "model": str, '
-            '"api_key_env": str}'
-        )
-    PODIUM_JUDGE_ENDPOINTS.update(_parsed)
+    if PODIUM_JUDGE_BASE_URL
+    else None,
+    os.environ.get("PODIUM_JUDGE_ENDPOINTS", ""),
+    PODIUM_JUDGE_CONCURRENCY,
+)
 
 # --- REST API
 REST_FRAMEWORK = {

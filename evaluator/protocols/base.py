@@ -114,6 +114,16 @@ class Profile:
     derived: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ShownAnswer:
+    """An answer as a run page renders it: markdown (the team's: shown sanitised, no raw HTML,
+    no remote image) whose images are links ``image:N``, N an index of ``placed_images``, and
+    what the page says beside each image (its scores)."""
+
+    markdown: str
+    image_notes: dict[int, str]
+
+
 class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     """Loading, grading, aggregation and the per-item table of one benchmark."""
 
@@ -133,6 +143,10 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     # ... over the challenge's corpus (image and web search); False: image search only, among
     # each item's candidates (``AgentPlan.candidates``; no corpus needed)
     search_corpus: ClassVar[bool] = True
+    # Some judge prompts carry images (M2RAG): they go to a judge that sees them
+    # (``vision_routed``; on the server the task's vision judge endpoint, which an
+    # LLM-judged task must have to be published)
+    image_prompts: ClassVar[bool] = False
     columns: ClassVar[tuple[str, ...]]  # its fixed columns, in order; label columns follow
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
@@ -230,11 +244,10 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
         profile."""
         return None
 
-    def publish_problems(self, judged_by_model: bool) -> list[str]:
-        """What stops a task run with this protocol and these settings from being published
-        (``judged_by_model``: its judge is an LLM, not the rules), in the organiser's terms;
-        none by default (M2RAG: an LLM-judged task needs a vision judge that answers)."""
-        return []
+    def vision_routed(self, judge: Judge, vision: Judge) -> Judge:
+        """The judge to give ``grade``: ``judge`` for the prompts, ``vision`` (a model that
+        sees images) for those carrying images; only for protocols with ``image_prompts``."""
+        raise EvaluatorError(f"{self.name}: no judge prompt carries an image")
 
     def run_settings(self) -> tuple[str, ...]:
         """The settings a task evaluates, one run each; ``("",)`` when the protocol has none."""
@@ -322,6 +335,17 @@ class Protocol(ABC, Generic[SplitT, PredictionT, ItemT]):
     def item_image(self, split: SplitT, key: str) -> Path | None:
         """The image the agent was shown first for the answer ``key`` (one of ``split_keys``
         of any setting), or None: the run page shows it, scaled down, beside the answer."""
+
+    def placed_images(self, split: SplitT, item: ItemT) -> dict[int, Path]:
+        """The images a graded answer shows within its text, by the index it names them
+        (M2RAG's placements): the judging stage stores them for the run page; none by
+        default."""
+        return {}
+
+    def shown_answer(self, row: Mapping[str, Any]) -> ShownAnswer | None:
+        """How a run page shows the answer of a verdict row (``to_row``) when it is markdown
+        with images (M2RAG); None by default: the stored reply, as text."""
+        return None
 
     @abstractmethod
     def score(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:

@@ -155,6 +155,7 @@ class TaskAdmin(admin.ModelAdmin):
                     "judge_model",
                     "judge_revision",
                     "judge_endpoint",
+                    "vision_judge_endpoint",
                     "primary_metric",
                     "entry_rule",
                     "judge_forecast",

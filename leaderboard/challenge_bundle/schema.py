@@ -40,6 +40,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("judge", "endpoint"), "judge_endpoint"),
     (("judge", "model"), "judge_model"),
     (("judge", "revision"), "judge_revision"),
+    (("judge", "vision_endpoint"), "vision_judge_endpoint"),
     (("primary_metric",), "primary_metric"),
     (("entry_rule",), "entry_rule"),
     (("tie_rule",), "tie_rule"),
@@ -93,6 +94,10 @@ def _judge() -> dict[str, Any]:
             "endpoint": _text("a judge endpoint configured on the server", minLength=1),
             "model": _text(),
             "revision": _text(),
+            "vision_endpoint": _text(
+                "a judge endpoint configured on the server whose model sees images: judges the "
+                "prompts that carry images (M2RAG); its model is the endpoint's"
+            ),
             "api_key_env": _text(
                 "the environment variable (or secret) holding the endpoint's API key; never "
                 "the key itself",

@@ -3,9 +3,10 @@
 The challenges are bundles (``examples/challenges/``, ``docs/challenge-bundle.md``), imported
 as an organiser imports one: CRAG-MM (three tasks, each with validation, public-test and
 private-test splits, and the search corpus), Visual-RAG (one task evaluated in five settings,
-with gCUE) and MRAG-Suite (one task on the validation split in the three retrieval modes, with
-the GPD - GO gap and each entry's MM-RAGChecker profile). Their data is each protocol's
-generated sample (``write_sample``), written once into a copy of the bundle under
+with gCUE), MRAG-Suite (one task on the validation split in the three retrieval modes, with
+the GPD - GO gap and each entry's MM-RAGChecker profile) and M2RAG (one task, its validation
+split, judged by the rules judge). Their data is each protocol's generated sample
+(``write_sample``), written once into a copy of the bundle under
 ``<PODIUM_VAR_DIR>/demo/bundles/``.
 
 What stays here simulates teams: the demo login, its teams, and each example agent submitted
@@ -36,6 +37,7 @@ from leaderboard.submitting import Artifact, MethodInfo, submit
 REPO = Path(__file__).resolve().parents[2]
 SLUG = "crag-mm-demo"
 VISUAL_RAG_SLUG = "visual-rag-demo"
+M2RAG_SLUG = "m2rag-demo"
 # what examples/challenges/visual-rag-demo/challenge.yaml evaluates (the demo's test reads it)
 VISUAL_RAG_SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3")
 MRAG_SLUG = "mrag-suite-demo"
@@ -132,6 +134,23 @@ def mrag_challenge() -> Challenge:
     return Challenge.objects.get(slug=MRAG_SLUG)
 
 
+M2RAG_AGENTS = (
+    DemoAgent(
+        "Image placers",
+        "m2rag-images",
+        "examples/agents/m2rag-images",
+        "places the images whose caption shares the query's words",
+    ),
+    DemoAgent("Text writers", "m2rag-text", "examples/agents/m2rag-text", "text only"),
+)
+
+
+def m2rag_challenge() -> Challenge:
+    """The M2RAG demo challenge, imported from its bundle."""
+    import_bundle(bundle(M2RAG_SLUG, "m2rag"), via="demo")
+    return Challenge.objects.get(slug=M2RAG_SLUG)
+
+
 def demo_user(*on: Challenge) -> User:
     """The demo login: an organiser of the challenges (admin included), in every demo team."""
     user = User.objects.filter(username=LOGIN[0]).first()
@@ -144,7 +163,7 @@ def demo_user(*on: Challenge) -> User:
         challenge.organisers.add(user)
         if must_accept_rules(user, challenge):  # as each participant does before submitting
             accept_rules(user, challenge)
-    for agent in (*AGENTS, *VISUAL_RAG_AGENTS, *MRAG_AGENTS):
+    for agent in (*AGENTS, *VISUAL_RAG_AGENTS, *MRAG_AGENTS, *M2RAG_AGENTS):
         team, _ = Team.objects.get_or_create(name=agent.team)
         Membership.objects.get_or_create(team=team, user=user)
     return user

@@ -156,6 +156,14 @@ class Task(models.Model):
     judge_endpoint = models.CharField(
         max_length=64, default="default", help_text="a name in PODIUM_JUDGE_ENDPOINTS"
     )
+    # The judge of the prompts carrying images (M2RAG's image prompts): an endpoint whose model
+    # sees images; its entry's model. Blank: none (an LLM-judged M2RAG task is not published).
+    vision_judge_endpoint = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="a name in PODIUM_JUDGE_ENDPOINTS whose model sees images: judges the prompts "
+        "that carry images (M2RAG); blank: none",
+    )
     # The protocol's own settings (``Protocol.settings_schema``: CRAG-MM's counting and missing
     # rule, Visual-RAG's evaluated settings...), checked by ``clean``; {} means its defaults.
     settings = models.JSONField(default=dict, blank=True)
@@ -230,6 +238,8 @@ class Task(models.Model):
                 errors["judge_endpoint"] = (
                     f"unknown judge endpoint {self.judge_endpoint!r} ({known})"
                 )
+        if problem := self.vision_endpoint_problem():
+            errors["vision_judge_endpoint"] = problem
         if errors:
             raise ValidationError(errors)
 
@@ -255,6 +265,22 @@ class Task(models.Model):
             f"{name!r} ({declared.label}) is not a score of each run with these settings (it "
             f"is computed across a submission's runs, or in other settings): {choices}"
         )
+
+    def vision_endpoint_problem(self) -> str | None:
+        """What is wrong with the vision judge endpoint the task names (None: nothing, or none
+        named)."""
+        name = self.vision_judge_endpoint
+        if not name:
+            return None
+        endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(name)
+        if endpoint is None:
+            known = ", ".join(settings.PODIUM_JUDGE_ENDPOINTS) or "none configured"
+            return f"unknown judge endpoint {name!r} ({known})"
+        if not self.declared().image_prompts:
+            return f"{self.declared().title} sends no image to its judge: leave this blank"
+        if not endpoint.get("model"):
+            return f"judge endpoint {name!r} names no model (PODIUM_JUDGE_ENDPOINTS)"
+        return None
 
     def declared(self) -> BenchmarkProtocol[Any, Any, Any]:
         """The task's protocol: its metrics, primary metric, how its scores are stored."""

@@ -42,6 +42,12 @@ class ItemAnswer(models.Model):
         blank=True,
         help_text="the item's image scaled down, in storage (workers.pipeline.thumbnails)",
     )
+    images = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the images the answer places in its text, by index: their scaled copies in "
+        "storage (M2RAG; workers.pipeline.thumbnails)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -204,7 +210,8 @@ class JudgmentRecord(models.Model):
     """One cached judge decision (never an unjudged one): the audit trail of verdicts."""
 
     key = models.CharField(max_length=128, unique=True)
-    verdict = models.TextField()  # a grade, or a structured verdict (MRAG-Suite: claims as JSON)
+    # a grade, or what a reply was read into (MRAG-Suite: claims as JSON; M2RAG: statements)
+    verdict = models.TextField()
     judge_id = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=64)
     prompt_hash = models.CharField(max_length=64)

@@ -1,4 +1,5 @@
-"""What a run page fetches beside itself: each answer's image thumbnail and the agent's output
+"""What a run page fetches beside itself: each answer's image thumbnail (and the images an
+M2RAG answer places) and the agent's output
 while the run goes on. Both follow the answers' rule (``permissions.can_see_answers``): the
 run's team off the private test, and the challenge's organisers; anyone else gets 404."""
 
@@ -37,6 +38,17 @@ def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpR
     return thumbnail_response(request, answer.thumbnail)
 
 
+@login_required
+def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) -> HttpResponse:
+    """Image ``index`` as the answer places it within its text (M2RAG), scaled down."""
+    run = _answers_run(request, run_id)
+    answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)
+    name = (answer.images or {}).get(str(index))
+    if not name:
+        raise Http404("this answer places no such image")
+    return thumbnail_response(request, name)
+
+
 def thumbnail_response(request: HttpRequest, name: str) -> HttpResponse:
     """The thumbnail stored as ``name``, cached privately by the browser; a request naming
     the same version answers 304 (the judge audits' items serve theirs so too)."""
@@ -47,7 +59,7 @@ def thumbnail_response(request: HttpRequest, name: str) -> HttpResponse:
         try:
             response = FileResponse(default_storage.open(name, "rb"), content_type="image/jpeg")
         except FileNotFoundError:
-            raise Http404("the thumbnail is gone from storage") from None
+            raise Http404("the image is gone from storage") from None
     response["ETag"] = etag
     patch_cache_control(response, private=True, max_age=THUMBNAIL_MAX_AGE_S)
     return response

@@ -10,6 +10,8 @@ import pytest
 from evaluator.protocols.mrag_suite.modes import MODES as MRAG_MODES
 from leaderboard.demo.setup import (
     AGENTS,
+    M2RAG_AGENTS,
+    M2RAG_SLUG,
     MRAG_AGENTS,
     MRAG_SLUG,
     SLUG,
@@ -70,6 +72,12 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
         if mode != "DO":  # distractors only: neither answers right
             assert rows[0][1] == "mrag-grounded" and rows[0][-3] == "100.0", board
     assert "across settings: mrag-grounded        gpd_go_gap 0.000" in output
+    # M2RAG: its validation split, the agent placing relevant images above the text-only one
+    m2rag_runs = EvaluationRun.objects.filter(submission__challenge__slug=M2RAG_SLUG)
+    assert m2rag_runs.count() == len(M2RAG_AGENTS)
+    board = output.split("\nm2rag / validation\n", 1)[1].split("\n\n")[0]
+    methods = [line.split()[1] for line in board.splitlines()[1:] if line.strip()]
+    assert methods == ["m2rag-images", "m2rag-text"], board
     # Every board: the retrieval agent first, the abstaining one last, as stored.
     for split in splits:
         board = output.split(f"\n{split.task.task_id} / {split.kind}\n", 1)[1].split("\n\n")[0]

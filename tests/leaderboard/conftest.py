@@ -83,7 +83,8 @@ def splits(task) -> dict[str, Split]:
 
 @pytest.fixture
 def make_entry(db):
-    """A submission of ``team`` with a done run on ``split`` and stored scores."""
+    """A submission of ``team`` with a done run on ``split`` and stored scores (CRAG-MM's
+    from ``truthfulness`` and ``slices``, else the ``scores`` given: another protocol's)."""
 
     def make(
         team: Team,
@@ -96,6 +97,7 @@ def make_entry(db):
         chosen: bool = False,
         slices: dict | None = None,
         state: str = EvaluationRun.State.DONE,
+        scores: dict | None = None,
     ) -> EvaluationRun:
         submission = Submission.objects.create(
             team=team,
@@ -111,7 +113,7 @@ def make_entry(db):
         run = EvaluationRun.objects.create(
             submission=submission, task=split.task, split=split, state=state, judge_id="rules@1"
         )
-        store_scores(run, scores_dict(truthfulness, slices))
+        store_scores(run, scores if scores is not None else scores_dict(truthfulness, slices))
         return run
 
     return make

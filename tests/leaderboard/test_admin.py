@@ -140,14 +140,19 @@ def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, s
     }
     bad = task_form("crag-mm")(data={**data, "setting_counting": "kit-z"}, instance=task)
     assert not bad.is_valid() and "setting_counting" in bad.errors
-    # a setting that may be null (M2RAG's vision judge) may be left blank: it is left out
+    # M2RAG's vision judge is a judge endpoint the task names, not a protocol setting
     m2rag = {**data, "protocol": "m2rag", "setting_parsing": "strict", "primary_metric": "overall"}
     m2rag = {k: v for k, v in m2rag.items() if not k.endswith("search_enabled")}
-    form = task_form("m2rag")(data={**m2rag, "setting_vision_model": ""}, instance=task)
+    assert "setting_vision_model" not in task_form("m2rag")().fields
+    form = task_form("m2rag")(data={**m2rag, "vision_judge_endpoint": ""}, instance=task)
     assert form.is_valid(), form.errors
     form.save()
-    assert Task.objects.get(pk=task.pk).settings == {"parsing": "strict"}
-    form = task_form("m2rag")(data={**m2rag, "setting_vision_model": "vlm"}, instance=task)
-    assert form.is_valid(), form.errors
-    form.save()
-    assert Task.objects.get(pk=task.pk).settings == {"parsing": "strict", "vision_model": "vlm"}
+    saved = Task.objects.get(pk=task.pk)
+    assert (saved.settings, saved.vision_judge_endpoint) == ({"parsing": "strict"}, "")
+
+
+def test_a_setting_that_may_be_null_is_optional_and_left_out_when_blank():
+    from leaderboard.admin.settings_form import _field
+
+    assert _field({"type": ["string", "null"]}).required is False
+    assert _field({"type": "string"}).required is True

@@ -23,6 +23,15 @@ def test_put_then_get_returns_equal_judgments():
 
 
 @pytest.mark.django_db
+def test_a_verdict_read_from_a_long_reply_is_kept_whole():
+    statements = '{"statements": [' + ", ".join(f'"statement {i}"' for i in range(200)) + "]}"
+    cache = DjangoJudgmentCache()
+    stored = Judgment(statements, "openai:m@r", "v1", "h" * 64)  # M2RAG's list, read whole
+    cache.put_many({"answer/q1/statements": stored})
+    assert cache.get_many(["answer/q1/statements"])["answer/q1/statements"].verdict == statements
+
+
+@pytest.mark.django_db
 def test_unjudged_is_never_stored():
     cache = DjangoJudgmentCache()
     cache.put_many({"k": Judgment(Verdict.UNJUDGED, "j", "v1", "h", error="timeout")})

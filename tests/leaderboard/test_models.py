@@ -119,6 +119,27 @@ def test_task_validation_names_the_bad_fields(task, settings):
     assert "unknown judge endpoint 'nowhere' (default)" in errors["judge_endpoint"][0]
 
 
+@pytest.mark.parametrize(
+    ("protocol", "endpoint", "message"),
+    [
+        ("m2rag", "gone", "unknown judge endpoint 'gone' (default, vlm, blind)"),
+        ("m2rag", "blind", "judge endpoint 'blind' names no model (PODIUM_JUDGE_ENDPOINTS)"),
+        ("crag-mm", "vlm", "CRAG-MM sends no image to its judge: leave this blank"),
+        ("m2rag", "vlm", None),
+    ],
+)
+def test_the_vision_judge_endpoint_is_a_configured_one_with_a_model(
+    task, settings, protocol, endpoint, message
+):
+    settings.PODIUM_JUDGE_ENDPOINTS = {
+        "default": {"base_url": "http://127.0.0.1:1/v1", "model": "m"},
+        "vlm": {"base_url": "http://127.0.0.1:2/v1", "model": "qwen-vl"},
+        "blind": {"base_url": "http://127.0.0.1:3/v1", "model": ""},
+    }
+    task.protocol, task.vision_judge_endpoint = protocol, endpoint
+    assert task.vision_endpoint_problem() == message
+
+
 def test_judge_label_names_model_and_revision(task):
     assert task.judge_label == "rules"
     task.judge_kind, task.judge_model, task.judge_revision = "openai", "gpt-4o", "2024-08-06"

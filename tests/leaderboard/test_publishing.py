@@ -201,21 +201,44 @@ def test_an_m2rag_task_judged_by_a_model_needs_a_vision_judge_that_answers(draft
     Split.objects.create(task=task, kind=Split.Kind.VALIDATION)
     with FakeOpenAI() as judge, FakeOpenAI() as vision:
         settings.PODIUM_JUDGE_ENDPOINTS = {
-            "default": {"base_url": judge.url, "model": "fake-judge", "api_key_env": ""}
+            "default": {"base_url": judge.url, "model": "fake-judge", "api_key_env": ""},
+            "vlm": {"base_url": vision.url, "model": "fake-vlm", "api_key_env": ""},
+            "vlm-ok": {"base_url": vision.url, "model": "fake-judge", "api_key_env": ""},
         }
         assert publish_problems(draft) == [
-            "task m2rag: M2RAG judges placed images with a model that sees them: set the task's "
-            "vision judge (settings vision_base_url and vision_model)"
+            "task m2rag: M2RAG judges placed images with a model that sees them: choose the "
+            "task's vision judge endpoint (a name in PODIUM_JUDGE_ENDPOINTS whose model sees "
+            "images, e.g. a vision-language model served by vLLM)"
         ]
-        task.settings = {"vision_base_url": vision.url, "vision_model": "fake-vlm"}
-        task.save()
+        Task.objects.filter(pk=task.pk).update(vision_judge_endpoint="vlm")
         (problem,) = publish_problems(draft)
         assert problem == (
             "task m2rag: the vision judge: the judge endpoint does not serve 'fake-vlm' (it "
             "serves fake-judge)"
         )
-        task.settings = {"vision_base_url": vision.url, "vision_model": "fake-judge"}
-        task.save()
+        Task.objects.filter(pk=task.pk).update(vision_judge_endpoint="gone")
+        (problem,) = publish_problems(draft)
+        assert problem.startswith("task m2rag: the vision judge: unknown judge endpoint 'gone'")
+        Task.objects.filter(pk=task.pk).update(vision_judge_endpoint="vlm-ok")
         assert publish_problems(draft) == []
-    Task.objects.filter(pk=task.pk).update(judge_kind=Task.JudgeKind.RULES, settings={})
+    text, image = publish_problems(draft)  # both servers are gone
+    assert text.startswith("task m2rag: ") and image.startswith("task m2rag: the vision judge: ")
+    Task.objects.filter(pk=task.pk).update(judge_kind=Task.JudgeKind.RULES)
     assert publish_problems(draft) == []  # the rules judge sends no image
+
+
+def test_the_admin_checklist_says_what_the_m2rag_task_lacks(client, draft, settings, make_user):
+    Task.objects.create(
+        challenge=draft, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        image_search_enabled=False, web_search_enabled=False,
+        judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge",
+    )  # fmt: skip
+    settings.PODIUM_JUDGE_ENDPOINTS = {
+        "default": {"base_url": "http://127.0.0.1:9/v1", "model": "fake-judge"}
+    }
+    admin_user = make_user("root", staff=True)
+    admin_user.is_superuser = True
+    admin_user.save()
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:leaderboard_challenge_change", args=[draft.pk]))
+    assert "choose the task&#x27;s vision judge endpoint" in page.content.decode()

@@ -83,6 +83,16 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         PODIUM_S3_ENDPOINT_URL="http://127.0.0.1:9000",
         PODIUM_JUDGE_BASE_URL="http://127.0.0.1:8000/v1",
         PODIUM_JUDGE_MODEL="llama-judge",
+        PODIUM_JUDGE_ENDPOINTS=json.dumps(
+            {
+                "vlm": {
+                    "base_url": "http://127.0.0.1:8001/v1",
+                    "model": "qwen-vl",
+                    "api_key_env": "VLM_KEY",
+                    "concurrency": 4,
+                }
+            }
+        ),
         PODIUM_GPU_CLASSES="h100, l40s",
     )
     assert done.returncode == 0, done.stderr
@@ -92,6 +102,13 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
     assert shown["storage"]["OPTIONS"]["bucket_name"] == "podium-artifacts"
     assert shown["storage"]["OPTIONS"]["default_acl"] == "private"
     assert shown["judges"]["default"]["model"] == "llama-judge"
+    assert shown["judges"]["default"]["concurrency"] == 16  # PODIUM_JUDGE_CONCURRENCY's
+    assert shown["judges"]["vlm"] == {
+        "base_url": "http://127.0.0.1:8001/v1",
+        "model": "qwen-vl",
+        "api_key_env": "VLM_KEY",
+        "concurrency": 4,
+    }
     assert shown["gpu"] == ["h100", "l40s"]
     assert shown["broker"] == "redis://127.0.0.1:6379/3"
     defaults = done.stderr.split("using embedded defaults:", 1)[1]
@@ -107,7 +124,14 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         ({"PODIUM_BUILD_MAX_LAYER_BYTES": "10"}, "PODIUM_BUILD_MAX_LAYER_BYTES='10': expected at"),
         ({"PODIUM_SEARCH_MEMORY_BYTES": "1000"}, "PODIUM_SEARCH_MEMORY_BYTES=1000 is below"),
         ({"PODIUM_JUDGE_ENDPOINTS": "{not json"}, "PODIUM_JUDGE_ENDPOINTS is not valid JSON"),
-        ({"PODIUM_JUDGE_ENDPOINTS": '{"big": {"model": "x"}}'}, "must map names to"),
+        ({"PODIUM_JUDGE_ENDPOINTS": "[1]"}, "PODIUM_JUDGE_ENDPOINTS must map names to"),
+        ({"PODIUM_JUDGE_ENDPOINTS": '{"big": {"model": "x"}}'}, "['big']: base_url is required"),
+        ({"PODIUM_JUDGE_ENDPOINTS": '{"big": 3}'}, "['big'] must be an object"),
+        (
+            {"PODIUM_JUDGE_ENDPOINTS": '{"v": {"base_url": "u", "concurrency": 0}}'},
+            "['v']: concurrency must be an integer of at least 1",
+        ),
+        ({"PODIUM_JUDGE_ENDPOINTS": '{"v": {"base_url": "u", "key": "k"}}'}, "unknown fields"),
         ({"PODIUM_LOG_FORMAT": "xml"}, "PODIUM_LOG_FORMAT: log format 'xml': expected one of"),
         ({"PODIUM_LOG_LEVEL": "LOUD"}, "PODIUM_LOG_LEVEL='LOUD': expected DEBUG"),
         ({"PODIUM_METRICS_TOKEN": "short"}, "PODIUM_METRICS_TOKEN: use at least 24 characters"),

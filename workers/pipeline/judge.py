@@ -11,7 +11,7 @@ import asyncio
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import IO, Any
 
 import redis
@@ -33,7 +33,7 @@ from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.judge_slots import judge_slots
 from workers.pipeline.bundles import split_dir
-from workers.pipeline.thumbnails import store_thumbnails
+from workers.pipeline.thumbnails import store_placed_images, store_thumbnails
 
 VERDICT_FIELDS = (
     "verdict",
@@ -55,35 +55,95 @@ def make_spec_judge(spec: JudgeSpec, task: Task, concurrency: int | None = None)
     rubric = protocol_class(task.protocol).rubric
     if spec.kind == RULES:
         return make_judge("rules", rubric)
-    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(spec.endpoint)
+    return endpoint_judge(task, spec.endpoint, spec.model, spec.revision, concurrency)
+
+
+def vision_judge(task: Task, concurrency: int | None = None) -> Judge | None:
+    """The judge of the task's prompts carrying images: its vision endpoint's model (None when
+    the task names no vision endpoint)."""
+    if not task.vision_judge_endpoint:
+        return None
+    return endpoint_judge(task, task.vision_judge_endpoint, concurrency=concurrency)
+
+
+def endpoint_judge(
+    task: Task, name: str, model: str = "", revision: str = "", concurrency: int | None = None
+) -> Judge:
+    """An OpenAI-compatible judge on the task's rubric at the endpoint called ``name``
+    (``PODIUM_JUDGE_ENDPOINTS``): ``model``, else the endpoint's; its key from the variable
+    the entry names; ``concurrency``, else the endpoint's limit."""
+    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(name)
     if endpoint is None:
-        raise PodiumFault(f"task {task}: judge endpoint {spec.endpoint!r} is not configured")
+        raise PodiumFault(f"task {task}: judge endpoint {name!r} is not configured")
     key_env = endpoint.get("api_key_env")
     return make_judge(
         "openai",
-        rubric,
+        protocol_class(task.protocol).rubric,
         base_url=endpoint["base_url"],
-        model=spec.model or endpoint.get("model"),
+        model=model or endpoint.get("model"),
         api_key=os.environ.get(key_env) if key_env else None,
-        revision=spec.revision or None,
-        concurrency=concurrency or settings.PODIUM_JUDGE_CONCURRENCY,
+        revision=revision or None,
+        concurrency=concurrency or endpoint_limit(name),
     )
 
 
+def endpoint_limit(name: str) -> int:
+    """Requests in flight to endpoint ``name`` from every judge process together."""
+    endpoint = settings.PODIUM_JUDGE_ENDPOINTS.get(name) or {}
+    return int(endpoint.get("concurrency") or settings.PODIUM_JUDGE_CONCURRENCY)
+
+
 @contextmanager
-def endpoint_slots(spec: JudgeSpec) -> Iterator[int | None]:
-    """The slots of ``spec``'s endpoint this process may use while it judges (None for the
-    rules judge, which calls no endpoint): every judge process shares the endpoint's
-    ``PODIUM_JUDGE_CONCURRENCY`` (``workers.judge_slots``)."""
-    if spec.kind == RULES:
-        yield None
+def endpoint_slots(names: list[str]) -> Iterator[dict[str, int]]:
+    """The slots of each endpoint in ``names`` this process may use while it judges, by name
+    (none for the rules judge, which calls no endpoint): every judge process shares each
+    endpoint's limit (``workers.judge_slots``). Leased in the names' order, the same in every
+    process, so two runs each waiting on the other's endpoint cannot deadlock."""
+    if not names:
+        yield {}
         return
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     try:
-        with judge_slots(spec.endpoint, settings.PODIUM_JUDGE_CONCURRENCY, client) as taken:
-            yield taken
+        with ExitStack() as stack:
+            yield {
+                name: stack.enter_context(judge_slots(name, endpoint_limit(name), client))
+                for name in sorted(set(names))
+            }
     finally:
         client.close()
+
+
+def run_judges(task: Task, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
+    """The judge that grades a run of ``task`` with ``spec``, within ``slots``: for a protocol
+    whose prompts carry images, routed with the task's vision judge (``Protocol.vision_routed``;
+    an endpoint serving both shares its slots between them)."""
+    text = make_spec_judge(spec, task, slots.get(spec.endpoint))
+    vision_name = task.vision_judge_endpoint
+    if spec.kind == RULES or not task.declared().image_prompts:
+        return text
+    if not vision_name:  # a model that sees no image would judge the images
+        raise PodiumFault(
+            f"task {task}: its judge prompts carry images; it names no vision judge endpoint "
+            "(a model that sees them) to judge them with a model"
+        )
+    if vision_name != spec.endpoint:
+        vision = vision_judge(task, slots[vision_name])
+    elif spec.model in ("", settings.PODIUM_JUDGE_ENDPOINTS[vision_name].get("model")):
+        vision = text  # one endpoint and model for both: one judge, all the slots
+    else:  # one endpoint serving two models: its slots shared (each judge at least one)
+        taken = slots[vision_name]
+        text = make_spec_judge(spec, task, max(1, taken - taken // 2))
+        vision = vision_judge(task, max(1, taken // 2))
+    assert vision is not None  # the task names its endpoint
+    return task.declared().vision_routed(text, vision)
+
+
+def judged_endpoints(task: Task, spec: JudgeSpec) -> list[str]:
+    """The endpoints judging a run of ``task`` with ``spec`` calls."""
+    if spec.kind == RULES:
+        return []
+    vision = task.vision_judge_endpoint if task.declared().image_prompts else ""
+    return [spec.endpoint, vision] if vision else [spec.endpoint]
 
 
 def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
@@ -136,6 +196,7 @@ def judge_stage(run: EvaluationRun) -> int:
         graded, judge, _ = grade_answers(spec, task, protocol, data, predictions, transcript)
         _store_transcript(run, transcript)
     decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
+    store_placed_images(run.split, root, protocol, data, decided, answers)
     with transaction.atomic():
         ItemVerdict.objects.bulk_create(
             [verdict_row(protocol, answers[protocol.item_key(item)], item) for item in decided],
@@ -173,11 +234,12 @@ def grade_answers(
 ) -> tuple[list[Any], Judge, int]:
     """Grade ``predictions`` on the split ``data`` with the judge ``spec`` names, through the
     judgment cache (only what it lacks is judged), holding this process's share of the
-    endpoint's slots; every call goes to ``transcript`` when one is given. Returns the graded
-    items, the judge (its id and prompt version) and how many model calls were made."""
+    endpoints' slots (``judged_endpoints``); every call goes to ``transcript`` when one is
+    given. Returns the graded items, the judge (its id and prompt version) and how many model
+    calls were made."""
     calls: list[tuple[float, Judgment]] = []
-    with endpoint_slots(spec) as concurrency:
-        judge = make_spec_judge(spec, task, concurrency)
+    with endpoint_slots(judged_endpoints(task, spec)) as slots:
+        judge = run_judges(task, spec, slots)
         judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
         try:
             graded = protocol.grade(

@@ -4,8 +4,10 @@ The judging stage has the split loaded: for every answer, the protocol names the
 agent was shown first (``Protocol.item_image``); it is scaled to at most ``THUMBNAIL_PX`` a
 side, stored once per split and image (``thumbnails/<split sha256>/<sha1 of its path>.jpg``,
 so the conversations of a split share one file per image and a second run stores nothing), and
-its storage name kept on the answer. Who may see it is the run page's rule: nothing here is
-served, the view checks.
+its storage name kept on the answer. The images an answer places within its text (M2RAG,
+``Protocol.placed_images``) are stored the same way, larger (``PLACED_PX``), by index on the
+answer (``ItemAnswer.images``) once it is graded. Who may see them is the run page's rule:
+nothing here is served, the view checks.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from evaluator.protocols.base import Protocol
 from leaderboard.models import ItemAnswer, Split
 
 THUMBNAIL_PX = 160
+PLACED_PX = 480  # an image shown within an answer's text
 JPEG_QUALITY = 80
 logger = logging.getLogger(__name__)
 
 
-def thumbnail_name(split: Split, relative: str) -> str:
+def thumbnail_name(split: Split, relative: str, px: int = THUMBNAIL_PX) -> str:
     digest = hashlib.sha1(relative.encode("utf-8")).hexdigest()
-    return f"thumbnails/{split.sha256 or f'split-{split.pk}'}/{digest}.jpg"
+    size = "" if px == THUMBNAIL_PX else f"-{px}"
+    return f"thumbnails/{split.sha256 or f'split-{split.pk}'}/{digest}{size}.jpg"
 
 
 def scaled_jpeg(image: Path, px: int = THUMBNAIL_PX) -> bytes:
@@ -68,16 +72,39 @@ def store_thumbnails(
     return len(changed)
 
 
-def _stored(split: Split, root: Path, image: Path) -> str:
+def store_placed_images(
+    split: Split,
+    root: Path,
+    protocol: Protocol[Any, Any, Any],
+    data: Any,
+    graded: list[Any],
+    answers: dict[str, ItemAnswer],
+) -> int:
+    """Give each graded answer the images it places (``Protocol.placed_images``), scaled and
+    stored once per split and image; returns how many answers changed."""
+    changed = []
+    for item in graded:
+        answer = answers[protocol.item_key(item)]
+        placed = protocol.placed_images(data, item)
+        images = {str(i): _stored(split, root, path, PLACED_PX) for i, path in placed.items()}
+        images = {index: name for index, name in images.items() if name}
+        if images != answer.images:
+            answer.images = images
+            changed.append(answer)
+    ItemAnswer.objects.bulk_update(changed, ["images"], batch_size=1000)
+    return len(changed)
+
+
+def _stored(split: Split, root: Path, image: Path, px: int = THUMBNAIL_PX) -> str:
     try:
         relative = str(image.relative_to(root))
     except ValueError:
         relative = str(image)
-    name = thumbnail_name(split, relative)
+    name = thumbnail_name(split, relative, px)
     if default_storage.exists(name):
         return name
     try:
-        data = scaled_jpeg(image)
+        data = scaled_jpeg(image, px)
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         logger.warning("split %s: no thumbnail of %s: %s", split.pk, relative, exc)
         return ""

@@ -19,13 +19,20 @@ from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
-from evaluator.protocols.base import Metric, Protocol, ScoreBlock
-from evaluator.protocols.m2rag import agent, items
+from evaluator.protocols.base import Metric, Protocol, ScoreBlock, ShownAnswer
+from evaluator.protocols.m2rag import agent, answer, items
 from evaluator.protocols.m2rag.grading import grade_answers, predicted_calls
 from evaluator.protocols.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.protocols.m2rag.judging import M2RAGRubric, RoutedJudge
 from evaluator.protocols.m2rag.metrics import METRICS, compare_answers, score_answers
-from evaluator.protocols.m2rag.record import COLUMNS, FAILED, GradedAnswer, from_row, to_row
+from evaluator.protocols.m2rag.record import (
+    COLUMNS,
+    FAILED,
+    IMAGE_METRICS,
+    GradedAnswer,
+    from_row,
+    to_row,
+)
 from evaluator.protocols.m2rag.summary import format_comparison, summary
 from evaluator.records import EvaluatorError
 
@@ -38,7 +45,8 @@ LABELS = {"fluency": "Fluency", "relevance": "Relevance", "context_precision":
 
 class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     """M2RAG: ``parsing`` of the 0-10 replies (``official``: last integer, clamped; ``strict``:
-    the integer alone on the last line), the image prompts' ``vision_*`` endpoint."""
+    the integer alone on the last line); on the CLI, the image prompts' ``vision_*`` endpoint
+    (the server gives its task's vision judge endpoint through ``vision_routed``)."""
 
     name = "m2rag"
     title = "M2RAG"
@@ -46,7 +54,8 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
     table = "answers"
     unit = "answers"
     groups = "topics"
-    shown_fields = ("query", "answer")
+    shown_fields = ("query", "")  # no ground truth: the answer is shown as it reads
+    image_prompts = True
     columns = COLUMNS
     metrics = (
         *(Metric(name, LABELS[name], headline=True) for name in METRICS),
@@ -60,10 +69,6 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
             "parsing": {"enum": list(PARSINGS), "default": "official", "title": "Judge parsing",
                         "description": "official: the last integer of a reply (the official "
                         "code); strict: the integer alone on its last line"},
-            "vision_base_url": {"type": ["string", "null"], "default": None,
-                                "title": "Vision judge endpoint (OpenAI-compatible)"},
-            "vision_model": {"type": ["string", "null"], "default": None,
-                             "title": "Vision judge model (sees the image prompts' images)"},
         },
         "additionalProperties": False,
     }  # fmt: skip
@@ -99,10 +104,10 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> M2RAG:
-        return cls(document.get("parsing", "official"), None, document.get("vision_model"))
+        return cls(document.get("parsing", "official"))
 
     def settings(self) -> dict[str, Any]:
-        return {"parsing": self.parsing, "vision_model": self.vision_model}
+        return {"parsing": self.parsing}
 
     def load_split(self, path: str | Path, **options: Any) -> M2Split:
         if options.get("hf_split") is not None:
@@ -115,32 +120,20 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         return items.load_predictions(path, split)
 
     def judges(self, judge: Judge) -> RoutedJudge:
-        """``judge`` for the text prompts; the image prompts go to the vision endpoint when
-        one is set and ``judge`` is an LLM (a rules or replay judge serves both)."""
+        """The judge that grades: ``judge`` as routed (``vision_routed``), else ``judge`` for
+        the text prompts and the CLI's vision endpoint for the image prompts when one is set
+        and ``judge`` is an LLM (a rules or replay judge serves both)."""
+        if isinstance(judge, RoutedJudge):
+            return judge
         llm = sys.modules.get("evaluator.judges.openai_judge")  # loaded when one was made
         if self.vision_model and llm is not None and isinstance(judge, llm.OpenAIJudge):
             vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
                                 model=self.vision_model)  # fmt: skip
-            return RoutedJudge(judge, vision)
+            return self.vision_routed(judge, vision)
         return RoutedJudge(judge)
 
-    def publish_problems(self, judged_by_model: bool) -> list[str]:
-        """An LLM-judged task needs a vision judge endpoint that answers and serves its model
-        (the image prompts carry images; a text-only model cannot judge them)."""
-        if not judged_by_model:
-            return []
-        if not self.vision_model:
-            return ["M2RAG judges placed images with a model that sees them: set the task's "
-                    "vision judge (settings vision_base_url and vision_model)"]  # fmt: skip
-        from evaluator.judges.openai_judge import OpenAIJudge
-
-        try:
-            vision = make_judge("openai", self.rubric, base_url=self.vision_base_url,
-                                model=self.vision_model)  # fmt: skip
-        except EvaluatorError as exc:
-            return [f"the vision judge: {exc}"]
-        problem = vision.probe() if isinstance(vision, OpenAIJudge) else None
-        return [] if problem is None else [f"the vision judge: {problem}"]
+    def vision_routed(self, judge: Judge, vision: Judge) -> RoutedJudge:
+        return RoutedJudge(judge, vision)
 
     def grade(
         self,
@@ -208,6 +201,23 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
         except KeyError:
             return None
         return split.image_path(images[0]) if images else None
+
+    def placed_images(self, split: M2Split, item: GradedAnswer) -> dict[int, Path]:
+        images = split.query(item.query_id).images
+        return {index: split.image_path(images[index]) for index in item.placed}
+
+    def shown_answer(self, row: Mapping[str, Any]) -> ShownAnswer | None:
+        """The answer with its kept placements as images, each with its three scores."""
+        placed = [int(index) for index in row.get("placed") or ()]
+        notes = {
+            index: ", ".join(
+                f"{name} {row[name][i] * 10:g}/10"
+                for name in IMAGE_METRICS
+                if i < len(row.get(name) or ())
+            )
+            for i, index in enumerate(placed)
+        }
+        return ShownAnswer(answer.shown_answer(str(row.get("answer") or ""), placed), notes)
 
     def score(self, graded: Sequence[GradedAnswer], seed: int = 0) -> dict[str, Any]:
         return score_answers(graded, seed) | {"judge_calls": dict(self.calls)}

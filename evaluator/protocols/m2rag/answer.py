@@ -17,6 +17,7 @@ above it, the first ones below it.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 PLACEMENT = re.compile(r"!\[(.*?)\]\((.*?)(\d+)(.*?)\)")
@@ -78,16 +79,20 @@ def parse_answer(answer: str, images: int, context_tokens: int = CONTEXT_TOKENS)
     return ParsedAnswer("".join(pieces).strip(), placements, len(matches) - len(kept))
 
 
-def shown_answer(answer: str, images: int) -> str:
-    """The answer as Podium shows it: kept placements written ``![caption](image N)``, dropped
-    ones removed (markdown only; a page renders it sanitised)."""
+def shown_answer(answer: str, placed: Collection[int]) -> str:
+    """The answer as Podium shows it: its kept placements (``placed``, as ``parse_answer``
+    kept them: the first placement of each of these indices) written ``![caption](image:N)``,
+    the dropped ones removed. Markdown only: a page renders it sanitised, showing image N where
+    the link ``image:N`` stands."""
     seen: set[int] = set()
+    wanted = set(placed)
 
     def rewrite(match: re.Match[str]) -> str:
         index = int(match.group(3))
-        if index >= images or index in seen:
+        if index not in wanted or index in seen:
             return ""
         seen.add(index)
-        return f"![{match.group(1).strip()}](image {index})"
+        caption = re.sub(r"([\\\[\]])", r"\\\1", match.group(1).strip())
+        return f"![{caption}](image:{index})"
 
     return PLACEMENT.sub(rewrite, answer)

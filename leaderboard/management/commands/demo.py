@@ -1,6 +1,6 @@
 """``manage.py demo``: the demo challenges evaluated end to end, then the leaderboards served.
 
-Imports the CRAG-MM, Visual-RAG and MRAG-Suite demo challenges from their bundles
+Imports the CRAG-MM, Visual-RAG, MRAG-Suite and M2RAG demo challenges from their bundles
 (``examples/challenges/``, with the generated sample data; importing them again changes nothing);
 makes their teams and the demo login; builds the agent base image offline; submits the example
 agents through the web form's code path; starts a Celery worker and beat; waits for every run
@@ -45,7 +45,8 @@ class Command(BaseCommand):
         challenge = setup.challenge()
         visual_rag = setup.visual_rag_challenge()
         mrag = setup.mrag_challenge()
-        challenges = (challenge, visual_rag, mrag)
+        m2rag = setup.m2rag_challenge()
+        challenges = (challenge, visual_rag, mrag, m2rag)
         user = setup.demo_user(*challenges)
         say("demo: agent base image (built offline; reused when up to date)")
         built = subprocess.run(["bash", str(REPO / "deploy/agent-base/build.sh")], cwd=REPO)
@@ -55,6 +56,7 @@ class Command(BaseCommand):
         submitted = setup.submit_agents(challenge, user, REPO)
         submitted += setup.submit_agents(visual_rag, user, REPO, setup.VISUAL_RAG_AGENTS)
         submitted += setup.submit_agents(mrag, user, REPO, setup.MRAG_AGENTS)
+        submitted += setup.submit_agents(m2rag, user, REPO, setup.M2RAG_AGENTS)
         for submission in submitted:
             say(f"  #{submission.pk} {submission.method_name} ({submission.team.name})")
         log_dir = Path(settings.VAR_DIR) / "demo"
@@ -85,7 +87,7 @@ class Command(BaseCommand):
     def _serve(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
-        slugs = (setup.SLUG, setup.VISUAL_RAG_SLUG, setup.MRAG_SLUG)
+        slugs = (setup.SLUG, setup.VISUAL_RAG_SLUG, setup.MRAG_SLUG, setup.M2RAG_SLUG)
         self.stdout.write(
             "\nLeaderboards: "
             + ", ".join(f"http://{shown}:{port}/c/{slug}/" for slug in slugs)

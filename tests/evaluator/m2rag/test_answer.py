@@ -50,5 +50,8 @@ def test_ten_thousand_placements_keep_one_per_image() -> None:
 
 
 def test_the_shown_answer_writes_kept_placements_plainly_and_drops_the_rest() -> None:
-    shown = shown_answer("x ![ a ](https://evil/1.png) y ![b](image 1) ![c](image 9)", images=2)
-    assert shown == "x ![a](image 1) y  "
+    answer = "x ![ a ](https://evil/1.png) y ![b](image 1) ![c](image 9)"
+    assert parse_answer(answer, images=2).indices == (1,)
+    assert shown_answer(answer, placed=[1]) == "x ![a](image:1) y  "
+    # a caption cannot close the image's brackets early
+    assert shown_answer("![a]b\\](image 0)", placed=[0]) == r"![a\]b\\](image:0)"

@@ -37,6 +37,11 @@ def respond(payload: dict[str, Any]) -> str:
 
 @pytest.fixture
 def split(tmp_path: Path) -> M2Split:
+    return load_split(write_split(tmp_path))
+
+
+def write_split(tmp_path: Path) -> Path:
+    """One query (two pages, an extra image) in Podium's format in ``tmp_path``."""
     import random
 
     (tmp_path / "images").mkdir()
@@ -57,7 +62,7 @@ def split(tmp_path: Path) -> M2Split:
         "extra_images": [{"file": files[2], "score": 8, "caption": "another circle"}],
     }  # fmt: skip
     (tmp_path / "queries.jsonl").write_text(json.dumps(record) + "\n")
-    return load_split(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
