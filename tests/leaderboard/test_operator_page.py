@@ -194,7 +194,7 @@ def test_a_live_celery_worker_is_listed_with_its_node_and_queues(staff, broker, 
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a worker's start takes minutes on a loaded host
         html = ""
         while time.monotonic() < deadline and "probe@ops-test-node" not in html:
             time.sleep(0.5)
