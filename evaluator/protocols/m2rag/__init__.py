@@ -21,7 +21,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.protocols.base import Metric, Protocol, ScoreBlock, ShownAnswer
 from evaluator.protocols.m2rag import agent, answer, items
-from evaluator.protocols.m2rag.grading import grade_answers, predicted_calls
+from evaluator.protocols.m2rag.grading import forecast, grade_answers, predicted_calls
 from evaluator.protocols.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.protocols.m2rag.judging import M2RAGRubric, RoutedJudge
 from evaluator.protocols.m2rag.metrics import METRICS, compare_answers, score_answers
@@ -34,7 +34,7 @@ from evaluator.protocols.m2rag.record import (
     to_row,
 )
 from evaluator.protocols.m2rag.summary import format_comparison, summary
-from evaluator.records import EvaluatorError
+from evaluator.records import EvaluatorError, JudgeForecast
 
 PARSINGS = ("official", "strict")
 LABELS = {"fluency": "Fluency", "relevance": "Relevance", "context_precision":
@@ -149,6 +149,9 @@ class M2RAG(Protocol[M2Split, M2Prediction, GradedAnswer]):
                                       self.parsing == "official", progress, transcript)  # fmt: skip
         self.calls |= counted
         return graded
+
+    def judge_forecast(self, split: M2Split) -> JudgeForecast:
+        return forecast(split)
 
     def bundle_files(self, split: M2Split) -> list[str]:
         files = {image.file for query in split.queries for image in query.images}

@@ -34,7 +34,7 @@ from evaluator.protocols.m2rag.scoring import (
     official_score,
     strict_score,
 )
-from evaluator.records import JudgeRequest, Judgment
+from evaluator.records import JudgeForecast, JudgeRequest, Judgment
 
 CALLS_PER_ANSWER = len(ANSWER_PROMPTS) + 1  # and the verdicts on the statements
 
@@ -60,6 +60,17 @@ def predicted_calls(split: M2Split, predictions: Mapping[str, M2Prediction]) -> 
             placed = parse_answer(prediction.answer, len(query.images)).placements
             total += CALLS_PER_ANSWER + len(IMAGE_PROMPTS) * len(placed)
     return total
+
+
+def forecast(split: M2Split) -> JudgeForecast:
+    """The most judge calls one submission's answers to ``split`` can make, before it answers:
+    round one, the answer prompts and 3 image prompts for each image a query offers (an answer
+    places each at most once); round two, the verdicts on each answer's statements."""
+    first = sum(
+        len(ANSWER_PROMPTS) + len(IMAGE_PROMPTS) * len(query.images) for query in split.queries
+    )
+    answers = len(split.queries)
+    return JudgeForecast(rounds=(first, answers), answers=answers)
 
 
 def read_reply(prompt: str, grade: str, official: bool, expected: int = 0) -> Any:

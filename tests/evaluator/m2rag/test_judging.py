@@ -159,3 +159,11 @@ def test_a_failed_or_empty_answer_makes_no_judge_call(
         (item,) = M2RAG().grade(split, {"q1": prediction}, judge_for(text), None, False)
         assert item.grade == "failed"
     assert text.count == 0
+
+
+def test_the_forecast_bounds_the_calls_before_any_answer(split: M2Split) -> None:
+    """Before a team answers: 4 answer prompts and 3 prompts for each of the query's 3 images
+    in round one, the statements' verdicts in round two; the graded run above made 11."""
+    forecast = M2RAG().judge_forecast(split)
+    assert forecast.rounds == (4 + 3 * 3, 1) and forecast.answers == 1
+    assert forecast.calls == 14 >= 11
