@@ -22,15 +22,34 @@ class Terminated(BaseException):
 def _terminate(signum: int, frame: object) -> None:
     # Unwind (the server closes, the socket goes). Should the exception never get there (an
     # agent catching BaseException, a finaliser the collector ran when it landed, which Python
-    # swallows, or the interpreter's exit waiting on a thread), a thread of its own ends the
-    # process a moment later all the same: it needs nothing of the main thread.
-    threading.Thread(target=_exit_later, name="agentkit-terminate", daemon=True).start()
+    # swallows, or the interpreter's exit waiting on a thread), the watchdog ends the process a
+    # moment later all the same: it needs nothing of the main thread. It is told through a
+    # pipe: a handler that started a thread could block on threading's own lock, held by the
+    # code the signal interrupted.
+    os.write(_watchdog_pipe(), b"T")
     raise Terminated(signum)
 
 
-def _exit_later() -> None:
-    time.sleep(TERMINATE_GRACE_S)
-    os._exit(128 + signal.SIGTERM)
+_WATCHDOG: list[int] = []  # the write end of the watchdog's pipe, once started
+
+
+def _watchdog_pipe() -> int:
+    return _WATCHDOG[0]
+
+
+def _start_watchdog() -> None:
+    """A thread that ends the process ``TERMINATE_GRACE_S`` after SIGTERM, whatever else runs."""
+    if _WATCHDOG:
+        return
+    read_end, write_end = os.pipe()
+
+    def watch() -> None:
+        os.read(read_end, 1)
+        time.sleep(TERMINATE_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="agentkit-terminate", daemon=True).start()
+    _WATCHDOG.append(write_end)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # As PID 1 in a container, SIGTERM is ignored unless handled: exit cleanly on it, even
     # while the agent loads (a load failure is otherwise kept and reported, not raised).
+    _start_watchdog()
     signal.signal(signal.SIGTERM, _terminate)
     if not os.path.isdir(args.socket_dir):
         parser.error(f"socket directory {args.socket_dir} does not exist")
