@@ -63,14 +63,18 @@ fill_wheels() {  # wheel directory, requirements file
         [ -f "$conf" ] || continue
         args+=(-v "$conf:$([ "$conf" = /etc/pip.conf ] && echo /etc/pip.conf || echo /root/.config/pip/pip.conf):ro")
         for dir in $(grep -o 'file://[^ ]*' "$conf" | sed 's#^file://##'); do
-            [ -d "$dir" ] && args+=(-v "$dir:$dir:ro")
+            # the index's folder and the one above: a simple index may link its files there
+            [ -d "$dir" ] || continue
+            [ "$(dirname "$dir")" != / ] && dir="$(dirname "$dir")"
+            args+=(-v "$dir:$dir:ro")
         done
     done
-    # The distributions themselves come through this machine's pip (its indexes and network:
+    # The distributions themselves, with their dependencies (requirements.txt does not pin
+    # every one: Django's asgiref), come through this machine's pip (its indexes and network:
     # the build container may have neither); the container only builds wheels of the sdists.
     local py="$repo/.venv/bin/python"
     [ -x "$py" ] || py=python3
-    "$py" -m pip download --quiet --disable-pip-version-check --no-deps --dest "$1" \
+    "$py" -m pip download --quiet --disable-pip-version-check --dest "$1" \
         -r "$2" 2>&1 | grep -v "^WARNING: Location" || true
     docker run "${args[@]}" "$os_image" sh -ec 'python3 -m venv /tmp/pip
         /tmp/pip/bin/pip wheel --quiet --disable-pip-version-check --wheel-dir /wheels \
