@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from evaluator.judge_audit import agreement
+from leaderboard import board_cache
 from leaderboard.audits import answer_as_judged
 from leaderboard.judge_choice import RULES, JudgeSpec
 from leaderboard.models import (
@@ -245,15 +246,17 @@ def task_judge(split: Split) -> tuple[str, str]:
     return f"openai:{spec.model}@{spec.revision}", rubric.prompt_version
 
 
+def _done_runs_judges(split: Split, setting: str) -> list[tuple[str, str]]:
+    done = EvaluationRun.objects.filter(split=split, setting=setting)
+    done = done.filter(state=EvaluationRun.State.DONE)
+    return sorted(set(done.values_list("judge_id", "prompt_version")))
+
+
 def judge_cards(split: Split, setting: str) -> list[JudgeCard]:
     """The judges behind the split's done runs in ``setting`` (the task's own when none is
     done yet), each with the latest finished audit of it on any split of the task."""
-    judges = sorted(
-        set(
-            EvaluationRun.objects.filter(
-                split=split, setting=setting, state=EvaluationRun.State.DONE
-            ).values_list("judge_id", "prompt_version")
-        )
+    judges = board_cache.derived(
+        split, setting, "judges", lambda: _done_runs_judges(split, setting)
     ) or [task_judge(split)]
     finished = JudgeAudit.objects.filter(split__task=split.task, finished_at__isnull=False)
     latest: dict[tuple[str, str], JudgeAudit] = {}

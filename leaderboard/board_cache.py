@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from django.core.cache import cache
 from django.db.models import QuerySet
@@ -27,6 +28,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard import board_store, ranking
 from leaderboard.models import Challenge, EvaluationRun, RankedBoard, Split, Submission, Task, Team
+
+T = TypeVar("T")
 
 # Long enough to serve a busy leaderboard from memory, short enough to free old keys' memory.
 FRAGMENT_TIMEOUT_S = 15 * 60
@@ -54,11 +57,15 @@ def _key(split: Split, name: str, setting: str, parts: Iterable[object] = ()) ->
     return f"podium:board:{split.pk}:{split.results_version}:{name}:{detail}"
 
 
+def derived(split: Split, setting: str, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, a value derived from ``split``'s results in ``setting`` alone, computed
+    once per version of those results (then cached under ``name``)."""
+    return cache.get_or_set(_key(split, name, setting), compute, FRAGMENT_TIMEOUT_S)
+
+
 def board(split: Split, setting: str = "") -> ranking.Board:
     """``board_store.board(split, setting)``, read once per version of the split's results."""
-    return cache.get_or_set(
-        _key(split, "board", setting), lambda: board_store.board(split, setting), FRAGMENT_TIMEOUT_S
-    )
+    return derived(split, setting, "board", lambda: board_store.board(split, setting))
 
 
 def fragment(

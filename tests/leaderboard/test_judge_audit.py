@@ -23,6 +23,7 @@ from leaderboard.models import (
     EvaluationRun,
     ItemAnswer,
     ItemVerdict,
+    Split,
     Task,
 )
 from leaderboard.models.audit import JudgeAudit
@@ -375,3 +376,23 @@ def test_the_calibration_set_labels_every_run_that_gave_a_labelled_answer(world)
     alpha, _, copy = runs
     for key in {f"i{n}" for n in range(10)} - {contested.item_key}:
         assert labels[by_place[(copy, key)]] == labels[by_place[(alpha, key)]] == "missing"
+
+
+def test_the_judge_cards_read_the_runs_once_per_version_of_the_results(
+    world, splits, make_entry, teams, django_assert_num_queries
+):
+    public = splits["public-test"]
+    make_entry(teams["gamma"], public, 0.4)  # a done run: the split's results changed
+    public.refresh_from_db()
+    [before] = judge_cards(public, "")
+    with django_assert_num_queries(1):  # the audits only: the runs' judges are cached
+        judge_cards(public, "")
+    # a run judged by another judge enters the board: a new version of the results
+    run = make_entry(teams["alpha"], public, 0.5)
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        judge_id="openai:judge-13b@r2", prompt_version="crag-mm-judge-v1"
+    )
+    Split.results_changed(public.pk)
+    public.refresh_from_db()
+    models = {card.model for card in judge_cards(public, "")}
+    assert models == {before.model, "judge-13b"}
