@@ -71,8 +71,8 @@ def format_challenge(body: dict) -> str:
     lines += [f"publish checklist: {problem}" for problem in body.get("checklist") or []]
     if body.get("version"):
         lines.append(f"imported as version {body['version']}")
-    if body.get("runs_queued"):
-        lines.append(f"{body['runs_queued']} runs queued on new split versions")
+    if queued := body.get("runs_queued"):
+        lines.append(f"{queued} run{'s' if queued != 1 else ''} queued on new split versions")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count
+from django.template.defaultfilters import pluralize
 
 from leaderboard.challenge_bundle import source
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
@@ -31,15 +32,15 @@ def diff_lines(challenge: Challenge, after: Any) -> list[str]:
                     source.MANIFEST,
                     None,
                     f"tasks[{task_id}].splits[{split.kind}]",
-                    f"the bundle removes split {split}, which has {split.n} runs: a split with "
-                    "results is never deleted by an import (change its data instead: a new "
-                    "version), or delete the runs first",
+                    f"the bundle removes split {split}, which has {split.n} "
+                    f"run{pluralize(split.n)}: a split with results is never deleted by an "
+                    "import (change its data instead: a new version), or delete the runs first",
                 )
             )
         elif new is not None and split.is_current and split.n and new["sha256"] != split.sha256:
             lines.append(
                 f"split {task_id}/{split.kind}: new version {split.version + 1} (version "
-                f"{split.version} keeps its {split.n} runs)"
+                f"{split.version} keeps its {split.n} run{pluralize(split.n)})"
             )
     if problems:
         raise BundleInvalid(problems)
@@ -58,5 +59,5 @@ def redo(versions: list[tuple[Split, Split]], redo_runs: bool) -> tuple[list[str
             continue
         runs = runs_on_new_version(old, new)
         queued += len(runs)
-        lines.append(f"{where}: {len(runs)} runs queued (runs redone)")
+        lines.append(f"{where}: {len(runs)} run{pluralize(len(runs))} queued (runs redone)")
     return lines, queued

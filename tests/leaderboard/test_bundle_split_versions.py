@@ -35,6 +35,7 @@ from podium.celery import app
 from tests.leaderboard.bundle_support import edit, write_bundle
 from tests.leaderboard.factories import write_small_split
 from tests.leaderboard.test_bundle_api import zipped
+from tests.leaderboard.test_import_split import _tar_of
 
 pytestmark = pytest.mark.django_db
 
@@ -224,6 +225,34 @@ def test_import_split_on_a_split_with_runs_makes_its_next_version(scored, tmp_pa
     assert first.runs.count() == 2 and default_storage.exists(first.bundle.name)
 
 
+def test_old_runs_pages_name_their_version(bundle, scored, client):
+    change(bundle)
+    import_bundle(bundle)
+    member = User.objects.create_user("ann")
+    Team.objects.get(name="alpha").memberships.create(user=member)
+    client.force_login(member)
+    run = client.get(reverse("leaderboard:run", args=(scored["alpha"].pk,))).content.decode()
+    assert "(version 1, superseded)" in run
+    listed = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert f"{board_url()}?version=1" in listed
+
+
+def test_the_admin_uploads_to_the_current_version_only(bundle, scored, client, tmp_path):
+    change(bundle)
+    import_bundle(bundle)
+    first = Split.objects.get(kind="validation", version=1)
+    admin = User.objects.create_superuser("root")
+    client.force_login(admin)
+    edit_first = reverse("admin:leaderboard_split_change", args=(first.pk,))
+    fields = {"task": first.task_id, "kind": "validation", "visibility": "hidden"}
+    upload = _tar_of(write_small_split(tmp_path / "again", conversations=3))
+    refused = client.post(edit_first, {**fields, "upload": upload})
+    assert "is superseded: upload to its current version" in refused.content.decode()
+    assert client.post(edit_first, fields).status_code == 302  # its own fields may change
+    first.refresh_from_db()
+    assert first.visibility == "hidden" and not first.is_current and current().version == 2
+
+
 def test_one_current_version_per_task_and_kind(bundle):
     import_bundle(bundle)
     split = current()
@@ -288,6 +317,6 @@ def test_the_cli_redoes_runs_with_its_flag(bundle, make_entry, live_server, caps
     change(bundle)
     assert cli.main([*base, "--redo-runs"]) == 0
     out = capsys.readouterr().out
-    assert "new version 2 (version 1 keeps its 1 runs)" in out
-    assert "1 runs queued on new split versions" in out
+    assert "new version 2 (version 1 keeps its 1 run)" in out
+    assert "1 run queued on new split versions" in out
     assert EvaluationRun.objects.filter(split=current()).count() == 1
