@@ -69,7 +69,7 @@ def forecast_lines(task: Task) -> list[str]:
     """The forecast as the organiser reads it: one line per imported split, or why none."""
     if task.pk is None:
         return ["Save the task and import a split: the judge calls are forecast from it."]
-    splits = [s for s in task.splits.order_by("kind") if s.bundle and s.sha256]
+    splits = [s for s in task.splits.current().order_by("kind") if s.bundle and s.sha256]
     if not splits:
         return ["No split imported yet: the judge calls are forecast from each split."]
     concurrency = settings.PODIUM_JUDGE_CONCURRENCY

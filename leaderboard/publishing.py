@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 
 from evaluator.judges.openai_judge import OpenAIJudge
 from evaluator.records import EvaluatorError
-from leaderboard.models import Challenge, Split, Task
+from leaderboard.models import Challenge, Split, Task, current_splits
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import corpus_sha256
 from workers.pipeline.judge import task_judge, vision_judge
@@ -26,7 +26,7 @@ def publish_problems(challenge: Challenge, has_corpus: bool | None = None) -> li
     """What stops ``challenge`` from being published, in the organiser's terms; [] when none.
     ``has_corpus``: whether it has a search corpus (None: whether one is stored)."""
     problems: list[str] = []
-    tasks = list(challenge.tasks.prefetch_related("splits"))
+    tasks = list(challenge.tasks.prefetch_related(current_splits()))
     if not tasks:
         problems.append("the challenge has no task")
     phase_end = max((p.ends_at for p in challenge.phases.all()), default=None)

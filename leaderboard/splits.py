@@ -22,6 +22,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files import File
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
@@ -91,9 +92,9 @@ def import_split_dir(
     notes: list[str] | None = None,
 ) -> Split:
     """Validate ``directory`` (Podium's format or the benchmark's released layout) with the
-    task's protocol and store it as the ``kind`` split of ``task``, replacing an earlier bundle
-    of that split. ``hf_split``: CRAG-MM's Hugging Face split to read. ``notes`` gets what
-    loading changed in released data (``Protocol.split_notes``)."""
+    task's protocol and store it as the ``kind`` split of ``task`` (``save_split``: in place,
+    or as a new version of a split that has runs). ``hf_split``: CRAG-MM's Hugging Face split
+    to read. ``notes`` gets what loading changed in released data (``Protocol.split_notes``)."""
     if kind not in Split.Kind.values:
         raise SplitImportError(
             f"split kind {kind!r}: expected one of {', '.join(Split.Kind.values)}"
@@ -168,9 +169,15 @@ def save_split(
     visibility: str | None = None,
     reveal_at: datetime | None = None,
 ) -> Split:
-    """Store ``prepared`` as the ``kind`` split of ``task`` (the earlier bundle file is deleted
-    once the transaction commits)."""
-    split, _ = Split.objects.select_for_update().get_or_create(task=task, kind=kind)
+    """Store ``prepared`` as the current ``kind`` split of ``task``. A split that has runs is
+    never replaced in place: the data becomes its next version (``Split.version``), current
+    from now on, and the earlier one is superseded with its runs, scores, boards and bundle
+    file. A split without runs is replaced in place (its earlier bundle file is deleted once
+    the transaction commits, unless another version keeps it)."""
+    found = Split.objects.select_for_update().current().filter(task=task, kind=kind).first()
+    split = found or Split(task=task, kind=kind)
+    if found is not None and found.runs.exists():
+        split = _next_version(found)
     old_name = split.bundle.name if split.bundle else ""
     split.sha256 = prepared.sha256
     prepared.bundle.seek(0)
@@ -182,7 +189,22 @@ def save_split(
     if reveal_at is not None:
         split.reveal_at = reveal_at
     split.save()
-    if old_name and old_name != split.bundle.name:
+    kept = Split.objects.filter(bundle=old_name).exists()
+    if old_name and old_name != split.bundle.name and not kept:
         storage = split.bundle.storage
         transaction.on_commit(lambda: storage.delete(old_name))
     return split
+
+
+def _next_version(current: Split) -> Split:
+    """A new version of ``current``'s (task, kind), not yet saved, with its visibility and
+    reveal time; ``current`` superseded now (first: one current version at a time)."""
+    Split.objects.filter(pk=current.pk).update(superseded_at=timezone.now())
+    last = Split.objects.filter(task=current.task, kind=current.kind).aggregate(n=Max("version"))
+    return Split(
+        task=current.task,
+        kind=current.kind,
+        version=last["n"] + 1,
+        visibility=current.visibility,
+        reveal_at=current.reveal_at,
+    )

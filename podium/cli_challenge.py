@@ -25,16 +25,18 @@ def challenge(client: Client, args: argparse.Namespace) -> dict:
         if path.is_dir():
             write_zip(path, packed)
             packed.seek(0)
-            return _send(client, args.action, path.name, packed)
+            return _send(client, args.action, path.name, packed, args.redo_runs)
         if not path.is_file():
             raise CliError(f"{path}: neither a bundle directory nor a zip file")
         with path.open("rb") as handle:
-            return _send(client, args.action, path.name, handle)
+            return _send(client, args.action, path.name, handle, args.redo_runs)
 
 
-def _send(client: Client, action: str, name: str, data: IO[bytes]) -> dict:
+def _send(client: Client, action: str, name: str, data: IO[bytes], redo_runs: bool) -> dict:
     response = client.http.post(
-        f"bundles/{action}/", files={"bundle": (f"{name}.zip", data, "application/zip")}
+        f"bundles/{action}/",
+        files={"bundle": (f"{name}.zip", data, "application/zip")},
+        data={"redo_runs": "true" if redo_runs else "false"},
     )
     if response.status_code == 400 and "problems" in response.json():
         problems = response.json()["problems"]
@@ -69,6 +71,8 @@ def format_challenge(body: dict) -> str:
     lines += [f"publish checklist: {problem}" for problem in body.get("checklist") or []]
     if body.get("version"):
         lines.append(f"imported as version {body['version']}")
+    if queued := body.get("runs_queued"):
+        lines.append(f"{queued} run{'s' if queued != 1 else ''} queued on new split versions")
     return "\n".join(lines)
 
 
@@ -77,4 +81,10 @@ def add_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     sub.add_argument("action", choices=("validate", "diff", "import", "export"))
     sub.add_argument("target", help="a bundle directory or zip; export: the challenge's slug")
     sub.add_argument("--output", help="export: the zip to write (default: <slug>.zip)")
+    sub.add_argument(
+        "--redo-runs",
+        action="store_true",
+        help="a split whose data changed under its runs becomes a new version: run the "
+        "submissions that had runs on it again on the new version",
+    )
     sub.set_defaults(run=challenge, show=format_challenge, needs_token=True)

@@ -215,8 +215,17 @@ class SplitForm(forms.ModelForm):
         upload, task, kind = cleaned.get("upload"), cleaned.get("task"), cleaned.get("kind")
         if upload is None and not (self.instance.pk and self.instance.bundle):
             raise forms.ValidationError("upload the split's data bundle")
-        taken = Split.objects.filter(task=task, kind=kind).exclude(pk=self.instance.pk)
-        if taken.exists():
+        if not self.instance.is_current:
+            if upload is not None:
+                raise forms.ValidationError(
+                    {"upload": f"{self.instance} is superseded: upload to its current version"}
+                )
+        elif (
+            Split.objects.current()
+            .filter(task=task, kind=kind)
+            .exclude(pk=self.instance.pk)
+            .exists()
+        ):
             raise forms.ValidationError(f"{task} already has a {kind} split: edit that one")
         if upload is not None and task is not None and kind:
             # Fields are valid by now: validate the bundle and store it. The import creates or
@@ -234,6 +243,8 @@ class SplitAdmin(admin.ModelAdmin):
     list_display = (
         "__str__",
         "kind",
+        "version",
+        "superseded_at",
         "visibility",
         "reveal_at",
         "groups",
@@ -243,7 +254,7 @@ class SplitAdmin(admin.ModelAdmin):
     )
     list_filter = ("kind", "visibility", "task__challenge")
     search_fields = ("task__task_id", "task__challenge__slug", "sha256")
-    readonly_fields = ("sha256", "groups", "items", "imported_at")
+    readonly_fields = ("sha256", "groups", "items", "imported_at", "version", "superseded_at")
 
     @admin.display(description="sha256")
     def short_sha256(self, split: Split) -> str:

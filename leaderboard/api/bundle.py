@@ -1,9 +1,11 @@
 """Challenges as code through the API (``python -m podium.cli challenge``), token or session:
 
 - ``POST /api/bundles/validate/``, ``.../diff/``, ``.../import/``: a bundle zip as the
-  multipart field ``bundle``; 200 with the changes (and, validating, the publish checklist;
-  importing, the new version), 400 with every problem (``file``, ``line``, ``field``,
-  ``message``), 403 for someone who does not organise the challenge (a new one: staff);
+  multipart field ``bundle`` (and ``redo_runs``: true to run the submissions of a split that
+  gets a new version again on it); 200 with the changes (and, validating, the publish
+  checklist; importing, the new version; ``runs_queued``), 400 with every problem (``file``,
+  ``line``, ``field``, ``message``), 403 for someone who does not organise the challenge (a
+  new one: staff);
 - ``GET /api/challenges/<slug>/bundle/``: the live challenge as a bundle zip, private splits
   included: its organisers only (404 for anyone else).
 """
@@ -20,6 +22,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BooleanField
 from rest_framework.views import APIView
 
 from leaderboard.challenge_bundle import uploads
@@ -35,7 +38,8 @@ class BundleView(APIView):
 
     @extend_schema(
         request={"multipart/form-data": {"type": "object", "properties": {
-            "bundle": {"type": "string", "format": "binary"}}}},
+            "bundle": {"type": "string", "format": "binary"},
+            "redo_runs": {"type": "boolean", "default": False}}}},
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
     )  # fmt: skip
     def post(self, request: Request, action: str) -> Response:
@@ -46,7 +50,11 @@ class BundleView(APIView):
         if upload is None:
             raise ValidationError({"bundle": "attach the bundle as a zip file"})
         try:
-            outcome = uploads.run(upload, action, request.user, "api")
+            redo_runs = BooleanField().to_internal_value(request.data.get("redo_runs", False))
+        except ValidationError:
+            raise ValidationError({"redo_runs": "true or false"}) from None
+        try:
+            outcome = uploads.run(upload, action, request.user, "api", redo_runs=redo_runs)
         except BundleInvalid as exc:
             return Response(
                 {"problems": [p.as_json() for p in exc.problems]},

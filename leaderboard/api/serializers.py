@@ -81,6 +81,8 @@ class SplitSerializer(serializers.ModelSerializer):
             "task",
             "task_id",
             "kind",
+            "version",
+            "superseded_at",
             "groups",
             "items",
             "visibility",

@@ -41,9 +41,18 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     parameters=[
         OpenApiParameter("challenge", str, description="challenge slug"),
         OpenApiParameter("task", str, description="task id, e.g. multi-turn-qa"),
+        OpenApiParameter(
+            "version",
+            int,
+            description="list this version of each split (a superseded one: its runs and board "
+            "as they were); default: the current versions",
+        ),
     ]
 )
 class SplitViewSet(viewsets.ReadOnlyModelViewSet):
+    """Splits; one by id, whichever its version. The list holds the current versions, or those
+    numbered ``?version=``."""
+
     serializer_class = serializers.SplitSerializer
 
     def get_queryset(self) -> QuerySet:
@@ -51,6 +60,11 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
         splits = Split.objects.filter(task__challenge__in=challenges).select_related(
             "task__challenge"
         )
+        if self.action == "list":
+            try:
+                splits = splits.of_version(self.request.query_params.get("version"))
+            except ValueError as exc:
+                raise ValidationError({"version": [str(exc)]}) from None
         if slug := self.request.query_params.get("challenge"):
             splits = splits.filter(task__challenge__slug=slug)
         if task_id := self.request.query_params.get("task"):

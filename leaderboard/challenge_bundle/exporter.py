@@ -67,7 +67,7 @@ def _task(task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]
             into = into.setdefault(key, {})
         into[place[-1]] = getattr(task, field)
     splits = []
-    for split in task.splits.all():
+    for split in task.splits.current():
         if split.is_private and not private:
             left_out.append(str(split))
             continue

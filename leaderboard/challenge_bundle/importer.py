@@ -4,8 +4,11 @@ transaction as a new ``ChallengeVersion`` (or not at all).
 - Importing what is already live changes nothing (no version, no file written).
 - A changed bundle is applied whole: the challenge's fields and pages, its phases, its tasks
   (a task the bundle leaves out is deleted, unless it has runs), their splits and the corpus.
-- A split that has runs is never replaced in place: a changed split with results is refused,
-  naming it (Podium keeps one split per task and kind, and its results belong to its data).
+- A split that has runs is never replaced in place: its changed data becomes the split's next
+  version (``leaderboard.splits.save_split``), the earlier one keeps its runs and boards; the
+  diff says so. ``redo_runs``: each submission that had a run on the earlier version, and
+  takes that split, is run on the new one (``submitting.runs_on_new_version``), sent once the
+  import commits. A split with runs (in any version) that the bundle leaves out is refused.
 - Split bundles written before a failure are deleted; the corpus is stored last.
 - ``dry_run`` (``challenge validate``) does all of it, runs the publish checklist, and rolls back.
 """
@@ -28,7 +31,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError
-from leaderboard.challenge_bundle import loader, source, state
+from leaderboard.challenge_bundle import loader, source, split_versions, state
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES
 from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
@@ -54,6 +57,7 @@ class Outcome:
     changes: list[str]
     version: int | None = None  # the version made; None when nothing changed
     checklist: list[str] = field(default_factory=list)  # the publish checklist's problems
+    runs_queued: int = 0  # runs on new split versions (``redo_runs``)
 
     @property
     def unchanged(self) -> bool:
@@ -80,9 +84,11 @@ def import_bundle(
     via: str = "manage.py",
     dry_run: bool = False,
     slug: str | None = None,
+    redo_runs: bool = False,
 ) -> Outcome:
     """Import the bundle at ``path`` (a directory or a zip); ``slug``: the challenge it must be
-    (an organiser's page). Raises ``BundleInvalid`` (every problem), ``PermissionDenied``."""
+    (an organiser's page); ``redo_runs``: run the submissions of a split that gets a new
+    version on it again. Raises ``BundleInvalid`` (every problem), ``PermissionDenied``."""
     with source.opened(path) as root, ExitStack() as stack:
         bundle = loader.load(root, timezone.now(), _kept_phases(root))
         if slug is not None and bundle.value["challenge"]["slug"] != slug:
@@ -104,13 +110,16 @@ def import_bundle(
         if outcome.unchanged and not dry_run:
             return outcome
         if existing is not None:
-            _refuse_replacing_results(bundle, existing, after)
+            outcome.changes += split_versions.diff_lines(existing, after)
         written: list[str] = []
+        versions: list[tuple[Split, Split]] = []
         try:
             with transaction.atomic():
-                challenge = _apply(bundle, existing, splits, written, user)
+                challenge = _apply(bundle, existing, splits, written, versions, user)
                 has_corpus = corpus is not None or kept_corpus is not None
                 outcome.checklist = publish_problems(challenge, has_corpus=has_corpus)
+                lines, outcome.runs_queued = split_versions.redo(versions, redo_runs)
+                outcome.changes += lines
                 if dry_run:
                     raise _DryRun
                 _publish(bundle, challenge, outcome.checklist)
@@ -196,37 +205,7 @@ def _corpus(bundle: loader.Bundle, stack: ExitStack) -> tuple[Path, str] | None:
         raise BundleInvalid([_at(bundle, place, name, str(exc))]) from None
 
 
-def _refuse_replacing_results(bundle: loader.Bundle, challenge: Challenge, after: Any) -> None:
-    problems = []
-    wanted_tasks = after["tasks"]
-    for task in challenge.tasks.prefetch_related("splits"):
-        for split in task.splits.all():
-            new = next(
-                (s for s in wanted_tasks.get(task.task_id, {}).get("splits", [])
-                 if s["kind"] == split.kind),
-                None,
-            )  # fmt: skip
-            if new is not None and new["sha256"] == split.sha256:
-                continue
-            runs = split.runs.count()
-            if runs:
-                what = "removes" if new is None else "replaces the data of"
-                problems.append(
-                    Problem(
-                        source.MANIFEST,
-                        None,
-                        f"tasks[{task.task_id}].splits[{split.kind}]",
-                        f"the bundle {what} split {task.task_id}/{split.kind}, which has {runs} "
-                        "runs: a split with results is never replaced in place; import the "
-                        "changed data as a new challenge (another slug), or delete the runs "
-                        "first",
-                    )
-                )
-    if problems:
-        raise BundleInvalid(problems)
-
-
-def _apply(bundle, existing, splits, written: list[str], user) -> Challenge:
+def _apply(bundle, existing, splits, written: list[str], versions, user) -> Challenge:
     value = bundle.value
     head = value["challenge"]
     if existing is not None:  # two imports of one challenge: one after the other
@@ -257,23 +236,33 @@ def _apply(bundle, existing, splits, written: list[str], user) -> Challenge:
             setattr(found, name, field_value)
         found.order = order
         found.save()
-        _apply_splits(found, task.get("splits", []), splits, written)
+        _apply_splits(found, task.get("splits", []), splits, written, versions)
     return challenge
 
 
-def _apply_splits(task: Task, declared: list[dict[str, Any]], splits, written: list[str]) -> None:
+def _apply_splits(
+    task: Task,
+    declared: list[dict[str, Any]],
+    splits,
+    written: list[str],
+    versions: list[tuple[Split, Split]],
+) -> None:
+    """The task's splits as declared; ``versions`` gets each (superseded, new version) pair."""
     task.splits.exclude(kind__in=[s["kind"] for s in declared]).delete()
     for split in declared:
         prepared = splits[(task.task_id, split["kind"])]
         visibility = split.get("visibility", Split.Visibility.PUBLIC)
         reveal_at = split.get("reveal_at") and datetime.fromisoformat(split["reveal_at"])
-        stored = Split.objects.filter(task=task, kind=split["kind"]).first()
-        if stored is not None and stored.sha256 == prepared.sha256:
-            Split.objects.filter(pk=stored.pk).update(visibility=visibility, reveal_at=reveal_at)
-            continue
-        saved = save_split(task, split["kind"], prepared, visibility)
-        written.append(saved.bundle.name)
-        Split.objects.filter(pk=saved.pk).update(reveal_at=reveal_at)
+        stored = Split.objects.current().filter(task=task, kind=split["kind"]).first()
+        if stored is None or stored.sha256 != prepared.sha256:
+            saved = save_split(task, split["kind"], prepared, visibility)
+            written.append(saved.bundle.name)
+            if stored is not None and saved.pk != stored.pk:
+                versions.append((stored, saved))
+        # every version of a split is shown to whom its current one is
+        Split.objects.filter(task=task, kind=split["kind"]).update(
+            visibility=visibility, reveal_at=reveal_at
+        )
 
 
 def _publish(bundle: loader.Bundle, challenge: Challenge, checklist: list[str]) -> None:
@@ -301,5 +290,8 @@ def _record(challenge: Challenge, document, changes: list[str], user, via: str) 
 
 
 def _delete(names: list[str]) -> None:
+    """Files written for an import that did not happen (one another split version stored
+    under the same name, its data being the same, stays)."""
     for name in names:
-        default_storage.delete(name)
+        if not Split.objects.filter(bundle=name).exists():
+            default_storage.delete(name)

@@ -15,7 +15,7 @@ from evaluator.protocols import protocol_class
 from evaluator.records import EvaluatorError
 from leaderboard.challenge_bundle.loader import Bundle, moment, task_values
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS
-from leaderboard.models import Challenge, Split
+from leaderboard.models import Challenge, Split, current_splits
 from workers.pipeline.bundles import corpus_sha256
 
 Canonical = dict[str, Any]
@@ -53,7 +53,7 @@ def head(challenge: Challenge) -> Canonical:
 def live(challenge: Challenge) -> Canonical:
     """``challenge`` as it is now."""
     tasks = {}
-    for task in challenge.tasks.prefetch_related("splits"):
+    for task in challenge.tasks.prefetch_related(current_splits()):
         values = {field: getattr(task, field) for _, field in TASK_FIELDS}
         splits = [_split(s.kind, s.sha256, s.visibility, s.reveal_at) for s in task.splits.all()]
         tasks[task.task_id] = _task(values, splits)

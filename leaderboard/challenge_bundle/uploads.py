@@ -16,16 +16,23 @@ ACTIONS = ("validate", "diff", "import")
 
 
 def run(
-    upload: UploadedFile, action: str, user: AbstractBaseUser, via: str, slug: str | None = None
+    upload: UploadedFile,
+    action: str,
+    user: AbstractBaseUser,
+    via: str,
+    slug: str | None = None,
+    redo_runs: bool = False,
 ) -> Outcome:
-    """``action`` (one of ``ACTIONS``) on the uploaded zip (of challenge ``slug``, when given).
-    Raises ``BundleInvalid``, ``PermissionDenied``."""
+    """``action`` (one of ``ACTIONS``) on the uploaded zip (of challenge ``slug``, when given);
+    ``redo_runs``: as ``import_bundle``'s. Raises ``BundleInvalid``, ``PermissionDenied``."""
     with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
         path = Path(scratch) / "bundle.zip"
         with path.open("wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
-        return import_bundle(path, user, via, dry_run=action != "import", slug=slug)
+        return import_bundle(
+            path, user, via, dry_run=action != "import", slug=slug, redo_runs=redo_runs
+        )
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
@@ -35,4 +42,5 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "changes": outcome.changes,
         "version": outcome.version,
         "checklist": outcome.checklist,
+        "runs_queued": outcome.runs_queued,
     }

@@ -112,7 +112,7 @@ def rankings(challenge: Challenge) -> list[str]:
     """Every leaderboard of the challenge (task x split x setting) as text lines (its first
     three columns), and each submission's scores across the settings (gCUE) after its split."""
     lines = []
-    splits = Split.objects.filter(task__challenge=challenge).select_related("task")
+    splits = Split.objects.current().filter(task__challenge=challenge).select_related("task")
     for split in splits.order_by("task__order", "kind"):
         for setting in split.task.run_settings():
             lines += _board_lines(split, setting)

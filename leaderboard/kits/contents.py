@@ -92,7 +92,7 @@ def kit_splits(challenge: Challenge) -> tuple[list[Split], list[tuple[Split, str
     a hidden split, and one whose reveal time has not come.
     """
     included, withheld = [], []
-    splits = Split.objects.filter(task__challenge=challenge).exclude(sha256="")
+    splits = Split.objects.current().filter(task__challenge=challenge).exclude(sha256="")
     kinds = list(Split.Kind.values)  # validation, public test, private test
     ordered = sorted(
         splits.select_related("task"),

@@ -1,7 +1,7 @@
 """Podium's data model; the modules group it by who writes it."""
 
 from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
-from leaderboard.models.challenge import Challenge, Phase, Split, Task
+from leaderboard.models.challenge import Challenge, Phase, Split, Task, current_splits
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
@@ -55,4 +55,5 @@ __all__ = [
     "Task",
     "Team",
     "TermsAcceptance",
+    "current_splits",
 ]

@@ -340,8 +340,35 @@ def split_bundle_path(split: Split, filename: str) -> str:
     )
 
 
+class SplitQuerySet(models.QuerySet["Split"]):
+    def current(self) -> SplitQuerySet:
+        """The current version of each (task, kind): what pages, the API, new runs, kits,
+        exports and the checklist use."""
+        return self.filter(superseded_at__isnull=True)
+
+    def of_version(self, asked: str | None) -> SplitQuerySet:
+        """The current versions (``asked`` None), or those numbered ``asked`` (a request's
+        ``?version=``); ``ValueError`` when it is no version number."""
+        if asked is None:
+            return self.current()
+        if not asked.isdigit() or int(asked) < 1:
+            raise ValueError(f"version={asked!r}: a split version is a number from 1")
+        return self.filter(version=int(asked))
+
+
+def current_splits() -> models.Prefetch:
+    """``prefetch_related`` of a task's current splits (``task.splits.all()`` then holds
+    them only)."""
+    return models.Prefetch("splits", queryset=Split.objects.current())
+
+
 class Split(models.Model):
-    """A split of a task; its data bundle (a tar of the split directory) is never served."""
+    """A split of a task; its data bundle (a tar of the split directory) is never served.
+
+    A (task, kind) has versions 1, 2, ...: data changed under a split that has runs becomes a
+    new version (``leaderboard.splits.save_split``), the earlier one is superseded
+    (``superseded_at``) and keeps its runs, scores and boards; exactly one is current.
+    """
 
     class Kind(models.TextChoices):
         VALIDATION = "validation", "validation"
@@ -370,13 +397,36 @@ class Split(models.Model):
         editable=False,
         help_text="changes whenever the split's results change (keys the pages' cache)",
     )
+    version = models.PositiveIntegerField(default=1, editable=False)
+    superseded_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="when a newer version of this task's split replaced it (empty: current)",
+    )
+
+    objects = SplitQuerySet.as_manager()
 
     class Meta:
-        ordering = ("task", "kind")
-        constraints = (models.UniqueConstraint(fields=["task", "kind"], name="split_unique_kind"),)
+        ordering = ("task", "kind", "version")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["task", "kind", "version"], name="split_unique_version"
+            ),
+            models.UniqueConstraint(
+                fields=["task", "kind"],
+                condition=models.Q(superseded_at__isnull=True),
+                name="split_one_current",
+            ),
+        )
 
     def __str__(self) -> str:
-        return f"{self.task}/{self.kind}"
+        shown = f"{self.task}/{self.kind}"
+        return shown if self.version == 1 else f"{shown} (version {self.version})"
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_at is None
 
     @property
     def is_private(self) -> bool:

@@ -9,6 +9,7 @@ from leaderboard.submitting.submit import (
     MethodInfo,
     add_missing_runs,
     admit,
+    runs_on_new_version,
     submit,
 )
 
@@ -21,6 +22,7 @@ __all__ = [
     "add_missing_runs",
     "admit",
     "evaluated_splits",
+    "runs_on_new_version",
     "set_flags",
     "submit",
 ]

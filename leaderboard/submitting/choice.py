@@ -57,7 +57,7 @@ KIND_ORDER = {kind: place for place, kind in enumerate(Split.Kind.values)}
 def evaluated_splits(challenge: Challenge) -> list[Split]:
     """Every (task, split) pair a submission may run on: each split whose data is imported, in
     the tasks' order, then validation, public test, private test."""
-    splits = Split.objects.filter(task__challenge=challenge).exclude(bundle="")
+    splits = Split.objects.current().filter(task__challenge=challenge).exclude(bundle="")
     return sorted(
         splits.select_related("task"),
         key=lambda s: (s.task.order, s.task.task_id, KIND_ORDER[s.kind]),

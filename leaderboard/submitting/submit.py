@@ -110,16 +110,27 @@ def _new_runs(
     return runs
 
 
-def add_missing_runs(submission: Submission, now: datetime | None = None) -> list[EvaluationRun]:
+def add_missing_runs(
+    submission: Submission, now: datetime | None = None, only: Split | None = None
+) -> list[EvaluationRun]:
     """Runs for what the challenge evaluates now, among the tasks and splits the team chose,
     and ``submission`` has no run for yet: a split imported, or a setting enabled, after it was
-    submitted (an organiser's action; the image is reused). None for a failed or cancelled
-    submission."""
+    submitted (an organiser's action; the image is reused); ``only``: on that split alone. None
+    for a failed or cancelled submission."""
     if submission.state in (Submission.State.FAILED, Submission.State.CANCELLED):
         return []
     have = set(submission.runs.values_list("split_id", "setting"))
+    wanted = [s for s in wanted_splits(submission) if only is None or s.pk == only.pk]
     with transaction.atomic():
-        return _new_runs(submission, wanted_splits(submission), have, now or timezone.now())
+        return _new_runs(submission, wanted, have, now or timezone.now())
+
+
+def runs_on_new_version(old: Split, new: Split) -> list[EvaluationRun]:
+    """The organiser's choice when a split's data changed under its runs: every submission
+    with a run on ``old`` that takes ``new`` (its next version: the team's choice of tasks and
+    splits) gets its runs on ``new`` (``add_missing_runs``), sent on commit."""
+    submissions = Submission.objects.filter(runs__split=old).distinct().order_by("pk")
+    return [run for s in submissions for run in add_missing_runs(s, only=new)]
 
 
 def _check_allowed(

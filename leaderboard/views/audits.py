@@ -49,7 +49,7 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     """Every audit of the challenge; ``POST`` opens one (``audits.open_audit``)."""
     challenge = get_object_or_404(Challenge, slug=slug)
     _organised(request, challenge)
-    splits = list(Split.objects.filter(task__challenge=challenge).select_related("task"))
+    splits = list(Split.objects.current().filter(task__challenge=challenge).select_related("task"))
     form = {"target": "", "size": str(DEFAULT_SIZE), "dimension": "", "double": False}
     if request.method == "POST":
         form = {

@@ -41,7 +41,7 @@ def switcher(user: permissions.User, split: Split, view: str, setting: str) -> l
     organiser = permissions.is_organiser(user, challenge)
     kinds = list(Split.Kind.values)  # validation, public test, private test
     splits = sorted(
-        Split.objects.filter(task__challenge=challenge).select_related("task"),
+        Split.objects.current().filter(task__challenge=challenge).select_related("task"),
         key=lambda s: (s.task.order, s.task.task_id, kinds.index(s.kind)),
     )
     tasks: dict[int, TaskLinks] = {}

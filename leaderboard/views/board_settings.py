@@ -37,13 +37,15 @@ def settings_shown(
     setting: str,
     dropped: Callable[[str], Collection[str]] = lambda name: (),
 ) -> dict[str, object]:
-    """What a board page shows of the task's settings: ``setting_query`` (``setting=...``, for
-    its links to other pages; "" when there is no choice) and the selector's links, each
-    keeping the request's query but ``page`` and ``dropped(setting)`` (names of things of the
-    current board that the other one lacks)."""
+    """What a board page shows of the task's settings: ``setting_query`` (``setting=...``, and
+    ``version=...`` on a superseded split's board, for its links to other pages of this board;
+    "" when there is neither) and the selector's links, each keeping the request's query but
+    ``page`` and ``dropped(setting)`` (names of things of the current board that the other one
+    lacks)."""
     known = split.task.run_settings()
+    version = "" if split.is_current else urlencode({"version": split.version})
     if len(known) < 2:
-        return {"setting": setting, "setting_query": "", "setting_links": []}
+        return {"setting": setting, "setting_query": version, "setting_links": []}
     query = [(k, v) for k, values in request.GET.lists() for v in values]
     links = []
     for name in known:
@@ -53,7 +55,7 @@ def settings_shown(
         )
     return {
         "setting": setting,
-        "setting_query": urlencode({"setting": setting}),
+        "setting_query": "&".join(filter(None, (urlencode({"setting": setting}), version))),
         "setting_links": links,
     }
 

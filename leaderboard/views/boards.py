@@ -27,7 +27,7 @@ from django.urls import reverse
 from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
-from leaderboard.models import Challenge, Split
+from leaderboard.models import Challenge, Split, current_splits
 from leaderboard.views import board_nav, board_page, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
@@ -42,10 +42,15 @@ def _challenge(request: HttpRequest, slug: str) -> Challenge:
 
 
 def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> Split:
-    """The split whose results the page shows; 404 if unknown, 403 if not revealed to the user.
-    Found with its task and challenge in one query; only when it is not found are the challenge
-    and then the split looked up apart, so the 404 says which of them is unknown."""
-    splits = Split.objects.select_related("task__challenge")
+    """The split whose results the page shows (its current version, or ``?version=``); 404 if
+    unknown, 403 if not revealed to the user. Found with its task and challenge in one query;
+    only when it is not found are the challenge and then the split looked up apart, so the 404
+    says which of them is unknown."""
+    try:
+        splits = Split.objects.of_version(request.GET.get("version"))
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    splits = splits.select_related("task__challenge")
     split = splits.filter(
         task__challenge__in=permissions.visible_challenges(request.user),
         task__challenge__slug=slug,
@@ -82,7 +87,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(request, f"You accepted the rules of {challenge.name}.")
         return redirect(f"{request.path}?tab=rules")
     tasks = []
-    for task in challenge.tasks.prefetch_related("splits"):
+    for task in challenge.tasks.prefetch_related(current_splits()):
         splits = [(s, organiser or s.is_revealed()) for s in task.splits.all()]
         tasks.append((task, splits))
     return render(
@@ -271,7 +276,9 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
     task = split.task
-    filename = "-".join(filter(None, (task.challenge.slug, task.task_id, split.kind, setting)))
+    version = "" if split.is_current else f"v{split.version}"
+    names = (task.challenge.slug, task.task_id, split.kind, version, setting)
+    filename = "-".join(filter(None, names))
     board = board_cache.board(split, setting)
     records = entry_records(board)
     if fmt == "json":
@@ -279,6 +286,7 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
             "challenge": task.challenge.slug,
             "task": task.task_id,
             "split": split.kind,
+            "version": split.version,
             "setting": setting,
             "settings": list(task.run_settings()),
             "protocol": task.protocol,

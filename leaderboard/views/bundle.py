@@ -47,7 +47,11 @@ def organise(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             context["action"] = action
             try:
-                context["outcome"] = uploads.run(upload, action, request.user, "upload", slug)
+                redo_runs = request.POST.get("redo_runs") == "1"
+                context["redo_runs"] = redo_runs
+                context["outcome"] = uploads.run(
+                    upload, action, request.user, "upload", slug, redo_runs=redo_runs
+                )
             except BundleInvalid as exc:
                 context["problems"] = exc.problems
             challenge.refresh_from_db()

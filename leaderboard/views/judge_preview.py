@@ -21,7 +21,7 @@ REFRESH_S = 5  # a page of an unfinished dry run reloads itself this often
 
 def _organised_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> Split:
     split = get_object_or_404(
-        Split.objects.select_related("task__challenge"),
+        Split.objects.current().select_related("task__challenge"),
         task__challenge__slug=slug,
         task__task_id=task_id,
         kind=kind,

@@ -1,12 +1,12 @@
 """Importing a bundle: idempotent, versioned with a diff (who and when), one transaction whose
-written files go with a failure, never replacing a split that has results; exporting: a bundle
+written files go with a failure (a split that has results gets a new version instead of being
+replaced: ``test_bundle_split_versions.py``); exporting: a bundle
 that imports into an empty database as the same challenge, split files byte for byte; only
 organisers import, diff or export a challenge."""
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,6 @@ from django.core.management.base import CommandError
 from leaderboard.challenge_bundle import state
 from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
-from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import (
     Challenge,
     ChallengeVersion,
@@ -122,31 +121,6 @@ def test_a_changed_bundle_is_a_new_version_with_its_diff_who_and_when(bundle):
         EvaluationRun.objects.get() == run
         and run.split.sha256 == Split.objects.get(kind="validation").sha256
     )
-
-
-def test_a_split_with_results_is_never_replaced_in_place(bundle):
-    import_bundle(bundle)
-    run = _running(Challenge.objects.get())
-    before = Split.objects.get(kind="validation")
-    shutil.rmtree(bundle / "data" / "validation")
-    from tests.leaderboard.factories import write_small_split
-
-    write_small_split(bundle / "data" / "validation", conversations=4)
-    edit(bundle, "per_day: 3", "per_day: 4")
-    with pytest.raises(BundleInvalid) as raised:
-        import_bundle(bundle)
-    assert str(raised.value) == (
-        "challenge.yaml: tasks[multi-turn-qa].splits[validation]: the bundle replaces the data "
-        "of split multi-turn-qa/validation, which has 1 runs: a split with results is never "
-        "replaced in place; import the changed data as a new challenge (another slug), or "
-        "delete the runs first"
-    )
-    after = Split.objects.get(kind="validation")
-    assert (after.sha256, after.bundle.name) == (before.sha256, before.bundle.name)
-    assert Task.objects.get().quota_per_day == 3  # nothing of the bundle applied
-    run.delete()
-    assert import_bundle(bundle).version == 2
-    assert Split.objects.get(kind="validation").groups == 4
 
 
 def test_a_failed_import_removes_the_files_it_wrote(bundle, monkeypatch):

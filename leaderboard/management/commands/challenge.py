@@ -4,7 +4,9 @@
 - ``validate BUNDLE``: every problem at once (file:line: field: message), then the publish
   checklist, by importing in a transaction that is rolled back; exit status 1 on a problem.
 - ``diff BUNDLE``: what importing it would change.
-- ``import BUNDLE [--as USER]``: applied as a new version (nothing when unchanged).
+- ``import BUNDLE [--as USER] [--redo-runs]``: applied as a new version (nothing when
+  unchanged); ``--redo-runs``: a split that gets a new version (its data changed under its
+  runs) runs its submissions again on it (``validate`` and ``diff`` take it too: the preview).
 - ``export SLUG OUT [--as USER] [--zip]``: the live challenge as a bundle; private test splits
   only when the user (none: the command line, an operator) organises it.
 - ``schema``: the JSON Schema of challenge.yaml.
@@ -38,6 +40,12 @@ class Command(BaseCommand):
             sub = actions.add_parser(name, help=what)
             sub.add_argument("bundle", help="a bundle directory or zip")
             sub.add_argument("--as", dest="user", help="act as this user (default: operator)")
+            sub.add_argument(
+                "--redo-runs",
+                action="store_true",
+                help="a split whose data changed under its runs becomes a new version: run "
+                "the submissions that had runs on it again on the new version",
+            )
         sub = actions.add_parser("export", help="write a live challenge as a bundle")
         sub.add_argument("slug")
         sub.add_argument("out", help="a new directory (or, with --zip, a .zip file)")
@@ -56,7 +64,11 @@ class Command(BaseCommand):
                 self._export(options["slug"], Path(options["out"]), options["zip"], user)
                 return
             outcome = import_bundle(
-                options["bundle"], user, "manage.py", dry_run=action != "import"
+                options["bundle"],
+                user,
+                "manage.py",
+                dry_run=action != "import",
+                redo_runs=options["redo_runs"],
             )
         except BundleInvalid as exc:
             for problem in exc.problems:
