@@ -59,9 +59,11 @@ def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> S
     ).first()
     if split is None:
         challenge = _challenge(request, slug)
-        split = get_object_or_404(
-            splits, task__challenge=challenge, task__task_id=task_id, kind=kind
-        )
+        split = splits.filter(task__challenge=challenge, task__task_id=task_id, kind=kind).first()
+    if split is None:
+        asked = request.GET.get("version")
+        version = f" version {asked}" if asked else ""
+        raise Http404(f"{slug} has no split {task_id}/{kind}{version}")
     if not permissions.can_see_results(request.user, split):
         when = f" They appear on {split.reveal_at:%Y-%m-%d %H:%M} UTC." if split.reveal_at else ""
         raise PermissionDenied(f"The results of {split} are not public yet.{when}")

@@ -115,7 +115,8 @@ def test_a_changed_split_with_results_becomes_a_new_version(bundle, scored, clie
         "leaderboard:entry", args=("bundle-test", "multi-turn-qa", "validation", scored["alpha"].pk)
     )
     assert client.get(entry, {"version": "1"}).status_code == 200
-    assert client.get(board_url(), {"version": "3"}).status_code == 404
+    missing = client.get(board_url(), {"version": "3"})
+    assert missing.status_code == 404 and "validation version 3" in missing.content.decode()
     assert client.get(board_url(), {"version": "one"}).status_code == 404
     export = reverse("leaderboard:export-json", args=("bundle-test", "multi-turn-qa", "validation"))
     assert len(client.get(export, {"version": "1"}).json()["entries"]) == 2
