@@ -139,3 +139,13 @@ def test_a_bundle_sets_phase_quotas_and_checks_their_types(db, tmp_path):
     assert (phase.quota_per_day, phase.quota_total) == (2, 9)
     edit(bundle, "quotas: {per_day: 2, total: 9}", "quotas: {per_day: 2}")
     assert import_bundle(bundle).changes == ["~ phases.Phase 1.quotas.total: 9 -> None"]
+
+
+def test_the_challenge_page_and_the_api_show_phase_quotas(phases, client):
+    page = client.get("/c/crag-mm-2026/?tab=leaderboards").content.decode()
+    assert "<td>2 in the phase</td>" in page and "<td>1 a day</td>" in page
+    (listed,) = APIClient().get("/api/challenges/").json()["results"]
+    assert [(p["name"], p["quota_per_day"], p["quota_total"]) for p in listed["phases"]] == [
+        ("Phase 1", None, 2),
+        ("Phase 2", 1, None),
+    ]
