@@ -26,6 +26,7 @@ urlpatterns = [
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
     path("c/<slug:slug>/bundle/", bundle.organise, name="challenge-bundle"),
+    path("c/<slug:slug>/logo/", bundle.logo, name="challenge-logo"),
     path("c/<slug:slug>/bundle/export.zip", bundle.download, name="challenge-bundle-export"),
     path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
     path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),

@@ -76,7 +76,7 @@ class ChallengeAdmin(admin.ModelAdmin):
     prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
     filter_horizontal = ("organisers",)
     inlines = (PhaseInline, TaskInline)
-    readonly_fields = ("is_published", "publish_checklist", "search_corpus")
+    readonly_fields = ("is_published", "publish_checklist", "search_corpus", "logo")
     actions = ("publish", "unpublish")
 
     @admin.display(description="search corpus")
@@ -279,7 +279,7 @@ class RankedBoardAdmin(admin.ModelAdmin):
 
 @admin.register(Phase)
 class PhaseAdmin(admin.ModelAdmin):
-    list_display = ("name", "challenge", "starts_at", "ends_at")
+    list_display = ("name", "challenge", "starts_at", "ends_at", "quota_per_day", "quota_total")
     list_filter = ("challenge",)
     search_fields = ("name", "challenge__name")
 

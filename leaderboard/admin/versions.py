@@ -1,4 +1,5 @@
-"""Admin of the challenge bundles imported (``docs/challenge-bundle.md``): read only."""
+"""Admin of what challenge bundles import (``docs/challenge-bundle.md``): the versions, the
+stored search corpora and the starter kits' organiser files; read only."""
 
 from __future__ import annotations
 
@@ -7,11 +8,19 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from leaderboard.models import ChallengeVersion
+from leaderboard.models import ChallengeVersion, KitFile, SearchCorpus
+
+
+class ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ChallengeVersion)
-class ChallengeVersionAdmin(admin.ModelAdmin):
+class ChallengeVersionAdmin(ReadOnly):
     """The bundles imported (``docs/challenge-bundle.md``): read only."""
 
     list_display = ("challenge", "number", "imported_at", "imported_by", "via")
@@ -20,8 +29,20 @@ class ChallengeVersionAdmin(admin.ModelAdmin):
     readonly_fields = ("challenge", "number", "imported_at", "imported_by", "via", "changes",
                        "document")  # fmt: skip
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+@admin.register(SearchCorpus)
+class SearchCorpusAdmin(ReadOnly):
+    """Each challenge's stored corpus (imported on the challenge's admin page, by
+    ``manage.py import_corpus`` or a bundle)."""
+
+    list_display = ("challenge", "sha256", "stored_at")
+    search_fields = ("challenge__slug", "sha256")
+
+
+@admin.register(KitFile)
+class KitFileAdmin(ReadOnly):
+    """The organisers' files in the starter kits (a bundle's ``challenge.kit_files``)."""
+
+    list_display = ("challenge", "path", "size", "sha256")
+    list_filter = ("challenge",)
+    search_fields = ("path", "challenge__slug")

@@ -37,7 +37,22 @@ class TaskQuotaSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     quota_concurrent = serializers.IntegerField(source="task.quota_concurrent", allow_null=True)
     concurrent = serializers.IntegerField()
+    phase = serializers.CharField(source="phase.name", allow_null=True, default=None)
+    phase_quota_per_day = serializers.IntegerField(
+        source="phase.quota_per_day", allow_null=True, default=None
+    )
+    phase_today = serializers.IntegerField(help_text="submissions in the last 24 hours of it")
+    phase_quota_total = serializers.IntegerField(
+        source="phase.quota_total", allow_null=True, default=None
+    )
+    phase_total = serializers.IntegerField(help_text="submissions made during the open phase")
     remaining = serializers.IntegerField(allow_null=True)
+    limit = serializers.ChoiceField(
+        choices=["concurrent", "total", "phase_total", "per_day", "phase_per_day"],
+        allow_null=True,
+        help_text="the quota that refuses a submission now (the tighter of the task's and the "
+        "open phase's); null: allowed",
+    )
     problem = serializers.CharField(allow_null=True)
 
 
@@ -96,7 +111,11 @@ class QuotaView(APIView):
                     "next_daily_slot": use.next_daily_slot,
                     "total": use.total,
                     "concurrent": use.concurrent,
+                    "phase": use.phase,
+                    "phase_today": use.phase_today,
+                    "phase_total": use.phase_total,
                     "remaining": use.remaining,
+                    "limit": None if admission.organiser else use.limit,
                     "problem": None if admission.organiser else use.problem(),
                 }
                 for use in usages

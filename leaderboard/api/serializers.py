@@ -23,7 +23,7 @@ from leaderboard.models.results import ALL
 class PhaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = Phase
-        fields = ("name", "starts_at", "ends_at")
+        fields = ("name", "starts_at", "ends_at", "quota_per_day", "quota_total")
 
 
 class ChallengeSerializer(serializers.ModelSerializer):

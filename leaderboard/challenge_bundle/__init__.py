@@ -3,5 +3,6 @@ zip) checked, imported as a new version, diffed and exported (``docs/challenge-b
 
 ``source`` opens a bundle safely, ``yaml_doc`` reads ``challenge.yaml`` with lines, ``schema``
 is its JSON Schema, ``loader`` checks it, ``state`` compares it with the live challenge,
-``importer`` applies it, ``exporter`` writes one.
+``importer`` applies it (``assets``: the logo and the starter kit's files; ``baselines``: the
+organisers' agents, submitted), ``exporter`` writes one.
 """

@@ -1,28 +1,26 @@
 """A live challenge written as a bundle that imports into an empty database as the same
-challenge: its settings, pages, phases, tasks, the stored split bundles byte for byte (each
-digest checked as it is copied, and written beside it) and the corpus. Private test splits
-are written only for the challenge's organisers (``private=True``).
+challenge: its settings, pages, logo, phases (their quotas too), tasks, the stored split
+bundles byte for byte (each digest checked as it is copied, and written beside it), the corpus,
+the starter-kit files at their paths and the declared baselines' build contexts. Private test
+splits are written only for the challenge's organisers (``private=True``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from django.core.files.storage import default_storage
 from ruamel.yaml import YAML
 
 from evaluator.archives import write_zip
-from leaderboard.challenge_bundle import state
+from leaderboard.challenge_bundle import assets, baselines, state
+from leaderboard.challenge_bundle.assets import copy_stored
 from leaderboard.challenge_bundle.loader import moment
 from leaderboard.challenge_bundle.schema import BUNDLE_VERSION, PAGES, TASK_FIELDS
 from leaderboard.challenge_bundle.source import MANIFEST
 from leaderboard.models import Challenge
-from workers.pipeline.bundles import BundleError, corpus_name, corpus_sha256
-
-_CHUNK = 1024 * 1024
+from workers.pipeline.bundles import corpus_name, corpus_sha256
 
 
 def export(challenge: Challenge, out: Path, private: bool) -> list[str]:
@@ -38,19 +36,28 @@ def export(challenge: Challenge, out: Path, private: bool) -> list[str]:
             (out / "pages" / f"{page}.md").write_text(text, encoding="utf-8")
             head["pages"][page] = f"pages/{page}.md"
     if sha256 := corpus_sha256(challenge):
-        _copy(corpus_name(challenge), sha256, out / "corpus.tar")
+        copy_stored(corpus_name(challenge), sha256, out / "corpus.tar")
         head["corpus"] = "corpus.tar"
+    if logo := assets.export_logo(challenge, out):
+        head["logo"] = logo
     left_out: list[str] = []
     tasks = [_task(task, out, private, left_out) for task in challenge.tasks.all()]
     document = {
         "bundle_version": BUNDLE_VERSION,
         "challenge": head,
         "phases": [
-            {"name": p.name, "starts_at": moment(p.starts_at), "ends_at": moment(p.ends_at)}
+            {
+                "name": p.name,
+                "starts_at": moment(p.starts_at),
+                "ends_at": moment(p.ends_at),
+                "quotas": {"per_day": p.quota_per_day, "total": p.quota_total},
+            }
             for p in challenge.phases.all()
         ],
         "tasks": tasks,
+        "baselines": baselines.export(challenge, out),
     }
+    head["kit_files"] = assets.export_kit_files(challenge, out)  # last: beside what is written
     with (out / MANIFEST).open("w", encoding="utf-8") as f:
         yaml = YAML(typ="safe", pure=True)
         yaml.default_flow_style = False
@@ -75,7 +82,7 @@ def _task(task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]
             continue
         name = f"splits/{task.task_id}/{split.kind}.tar"
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        _copy(split.bundle.name, split.sha256, out / name)
+        copy_stored(split.bundle.name, split.sha256, out / name)
         splits.append(
             {
                 "kind": split.kind,
@@ -87,17 +94,6 @@ def _task(task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]
         )
     written["splits"] = splits
     return written
-
-
-def _copy(name: str, sha256: str, target: Path) -> None:
-    """A stored file copied to ``target``, its digest checked on the way."""
-    digest = hashlib.sha256()
-    with default_storage.open(name, "rb") as stored, target.open("wb") as copy:
-        while chunk := stored.read(_CHUNK):
-            digest.update(chunk)
-            copy.write(chunk)
-    if digest.hexdigest() != sha256:
-        raise BundleError(f"{name}: stored with sha256 {sha256}, reads {digest.hexdigest()}")
 
 
 def export_zip(challenge: Challenge, out: IO[bytes], private: bool) -> list[str]:

@@ -9,7 +9,10 @@ transaction as a new ``ChallengeVersion`` (or not at all).
   diff says so. ``redo_runs``: each submission that had a run on the earlier version, and
   takes that split, is run on the new one (``submitting.runs_on_new_version``), sent once the
   import commits. A split with runs (in any version) that the bundle leaves out is refused.
-- Split bundles written before a failure are deleted; the corpus is stored last.
+- Every file stored for it (split bundles, the corpus, the logo, kit files, baselines'
+  contexts) is deleted when it fails; files it replaces are deleted once it commits. The
+  ``SearchCorpus`` row, the baselines' submissions and their runs are in its transaction
+  (the runs are queued when it commits).
 - ``dry_run`` (``challenge validate``) does all of it, runs the publish checklist, and rolls back.
 """
 
@@ -31,7 +34,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError
-from leaderboard.challenge_bundle import loader, source, split_versions, state
+from leaderboard.challenge_bundle import (
+    assets,
+    baselines,
+    loader,
+    source,
+    split_versions,
+    state,
+)
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES
 from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
@@ -101,10 +111,15 @@ def import_bundle(
             raise PermissionDenied(f"only the organisers of {slug!r} may import it")
         splits = _prepare_splits(bundle, stack)
         corpus = _corpus(bundle, stack)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="podium-baselines-"))
+        declared = baselines.prepare(bundle, Path(scratch))
         before = state.live(existing) if existing else None
         kept_corpus = before["challenge"]["corpus"] if before else None
         after = state.wanted(
-            bundle, {k: p.sha256 for k, p in splits.items()}, corpus[1] if corpus else kept_corpus
+            bundle,
+            {k: p.sha256 for k, p in splits.items()},
+            corpus[1] if corpus else kept_corpus,
+            baselines.wanted(declared),
         )
         outcome = Outcome(slug, state.diff(before, after))
         if outcome.unchanged and not dry_run:
@@ -116,15 +131,16 @@ def import_bundle(
         try:
             with transaction.atomic():
                 challenge = _apply(bundle, existing, splits, written, versions, user)
+                baselines.apply(bundle, challenge, declared, user, written)
                 has_corpus = corpus is not None or kept_corpus is not None
                 outcome.checklist = publish_problems(challenge, has_corpus=has_corpus)
                 lines, outcome.runs_queued = split_versions.redo(versions, redo_runs)
                 outcome.changes += lines
                 if dry_run:
                     raise _DryRun
-                _publish(bundle, challenge, outcome.checklist)
-                if corpus is not None:
-                    store_corpus(challenge, corpus[0])
+                if corpus is not None:  # the tar and its row, in this transaction
+                    store_corpus(challenge, corpus[0], written)
+                _publish(bundle, challenge, outcome.checklist)  # reads the corpus row
                 outcome.version = _record(challenge, after, outcome.changes, user, via)
         except _DryRun:
             _delete(written)
@@ -220,13 +236,19 @@ def _apply(bundle, existing, splits, written: list[str], versions, user) -> Chal
     challenge.save()
     if existing is None and user is not None:
         challenge.organisers.add(user)
+    assets.apply_logo(challenge, bundle.logo, written)
+    assets.apply_kit_files(challenge, bundle.kit_files(), written)
     phases = value.get("phases", [])
     challenge.phases.exclude(name__in=[p["name"] for p in phases]).delete()
     for phase in phases:
         Phase.objects.update_or_create(
             challenge=challenge,
             name=phase["name"],
-            defaults={key: datetime.fromisoformat(phase[key]) for key in ("starts_at", "ends_at")},
+            defaults={
+                **{key: datetime.fromisoformat(phase[key]) for key in ("starts_at", "ends_at")},
+                "quota_per_day": phase.get("quotas", {}).get("per_day"),
+                "quota_total": phase.get("quotas", {}).get("total"),
+            },
         )
     tasks = value.get("tasks", [])
     challenge.tasks.exclude(task_id__in=[t["id"] for t in tasks]).delete()

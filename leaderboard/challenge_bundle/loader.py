@@ -17,6 +17,7 @@ import jsonschema
 from django.core.exceptions import ValidationError
 
 from evaluator.protocols import protocol_class
+from leaderboard.challenge_bundle import assets
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
 from leaderboard.challenge_bundle.source import MANIFEST
@@ -44,6 +45,15 @@ class Bundle:
     def page(self, name: str) -> str:
         path = self.value["challenge"].get("pages", {}).get(name)
         return (self.root / path).read_text(encoding="utf-8") if path else ""
+
+    @property
+    def logo(self) -> Path | None:
+        name = self.value["challenge"].get("logo")
+        return self.root / name if name else None
+
+    def kit_files(self) -> dict[str, Path]:
+        """The files the starter kit carries, by their path in the bundle."""
+        return assets.kit_files(self.root, self.value["challenge"].get("kit_files", []))
 
 
 def moment(value: datetime | str | None) -> str | None:
@@ -132,6 +142,10 @@ def _rule_problems(bundle: Bundle, now: datetime, kept: set[tuple[Any, ...]]) ->
             problems += _file_problems(bundle, ("challenge", "pages", page), want="page")
     if "corpus" in challenge:
         problems += _file_problems(bundle, ("challenge", "corpus"), want="tree")
+    if "logo" in challenge:
+        problems += _file_problems(bundle, ("challenge", "logo"), want="logo")
+    for index in range(len(challenge.get("kit_files", []))):
+        problems += _file_problems(bundle, ("challenge", "kit_files", index), want="kit")
     phases = value.get("phases", [])
     problems += _duplicates(doc, "phases", [p["name"] for p in phases], "phase name")
     for index, phase in enumerate(phases):
@@ -146,6 +160,21 @@ def _rule_problems(bundle: Bundle, now: datetime, kept: set[tuple[Any, ...]]) ->
     problems += _duplicates(doc, "tasks", [t["id"] for t in tasks], "task id")
     for index, task in enumerate(tasks):
         problems += _task_problems(bundle, index, task)
+    baselines = value.get("baselines", [])
+    names = [b["method_name"].strip() for b in baselines]
+    problems += _duplicates(doc, "baselines", names, "baseline method_name")
+    task_ids = {t["id"] for t in tasks}
+    known = ", ".join(sorted(task_ids))
+    for index, baseline in enumerate(baselines):
+        problems += _file_problems(bundle, ("baselines", index, "context"), want="context")
+        for i, task_id in enumerate(baseline["tasks"]):
+            if task_id not in task_ids:
+                problems.append(
+                    doc.problem(
+                        ("baselines", index, "tasks", i),
+                        f"no task {task_id!r} in this bundle (tasks: {known})",
+                    )
+                )
     return sorted(problems, key=lambda p: (p.file != MANIFEST, p.line or 0, p.field))
 
 
@@ -205,7 +234,9 @@ _MISSING = object()
 
 
 def _file_problems(bundle: Bundle, place: tuple[str | int, ...], want: str) -> list[Problem]:
-    """``want``: ``page`` (a UTF-8 Markdown file) or ``tree`` (a directory or a tar file)."""
+    """``want``: ``page`` (a UTF-8 Markdown file), ``tree`` (a directory or a tar file),
+    ``logo`` (a raster image), ``kit`` (a file or a directory holding files) or ``context``
+    (a build context: a directory with a Dockerfile)."""
     found: Any = bundle.value
     for key in place:
         found = found[key]
@@ -225,4 +256,19 @@ def _file_problems(bundle: Bundle, place: tuple[str | int, ...], want: str) -> l
             path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             return [doc.problem(place, f"{found!r} is not UTF-8 text")]
+    elif want == "logo":
+        why = assets.logo_problem(path) if path.is_file() else "not a file"
+        return [doc.problem(place, f"{found!r}: {why}")] if why else []
+    elif want == "kit" and path == root / MANIFEST:
+        return [doc.problem(place, f"{found!r}: the bundle's manifest is not a kit file")]
+    elif want == "kit" and path.is_dir() and not any(p.is_file() for p in path.rglob("*")):
+        return [doc.problem(place, f"{found!r}: a directory without a file")]
+    elif want == "context" and not (path / "Dockerfile").is_file():
+        return [
+            doc.problem(
+                place,
+                f"{found!r} is not a build context: a baseline is a directory with a "
+                "Dockerfile at its top level",
+            )
+        ]
     return []

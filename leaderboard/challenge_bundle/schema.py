@@ -180,12 +180,42 @@ def bundle_schema() -> dict[str, Any]:
             "kit_includes_corpus": {"type": "boolean"},
             "pages": _object({page: _file("a Markdown page") for page in PAGES}),
             "corpus": _file("the search corpus directory, or a tar of it"),
+            "logo": _file("the challenge's logo: a PNG, JPEG or WebP image"),
+            "kit_files": {
+                "type": "array",
+                "description": "files and directories of the bundle the starter kit carries "
+                "under files/, at their path in the bundle",
+                "items": _file("a file or a directory"),
+                "uniqueItems": True,
+            },
         },
         ("slug", "title"),
     )
     phase = _object(
-        {"name": _text(minLength=1, maxLength=100), "starts_at": _moment(), "ends_at": _moment()},
+        {
+            "name": _text(minLength=1, maxLength=100),
+            "starts_at": _moment(),
+            "ends_at": _moment(),
+            "quotas": _object(
+                {"per_day": _count(0, nullable=True), "total": _count(0, nullable=True)}
+            ),
+        },
         ("name", "starts_at", "ends_at"),
+    )
+    baseline = _object(
+        {
+            "method_name": _text("its name on the leaderboard", minLength=1, maxLength=200),
+            "description": _text(),
+            "context": _file("the baseline agent's build context: a directory with a Dockerfile"),
+            "tasks": {
+                "type": "array",
+                "description": "the ids of the tasks it runs on",
+                "items": _text(pattern=SLUG),
+                "minItems": 1,
+                "uniqueItems": True,
+            },
+        },
+        ("method_name", "context", "tasks"),
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -197,6 +227,7 @@ def bundle_schema() -> dict[str, Any]:
                 "challenge": challenge,
                 "phases": {"type": "array", "items": phase},
                 "tasks": {"type": "array", "items": _task()},
+                "baselines": {"type": "array", "items": baseline},
             },
             ("bundle_version", "challenge"),
         ),

@@ -13,6 +13,8 @@ from typing import Any
 
 from evaluator.protocols import protocol_class
 from evaluator.records import EvaluatorError
+from leaderboard.challenge_bundle.assets import file_sha256
+from leaderboard.challenge_bundle.baselines import live as declared_baselines
 from leaderboard.challenge_bundle.loader import Bundle, moment, task_values
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS
 from leaderboard.models import Challenge, Split, current_splits
@@ -62,17 +64,27 @@ def live(challenge: Challenge) -> Canonical:
             **head(challenge),
             "pages": {page: text_digest(getattr(challenge, page)) for page in PAGES},
             "corpus": corpus_sha256(challenge),
+            "logo": challenge.logo_sha256 or None,
+            "kit_files": {f.path: f.sha256 for f in challenge.kit_files.all()},
         },
-        phases=[(p.name, p.starts_at, p.ends_at) for p in challenge.phases.all()],
+        phases=[
+            (p.name, p.starts_at, p.ends_at, p.quota_per_day, p.quota_total)
+            for p in challenge.phases.all()
+        ],
         tasks=tasks,
+        baselines=declared_baselines(challenge),
     )
 
 
 def wanted(
-    bundle: Bundle, split_sha256: dict[tuple[str, str], str], corpus: str | None
+    bundle: Bundle,
+    split_sha256: dict[tuple[str, str], str],
+    corpus: str | None,
+    baselines: dict[str, Canonical] | None = None,
 ) -> Canonical:
     """What importing ``bundle`` makes of its challenge; ``split_sha256``: each split's bundle
-    digest by (task id, kind); ``corpus``: its corpus's digest (None: keeps the stored one)."""
+    digest by (task id, kind); ``corpus``: its corpus's digest (None: keeps the stored one);
+    ``baselines``: the declared baselines (``baselines.wanted``)."""
     value = bundle.value
     head = value["challenge"]
     tasks = {}
@@ -97,9 +109,21 @@ def wanted(
             "kit_includes_corpus": head.get("kit_includes_corpus", False),
             "pages": {page: text_digest(bundle.page(page)) for page in PAGES},
             "corpus": corpus,
+            "logo": file_sha256(bundle.logo) if bundle.logo else None,
+            "kit_files": {path: file_sha256(f) for path, f in bundle.kit_files().items()},
         },
-        phases=[(p["name"], p["starts_at"], p["ends_at"]) for p in value.get("phases", [])],
+        phases=[
+            (
+                p["name"],
+                p["starts_at"],
+                p["ends_at"],
+                p.get("quotas", {}).get("per_day"),
+                p.get("quotas", {}).get("total"),
+            )
+            for p in value.get("phases", [])
+        ],
         tasks=tasks,
+        baselines=baselines or {},
     )
 
 
@@ -112,12 +136,25 @@ def _split(kind: str, sha256: str, visibility: str, reveal_at: Any) -> Canonical
     }
 
 
-def _document(challenge: Canonical, phases: list[tuple], tasks: dict[str, Canonical]) -> Canonical:
+def _document(
+    challenge: Canonical,
+    phases: list[tuple],
+    tasks: dict[str, Canonical],
+    baselines: dict[str, Canonical],
+) -> Canonical:
     return {
         "challenge": challenge,
-        "phases": {name: {"starts_at": moment(s), "ends_at": moment(e)} for name, s, e in phases},
+        "phases": {
+            name: {
+                "starts_at": moment(s),
+                "ends_at": moment(e),
+                "quotas": {"per_day": per_day, "total": total},
+            }
+            for name, s, e, per_day, total in phases
+        },
         "tasks": tasks,
         "task_order": list(tasks),
+        "baselines": baselines,
     }
 
 

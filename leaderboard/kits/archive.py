@@ -22,7 +22,14 @@ from django.core.files.storage import default_storage
 
 from evaluator.archives import member_problem
 from leaderboard.kits import store
-from leaderboard.kits.contents import KitPlan, code_files, split_path, tool_requirements
+from leaderboard.kits.contents import (
+    KitPlan,
+    code_files,
+    organiser_file_path,
+    split_path,
+    tool_requirements,
+)
+from leaderboard.models import KitFile
 from workers.pipeline.bundles import corpus_name
 
 log = logging.getLogger(__name__)
@@ -89,6 +96,18 @@ def _copy_bundle(tar: tarfile.TarFile, stored_name: str, sha256: str, prefix: st
             raise KitError(f"{stored_name}: its bytes differ from the recorded sha256")
 
 
+def _copy_file(tar: tarfile.TarFile, kit_file: KitFile, name: str) -> None:
+    """An organiser's stored file as the entry ``name``, checked against its sha256."""
+    try:
+        source = default_storage.open(kit_file.file.name, "rb")
+    except FileNotFoundError:
+        raise KitError(f"{kit_file.file.name}: not found in storage") from None
+    with source, _Hashing(source) as hashing:
+        tar.addfile(_info(name, kit_file.size), io.BufferedReader(hashing, _CHUNK))
+        if hashing.digest.hexdigest() != kit_file.sha256:
+            raise KitError(f"{kit_file.file.name}: its bytes differ from the recorded sha256")
+
+
 def write_kit(plan: KitPlan, out: IO[bytes]) -> None:
     """The kit of ``plan`` as a tar.gz into ``out``."""
     root = plan.folder
@@ -108,6 +127,8 @@ def write_kit(plan: KitPlan, out: IO[bytes]) -> None:
         if plan.corpus_sha256:
             name = corpus_name(plan.challenge)
             _copy_bundle(tar, name, plan.corpus_sha256, f"{root}/corpus")
+        for kit_file in plan.files:
+            _copy_file(tar, kit_file, f"{root}/{organiser_file_path(kit_file)}")
 
 
 def kit_archive(plan: KitPlan) -> store.StoredArchive:

@@ -9,10 +9,13 @@ A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
   organisers let be seen (``kit_splits``); never a private test;
 - ``corpus/``: the challenge's search corpus, only when the organisers allow it
   (``Challenge.kit_includes_corpus``);
+- ``files/``: the organisers' own files (``KitFile``: a bundle's ``challenge.kit_files``), at
+  their path in the bundle;
 - ``tools/``: Podium's own ``agentkit``, ``evaluator`` and ``workers`` (its Django parts left
   out), ``podium/cli.py`` and the modules it imports, with ``tools/requirements.txt``: what
   the commands need;
-- ``kit.json``: the manifest (the splits and corpus by sha256, the version).
+- ``kit.json``: the manifest (the splits, the corpus and the organisers' files by sha256, the
+  version).
 
 The version is a hash of everything that goes in, so the archive is made again exactly when a
 public split, the corpus, a setting, a limit or Podium's code changes.
@@ -29,7 +32,7 @@ from pathlib import Path
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from leaderboard.models import Challenge, Split, Task
+from leaderboard.models import Challenge, KitFile, Split, Task
 from workers.pipeline.bundles import corpus_sha256
 
 # The example agent a kit carries for each protocol (``examples/agents/<name>``).
@@ -42,6 +45,7 @@ CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "do
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
 REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
 KIT_FORMAT = 1  # bumped when the layout of a kit changes
+ORGANISER_FILES = "files"  # the kit's folder of the organisers' files
 
 
 def archive_filename(image: str) -> str:
@@ -63,6 +67,7 @@ class KitPlan:
     corpus_sha256: str | None  # the corpus in the kit, if any
     corpus_withheld: bool  # the challenge has a corpus the organisers keep out
     agents: tuple[str, ...]  # example agents' folder names
+    files: tuple[KitFile, ...]  # the organisers' files, under ORGANISER_FILES/
     manifest: dict
     readme: str
     version: str
@@ -78,6 +83,10 @@ class KitPlan:
     @property
     def storage_name(self) -> str:
         return f"kits/{self.challenge.slug}/{self.version}.tar.gz"
+
+
+def organiser_file_path(kit_file: KitFile) -> str:
+    return f"{ORGANISER_FILES}/{kit_file.path}"
 
 
 def split_path(split: Split) -> str:
@@ -170,6 +179,7 @@ def plan(challenge: Challenge) -> KitPlan:
     stored_corpus = corpus_sha256(challenge)
     corpus = stored_corpus if challenge.kit_includes_corpus else None
     agents = tuple(sorted({EXAMPLE_AGENTS[t.protocol] for t in tasks}))
+    files = tuple(challenge.kit_files.order_by("path"))
     manifest = {
         "format": KIT_FORMAT,
         "challenge": challenge.slug,
@@ -188,6 +198,9 @@ def plan(challenge: Challenge) -> KitPlan:
             for s in splits
         ],
         "corpus": {"path": "corpus", "sha256": corpus} if corpus else None,
+        "files": [
+            {"path": organiser_file_path(f), "sha256": f.sha256, "size": f.size} for f in files
+        ],
         "base_images": list(settings.PODIUM_BUILD_BASE_IMAGES),
     }
     readme = render_to_string(
@@ -200,6 +213,7 @@ def plan(challenge: Challenge) -> KitPlan:
             "corpus": corpus,
             "corpus_withheld": stored_corpus is not None and corpus is None,
             "agents": agents,
+            "files": [organiser_file_path(f) for f in files],
             "base_image": settings.PODIUM_BUILD_BASE_IMAGES[0],
             "base_image_file": archive_filename(settings.PODIUM_BUILD_BASE_IMAGES[0]),
         },
@@ -217,6 +231,7 @@ def plan(challenge: Challenge) -> KitPlan:
         corpus_sha256=corpus,
         corpus_withheld=stored_corpus is not None and corpus is None,
         agents=agents,
+        files=files,
         manifest=manifest,
         readme=readme,
         version=version,

@@ -2,6 +2,7 @@
 
 from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task, current_splits
+from leaderboard.models.challenge_files import KitFile, SearchCorpus
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
@@ -42,12 +43,14 @@ __all__ = [
     "JudgeAudit",
     "JudgePreview",
     "JudgmentRecord",
+    "KitFile",
     "Membership",
     "Phase",
     "PreviewFlip",
     "PreviewRun",
     "RankedBoard",
     "RunAction",
+    "SearchCorpus",
     "SliceScore",
     "Split",
     "Submission",

@@ -65,6 +65,14 @@ class Challenge(models.Model):
         help_text="The starter kit carries the challenge's search corpus (participants may "
         "then search it offline). Off: the kit has the public splits and no corpus.",
     )
+    logo = models.FileField(
+        upload_to="logos/",
+        max_length=500,
+        blank=True,
+        help_text="A raster image (PNG, JPEG or WebP) shown on the challenge's page and in the "
+        "list of challenges; set from a bundle's challenge.logo (leaderboard.challenge_bundle).",
+    )
+    logo_sha256 = models.CharField(max_length=64, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -79,12 +87,26 @@ class Challenge(models.Model):
 
 
 class Phase(models.Model):
-    """A period of a challenge (e.g. "Phase 1", "Final"); submissions are dated against it."""
+    """A period of a challenge (e.g. "Phase 1", "Final"); submissions are dated against it.
+    Its quotas apply, per team and task, to the submissions made during it, beside the task's
+    own (``leaderboard.quotas``: the tighter wins)."""
 
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="phases")
     name = models.CharField(max_length=100)
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
+    quota_per_day = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Submissions per team and task in 24 hours during this phase; empty: the "
+        "task's own quota alone",
+    )
+    quota_total = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Submissions per team and task during this phase; empty: the task's own "
+        "quota alone",
+    )
 
     class Meta:
         ordering = ("challenge", "starts_at")

@@ -17,6 +17,15 @@ class Team(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
     )
+    # the team of a challenge's declared baselines (a bundle's ``baselines:``); None for
+    # participants' teams
+    baselines_of = models.OneToOneField(
+        "leaderboard.Challenge",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="baseline_team",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

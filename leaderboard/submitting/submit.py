@@ -134,9 +134,15 @@ def runs_on_new_version(old: Split, new: Split) -> list[EvaluationRun]:
 
 
 def _check_allowed(
-    user: AbstractBaseUser, team: Team, challenge: Challenge, organiser: bool, baseline: bool
+    user: AbstractBaseUser | None, team: Team, challenge: Challenge, organiser: bool, baseline: bool
 ) -> None:
-    if not user.is_authenticated or not team.memberships.filter(user=user).exists():
+    if user is None:  # the operator (a bundle imported by manage.py)
+        return
+    # the challenge's baseline team (a bundle's baselines) submits through its organisers
+    baseline_team = organiser and team.baselines_of_id == challenge.pk
+    if not user.is_authenticated or not (
+        baseline_team or team.memberships.filter(user=user).exists()
+    ):
         raise PermissionDenied(f"you are not a member of team {team.name}")
     if not (challenge.is_published or organiser):
         raise PermissionDenied(f"challenge {challenge.slug} is not published")
@@ -212,7 +218,7 @@ class Admission:
 def admit(
     team: Team,
     challenge: Challenge,
-    user: AbstractBaseUser,
+    user: AbstractBaseUser | None,
     choice: Choice,
     *,
     is_baseline: bool = False,
@@ -220,11 +226,14 @@ def admit(
 ) -> Admission:
     """Every check of ``submit`` that needs no artifact, quotas apart: membership, one team per
     challenge, the rules accepted, an open phase, the choice of tasks and splits, the tasks'
-    settings. Raises ``PermissionDenied`` or ``ValidationError``."""
+    settings. ``user`` None: the operator, an organiser of every challenge (a bundle imported
+    on the command line submits its baselines so). Raises ``PermissionDenied`` or
+    ``ValidationError``."""
     now = now or timezone.now()
-    organiser = permissions.is_organiser(user, challenge)
+    organiser = user is None or permissions.is_organiser(user, challenge)
     _check_allowed(user, team, challenge, organiser, is_baseline)
     if not organiser:
+        assert user is not None
         try:
             check_one_team_per_challenge(team, challenge)
         except TeamError as exc:
@@ -246,7 +255,7 @@ def admit(
 def submit(
     team: Team,
     challenge: Challenge,
-    user: AbstractBaseUser,
+    user: AbstractBaseUser | None,
     artifact: Artifact,
     method: MethodInfo,
     *,
@@ -279,7 +288,8 @@ def submit(
         created_at=now,
     )
     storage_name = _check_artifact(artifact, tasks, submission)
-    submission.full_clean(exclude=["artifact", "artifact_sha256", "artifact_size"])
+    # the submitter is None for the operator (a bundle's baselines imported on the command line)
+    submission.full_clean(exclude=["artifact", "artifact_sha256", "artifact_size", "submitted_by"])
     if not organiser:
         check_quotas(team, tasks, now)
     if storage_name:

@@ -1,5 +1,6 @@
 """Challenges as code on the web: the bundle's JSON Schema, published for editors; the
-organiser's page to upload, check and import a bundle, and download the live challenge as one."""
+organiser's page to upload, check and import a bundle, and download the live challenge as one;
+the challenge's logo (a bundle's ``challenge.logo``), served to whoever sees the challenge."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
@@ -17,7 +19,9 @@ from leaderboard.challenge_bundle.exporter import export_zip
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
 from leaderboard.models import Challenge
-from leaderboard.permissions import is_organiser
+from leaderboard.permissions import is_organiser, visible_challenges
+
+LOGO_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".webp": "image/webp"}
 
 
 @require_GET
@@ -25,6 +29,22 @@ def schema(request: HttpRequest) -> HttpResponse:
     """``/schemas/challenge-bundle.json``: what ``challenge.yaml`` may hold."""
     response = HttpResponse(schema_text(), content_type="application/schema+json")
     response["Access-Control-Allow-Origin"] = "*"  # editors fetch it from anywhere
+    return response
+
+
+@require_GET
+def logo(request: HttpRequest, slug: str) -> FileResponse:
+    """``/c/<slug>/logo/``: the challenge's logo, as stored (its address carries its digest,
+    so it is cached for a year)."""
+    challenge = get_object_or_404(visible_challenges(request.user), slug=slug)
+    if not challenge.logo:
+        raise Http404(f"{challenge.name} has no logo")
+    suffix = challenge.logo.name[challenge.logo.name.rfind(".") :]
+    response = FileResponse(
+        default_storage.open(challenge.logo.name, "rb"), content_type=LOGO_TYPES[suffix]
+    )
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    response["X-Content-Type-Options"] = "nosniff"
     return response
 
 

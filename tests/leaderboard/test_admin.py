@@ -14,10 +14,12 @@ from leaderboard.models import (
     HubModel,
     JudgeAudit,
     JudgePreview,
+    KitFile,
     PreviewFlip,
     PreviewRun,
     RankedBoard,
     RunAction,
+    SearchCorpus,
     Submission,
     SubmissionTask,
     TermsAcceptance,
@@ -50,14 +52,16 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
-        # ranked boards: by a change of results; challenge versions: by importing a bundle;
-        # judge audits: on their own pages
+        # ranked boards: by a change of results; challenge versions, kit files: by importing a
+        # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
             AuditItem,
             AuditLabel,
             ChallengeVersion,
+            KitFile,
+            SearchCorpus,
             HubModel,
             EvaluationRun,
             JudgeAudit,

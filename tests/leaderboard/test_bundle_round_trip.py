@@ -1,5 +1,6 @@
 """The round trip as a property: any valid bundle, imported, exported, imported into an empty
-database and exported again gives the same challenge and the same files, byte for byte."""
+database and exported again gives the same challenge and the same files, byte for byte (its
+logo, starter-kit files, phase quotas and baselines included)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 from ruamel.yaml import YAML
 
 from leaderboard.challenge_bundle import state
@@ -19,6 +21,7 @@ from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.models import Challenge, Task
 from tests.leaderboard.bundle_support import write_bundle
+from tests.leaderboard.test_bundle_baselines import write_baseline
 from tests.leaderboard.test_bundle_import import digests
 
 pytestmark = pytest.mark.django_db
@@ -61,33 +64,58 @@ def documents(draw: Any) -> dict[str, Any]:
             {"kind": "private-test", "files": "data/private-test", "reveal_at": draw(moment)},
         ],
     }  # fmt: skip
+    head = {
+        "slug": draw(st.from_regex(r"[a-z0-9]{1,12}(-[a-z0-9]{1,8})?", fullmatch=True)),
+        "title": draw(text.filter(lambda s: s.strip())),
+        "description": draw(text),
+        "status": "draft",
+        "kit_includes_corpus": draw(st.booleans()),
+        "pages": {"overview": "pages/overview.md", "rules": "pages/rules.md"},
+        "kit_files": draw(st.lists(st.sampled_from(KIT_FILES), unique=True, max_size=3)),
+    }
+    if logo := draw(st.sampled_from([None, *LOGOS])):
+        head["logo"] = logo
+    baseline = {
+        "method_name": draw(text.filter(str.strip)),
+        "description": draw(text),
+        "context": "baselines/echo",
+        "tasks": ["multi-turn-qa"],
+    }
     return {
         "bundle_version": 1,
-        "challenge": {
-            "slug": draw(st.from_regex(r"[a-z0-9]{1,12}(-[a-z0-9]{1,8})?", fullmatch=True)),
-            "title": draw(text.filter(lambda s: s.strip())),
-            "description": draw(text),
-            "status": "draft",
-            "kit_includes_corpus": draw(st.booleans()),
-            "pages": {"overview": "pages/overview.md", "rules": "pages/rules.md"},
-        },
+        "challenge": head,
         "phases": [
             {
                 "name": draw(text.filter(str.strip)),
                 "starts_at": starts,
                 "ends_at": "2201-01-01T00:00:00Z",
+                "quotas": {"per_day": draw(quota), "total": draw(quota)},
             }
         ]
         if draw(st.booleans())
         else [],
         "tasks": [task],
+        "baselines": [baseline] if draw(st.booleans()) else [],
         "pages": (draw(text), draw(text)),
     }
 
 
+LOGOS = ("art/logo.png", "art/logo.webp")
+# a file, a directory, and a page (which the export writes itself: the same bytes)
+KIT_FILES = ("starter/README.md", "starter/notebooks", "pages/rules.md")
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    return write_bundle(tmp_path_factory.mktemp("round-trip") / "bundle")
+    root = write_bundle(tmp_path_factory.mktemp("round-trip") / "bundle")
+    for name, kind in zip(LOGOS, ("PNG", "WEBP"), strict=True):
+        (root / name).parent.mkdir(exist_ok=True)
+        Image.new("RGB", (24, 12), (10, 120, 200)).save(root / name, kind)
+    (root / "starter" / "notebooks").mkdir(parents=True)
+    (root / "starter" / "README.md").write_text("# Notes\n")
+    (root / "starter" / "notebooks" / "explore.py").write_text("print(1)\n")
+    write_baseline(root / "baselines" / "echo")
+    return root
 
 
 @settings(

@@ -66,7 +66,13 @@ def test_the_team_reads_each_chosen_tasks_quota(member, second_task, teams):
         "total": 1,
         "quota_concurrent": 2,
         "concurrent": 1,
+        "phase": None,
+        "phase_quota_per_day": None,
+        "phase_today": 0,
+        "phase_quota_total": None,
+        "phase_total": 0,
         "remaining": 1,
+        "limit": None,
         "problem": None,
     }
     chosen = _api(member).get(URL, {"tasks": "multi-turn-qa"}).json()

@@ -2,8 +2,8 @@
 
 A bundle is extracted once per sha256 under ``<PODIUM_VAR_DIR>/cache/`` and reused by every
 run on that machine. A challenge's search corpus (the directory format in docs/internals.md)
-is stored as ``corpora/<challenge>.tar`` next to ``corpora/<challenge>.sha256``; the agent
-never sees either, only the search service reads the corpus.
+is a reproducible tar stored as ``corpora/<challenge>/<sha256>.tar``, recorded by its
+``SearchCorpus`` row; the agent never sees it, only the search service reads the corpus.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import IO
 
 from django.conf import settings
 from django.core.files import File
-from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
 
 from evaluator.archives import ArchiveError, extract_tar
-from leaderboard.models import Challenge, Split
+from leaderboard.models import Challenge, SearchCorpus, Split
 from leaderboard.splits import archive_limits, sha256_of
 from workers.faults import PodiumFault
 
@@ -89,13 +90,12 @@ def split_dir(split: Split) -> Path:
     return _extract(split.bundle.name, split.sha256, "splits")
 
 
-def _corpus_names(challenge: Challenge) -> tuple[str, str]:
-    return f"corpora/{challenge.slug}.tar", f"corpora/{challenge.slug}.sha256"
-
-
 def corpus_name(challenge: Challenge) -> str:
     """Where the challenge's corpus tar is stored (its sha256: ``corpus_sha256``)."""
-    return _corpus_names(challenge)[0]
+    found = SearchCorpus.objects.filter(challenge=challenge).values_list("bundle", flat=True)
+    if not (name := found.first()):
+        raise BundleError(f"challenge {challenge.slug}: no search corpus stored")
+    return name
 
 
 def write_corpus(directory: str | Path, out: IO[bytes]) -> str:
@@ -115,26 +115,43 @@ def write_corpus(directory: str | Path, out: IO[bytes]) -> str:
     return sha256_of(out)
 
 
-def store_corpus(challenge: Challenge, directory: str | Path) -> str:
-    """Store a search corpus directory as the challenge's corpus; returns its sha256."""
-    tar_name, sha_name = _corpus_names(challenge)
+def store_corpus(
+    challenge: Challenge, directory: str | Path, written: list[str] | None = None
+) -> str:
+    """Store a search corpus directory as the challenge's corpus; returns its sha256.
+
+    The tar (``corpora/<slug>/<sha256>.tar``) and its ``SearchCorpus`` row are written in the
+    caller's transaction (or one of their own): a failure there deletes the tar; a caller whose
+    own transaction may still fail passes ``written``, which receives the tar's name for it to
+    delete (as the bundle importer does for split files). The tar replaced is deleted once the
+    transaction commits, never before."""
     with tempfile.TemporaryFile() as bundle:
         sha256 = write_corpus(directory, bundle)
-        if corpus_sha256(challenge) == sha256:
-            return sha256
-        for name in (tar_name, sha_name):
-            default_storage.delete(name)
-        default_storage.save(tar_name, File(bundle))
-    default_storage.save(sha_name, ContentFile(sha256.encode("ascii")))
+        with transaction.atomic():
+            row = SearchCorpus.objects.select_for_update().filter(challenge=challenge).first()
+            if row is not None and row.sha256 == sha256:
+                return sha256
+            name = default_storage.save(f"corpora/{challenge.slug}/{sha256}.tar", File(bundle))
+            try:
+                with transaction.atomic():
+                    SearchCorpus.objects.update_or_create(
+                        challenge=challenge,
+                        defaults={"bundle": name, "sha256": sha256, "stored_at": timezone.now()},
+                    )
+            except BaseException:
+                default_storage.delete(name)
+                raise
+            if written is not None:
+                written.append(name)
+            if row is not None and row.bundle.name != name:
+                replaced = row.bundle.name
+                transaction.on_commit(lambda: default_storage.delete(replaced))
     return sha256
 
 
 def corpus_sha256(challenge: Challenge) -> str | None:
-    _, sha_name = _corpus_names(challenge)
-    if not default_storage.exists(sha_name):
-        return None
-    with default_storage.open(sha_name, "rb") as handle:
-        return handle.read().decode("ascii").strip()
+    found = SearchCorpus.objects.filter(challenge=challenge).values_list("sha256", flat=True)
+    return found.first()
 
 
 def corpus_dir(challenge: Challenge) -> Path | None:
@@ -142,4 +159,4 @@ def corpus_dir(challenge: Challenge) -> Path | None:
     sha256 = corpus_sha256(challenge)
     if sha256 is None:
         return None
-    return _extract(_corpus_names(challenge)[0], sha256, "corpora")
+    return _extract(corpus_name(challenge), sha256, "corpora")
