@@ -160,8 +160,14 @@ def test_a_board_page_finds_its_split_with_its_challenge_in_one_query(client, tw
     ("args", "says"),
     [
         (("no-such-challenge", "multi-turn-qa", "public-test"), "No Challenge matches"),
-        (("crag-mm-2026", "no-such-task", "public-test"), "No Split matches"),
-        (("crag-mm-2026", "multi-turn-qa", "no-such-kind"), "No Split matches"),
+        (
+            ("crag-mm-2026", "no-such-task", "public-test"),
+            "crag-mm-2026 has no split no-such-task/public-test",
+        ),
+        (
+            ("crag-mm-2026", "multi-turn-qa", "no-such-kind"),
+            "crag-mm-2026 has no split multi-turn-qa/no-such-kind",
+        ),
     ],
 )
 def test_an_unknown_board_says_whether_its_challenge_or_its_split_is_unknown(
