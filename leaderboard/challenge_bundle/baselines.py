@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils.text import slugify
 
 from evaluator.archives import extract_tar
@@ -127,12 +128,14 @@ def apply(
     prepared: list[PreparedBaseline],
     user: AbstractBaseUser | None,
     written: list[str],
-) -> None:
+) -> list[str]:
     """Make the challenge's baselines those of ``prepared``: new or changed ones submitted
-    (their stored contexts appended to ``written``), replaced or left-out ones deleted."""
+    (their stored contexts appended to ``written``), replaced or left-out ones deleted. A line
+    for the diff per baseline deleted, saying what goes with it."""
     current = {s.method_name: s for s in _submissions(challenge)}
     if not prepared and not current:
-        return
+        return []
+    gone: list[str] = []
     team = _team(bundle, challenge)
     problems: list[Problem] = []
     for baseline in prepared:
@@ -144,7 +147,7 @@ def apply(
                 old.description = baseline.description  # words alone: no new evaluation
                 old.save(update_fields=["description"])
                 continue
-            _delete(old)
+            gone.append(_delete(old, "replaced"))
         with baseline.tar.open("rb") as handle:
             artifact = Artifact(
                 Kind.BUILD_CONTEXT, File(handle, name=f"{baseline.method_name}.tar")
@@ -163,10 +166,10 @@ def apply(
                 problems.append(_problem(bundle, baseline.place, exc))
                 continue
         written.append(made.artifact.name)
-    for old in current.values():
-        _delete(old)
+    gone += [_delete(old, "left out") for old in current.values()]
     if problems:
         raise BundleInvalid(problems)
+    return gone
 
 
 def live_one(submission: Submission) -> dict[str, Any]:
@@ -196,13 +199,18 @@ def _team(bundle: Bundle, challenge: Challenge) -> Team:
     return Team.objects.create(name=name, baselines_of=challenge)
 
 
-def _delete(submission: Submission) -> None:
-    """A replaced baseline deleted with its runs and results; its stored context once the
-    import commits."""
+def _delete(submission: Submission, why: str) -> str:
+    """A replaced or left-out baseline deleted with its runs and results; its stored context
+    once the import commits. The diff's line for it."""
     name = submission.artifact.name
+    runs = submission.runs.count()
     submission.delete()
     if name:
         transaction.on_commit(lambda: default_storage.delete(name))
+    return (
+        f"baseline {submission.method_name!r} {why}: its submission and its {runs} "
+        f"run{pluralize(runs)} with their results are deleted"
+    )
 
 
 def export(challenge: Challenge, out: Path) -> list[dict[str, Any]]:

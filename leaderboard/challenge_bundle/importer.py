@@ -131,7 +131,7 @@ def import_bundle(
         try:
             with transaction.atomic():
                 challenge = _apply(bundle, existing, splits, written, versions, user)
-                baselines.apply(bundle, challenge, declared, user, written)
+                outcome.changes += baselines.apply(bundle, challenge, declared, user, written)
                 has_corpus = corpus is not None or kept_corpus is not None
                 outcome.checklist = publish_problems(challenge, has_corpus=has_corpus)
                 lines, outcome.runs_queued = split_versions.redo(versions, redo_runs)

@@ -169,9 +169,15 @@ def test_the_same_baseline_is_not_submitted_again_a_changed_one_replaces_it(
     (bundle / "baselines" / "echo" / "agent.py").touch()  # a new date, the same content
     assert import_bundle(bundle).unchanged
     write_baseline(bundle / "baselines" / "echo", answer="changed")
+    runs = first.runs.count()
+    assert runs > 0
     with django_capture_on_commit_callbacks(execute=True):
         changes = import_bundle(bundle).changes
-    assert [c.split(":")[0] for c in changes] == ["~ baselines.Echo baseline.sha256"]
+    assert [c.split(":")[0] for c in changes] == [
+        "~ baselines.Echo baseline.sha256",
+        "baseline 'Echo baseline' replaced",
+    ]
+    assert changes[1].endswith(f"its {runs} run{'s' * (runs != 1)} with their results are deleted")
     second = Submission.objects.get()
     assert second.pk != first.pk and second.artifact_sha256 != first.artifact_sha256
     assert not default_storage.exists(first.artifact.name), "the replaced context is deleted"
@@ -190,6 +196,7 @@ def test_a_baseline_left_out_is_deleted(bundle):
     changes = import_bundle(bundle).changes
     assert "- baselines.Echo baseline.description: 'answers with the question'" in changes
     assert f"- baselines.Echo baseline.sha256: '{sha256}'" in changes
+    assert any(c.startswith("baseline 'Echo baseline' left out: its submission") for c in changes)
     assert not Submission.objects.exists()
     assert Team.objects.filter(baselines_of__slug="bundle-test").exists()
 
