@@ -4,6 +4,7 @@ from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Split, Task
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
+from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
     AnswerSimilarity,
@@ -35,6 +36,7 @@ __all__ = [
     "EvaluationRun",
     "Headline",
     "HubModel",
+    "ImageArchive",
     "InvalidTransition",
     "Invitation",
     "ItemAnswer",
