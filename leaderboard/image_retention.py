@@ -65,8 +65,8 @@ def _remove(record: ImageArchive) -> None:
     default_storage.delete(name)
 
 
-def sweep_one(pk: int, cutoff: datetime, now: datetime) -> int | None:
-    """One archive removed if it still may go; its size, or None when kept."""
+def sweep_one(pk: int, cutoff: datetime, now: datetime) -> ImageArchive | None:
+    """One archive removed if it still may go: its record, or None when kept."""
     with transaction.atomic():
         record = ImageArchive.objects.select_for_update().filter(pk=pk, state=Kept.STORED).first()
         if record is None:
@@ -79,7 +79,7 @@ def sweep_one(pk: int, cutoff: datetime, now: datetime) -> int | None:
             return None
         _remove(record)
         ImageArchive.objects.filter(pk=pk).update(state=Kept.GONE, node="", swept_at=now)
-        return record.size or 0
+        return record
 
 
 def adopt(now: datetime, limit: int = ADOPT_PER_SWEEP) -> int:
@@ -112,15 +112,17 @@ def sweep(now: datetime | None = None) -> Swept:
     swept = Swept(adopted=adopt(now))
     for pk in due(cutoff):
         try:
-            size = sweep_one(pk, cutoff, now)
+            removed = sweep_one(pk, cutoff, now)
         except DatabaseError as exc:  # e.g. a deadlock with a re-run: the next sweep
             logger.warning("image archive #%s kept for now: %s", pk, exc)
             continue
-        if size is not None:
-            image_id = ImageArchive.objects.get(pk=pk).image_id
-            swept.removed.append(image_id)
+        if removed is not None:
+            size = removed.size or 0
+            swept.removed.append(removed.image_id)
             swept.freed_bytes += size
-            logger.info("image archive of %s removed (%d bytes): no run needs it", image_id, size)
+            logger.info(
+                "image archive of %s removed (%d bytes): no run needs it", removed.image_id, size
+            )
     if swept.removed:
         logger.info(
             "image archives: %d removed, %.1f MB freed", len(swept.removed), swept.freed_bytes / 1e6

@@ -55,4 +55,8 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.AddIndex(
+            model_name="submission",
+            index=models.Index(fields=["image_digest"], name="submission_image_digest"),
+        ),
     ]

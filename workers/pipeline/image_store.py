@@ -76,8 +76,9 @@ def offer(image: AgentImage) -> None:
         return
     if record.state == Owed.STORED and stored(image.image_id) is not None:
         return
-    # swept (or removed by hand): this node stores it again
-    ImageArchive.objects.filter(pk=record.pk, state=record.state).update(
+    # swept (or removed by hand): this node stores it again (a sweep holding the record's row
+    # meanwhile makes it gone first; another node owing it already is left as it is)
+    ImageArchive.objects.filter(pk=record.pk).exclude(state=Owed.PENDING).update(
         state=Owed.PENDING, node=node
     )
     logger.info("image %s: not in storage any more; node %s owes it again", image.image_id, node)
