@@ -42,6 +42,7 @@ class Swept:
     removed: list[str] = field(default_factory=list)  # image IDs
     freed_bytes: int = 0
     adopted: int = 0  # records made for archives stored before records were kept
+    settled: int = 0  # archives owed that no run needs: owed by nobody now
 
 
 def _needing_runs(image_id: str | OuterRef, cutoff: datetime) -> Q:
@@ -105,11 +106,19 @@ def adopt(now: datetime, limit: int = ADOPT_PER_SWEEP) -> int:
     return adopted
 
 
+def settle(cutoff: datetime) -> int:
+    """Archives owed that no run needs any more (their node may be gone for good) owed by
+    nobody: a node that has the image owes it again at its next run."""
+    needed = EvaluationRun.objects.filter(_needing_runs(OuterRef("image_id"), cutoff))
+    pending = ImageArchive.objects.filter(state=Kept.PENDING).exclude(Exists(needed))
+    return pending.update(state=Kept.GONE, node="")
+
+
 def sweep(now: datetime | None = None) -> Swept:
     """Every archive no run needs any more removed from storage, and logged."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.PODIUM_IMAGE_STORE_KEEP_S)
-    swept = Swept(adopted=adopt(now))
+    swept = Swept(adopted=adopt(now), settled=settle(cutoff))
     for pk in due(cutoff):
         try:
             removed = sweep_one(pk, cutoff, now)

@@ -54,8 +54,9 @@ def finished(run: EvaluationRun, ago: timedelta) -> EvaluationRun:
 
 
 def test_only_archives_no_run_needs_go_and_the_sweep_logs_what_it_freed(
-    archives, pipeline_run, caplog
+    archives, pipeline_run, caplog, monkeypatch
 ):
+    monkeypatch.setattr(logging.getLogger("podium"), "propagate", True)  # to caplog
     done_long_ago = archives(1)
     finished(pipeline_run(State.DONE, image_digest=done_long_ago), 2 * DAY)
     queued = archives(2)
@@ -70,7 +71,9 @@ def test_only_archives_no_run_needs_go_and_the_sweep_logs_what_it_freed(
     finished(pipeline_run(State.DONE, image_digest=shared), 2 * DAY)
     pipeline_run(State.QUEUED, image_digest=shared)
     fresh = archives(7, stored_ago=timedelta(minutes=5))  # stored again (a re-run) just now
-    finished(pipeline_run(State.FAILED, image_digest=fresh), 2 * DAY)
+    failed = pipeline_run(State.RUNNING, image_digest=fresh)
+    failed.move_to(State.FAILED)
+    finished(failed, 2 * DAY)
     # the starter kit's base image: an archive without a record is never touched
     store.store_once(archive_name(digest(8)), lambda out: out.write(b"base"))
 
@@ -96,6 +99,17 @@ def test_the_grace_is_the_setting(archives, pipeline_run, settings):
     assert image_retention.sweep().removed == []
     settings.PODIUM_IMAGE_STORE_KEEP_S = 600
     assert image_retention.sweep().removed == [image]
+
+
+def test_an_archive_owed_that_no_run_needs_is_owed_by_nobody(archives, pipeline_run):
+    """Its node may be gone for good: a node that has the image owes it at its next run."""
+    finished(pipeline_run(State.DONE, image_digest=digest(1)), 2 * DAY)
+    pipeline_run(State.RUNNING, image_digest=digest(2))
+    for n in (1, 2):
+        ImageArchive.objects.create(image_id=digest(n), node="node-gone")
+    assert image_retention.sweep().settled == 1
+    states = dict(ImageArchive.objects.values_list("image_id", "state"))
+    assert states == {digest(1): Kept.GONE, digest(2): Kept.PENDING}
 
 
 def test_images_stored_before_records_were_kept_are_adopted_with_a_fresh_grace(
@@ -155,7 +169,6 @@ def test_a_run_starting_during_the_sweep_waits_for_it_and_then_finds_the_archive
     assert time.monotonic() - started < 1
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_run_started_before_the_sweeps_last_look_keeps_the_archive(
     archives, pipeline_run, monkeypatch
 ):

@@ -38,7 +38,6 @@ from typing import IO
 
 import docker
 from django.conf import settings
-from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.kits import store
@@ -109,23 +108,29 @@ def export(image_id: str, client: docker.DockerClient) -> store.StoredArchive:
 
 def export_owed(client: docker.DockerClient, *, ahead: Callable[[], bool]) -> list[str]:
     """One pass of this node's exporter: the archives it owes that another node waits for,
-    then the others while ``ahead()`` says so (asked before each). Returns the image IDs
-    stored."""
+    then the others, one at a time while ``ahead()`` says so (asked before each). Returns the
+    image IDs stored."""
     owed = ImageArchive.objects.filter(node=settings.PODIUM_NODE_ID, state=Owed.PENDING)
-    done = []
-    for record in owed.order_by(F("wanted_at").asc(nulls_last=True), "pk"):
-        if record.wanted_at is None and not ahead():
-            continue
-        try:
-            export(record.image_id, client)
-        except image_export.ImageMissing:
-            ImageArchive.objects.filter(pk=record.pk, state=Owed.PENDING).update(
-                state=Owed.GONE, node=""
-            )
-            logger.warning("image %s: owed by this node, but its engine lost it", record.image_id)
-            continue
-        done.append(record.image_id)
+    wanted = owed.exclude(wanted_at=None).order_by("wanted_at", "pk")
+    done = [i for i in wanted.values_list("image_id", flat=True) if _exported(i, client)]
+    # each export moves its record out of pending (stored, or gone when the engine lost it)
+    while (record := owed.filter(wanted_at=None).order_by("pk").first()) is not None and ahead():
+        if _exported(record.image_id, client):
+            done.append(record.image_id)
     return done
+
+
+def _exported(image_id: str, client: docker.DockerClient) -> bool:
+    """``image_id`` stored; False (and nobody owes it any more) when this engine lost it."""
+    try:
+        export(image_id, client)
+    except image_export.ImageMissing:
+        ImageArchive.objects.filter(image_id=image_id, state=Owed.PENDING).update(
+            state=Owed.GONE, node=""
+        )
+        logger.warning("image %s: owed by this node, but its engine lost it", image_id)
+        return False
+    return True
 
 
 def _owed(digest: str) -> bool:
