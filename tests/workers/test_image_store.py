@@ -84,7 +84,7 @@ def test_never_mode_owes_nothing_and_waits_for_nothing(local_storage, settings) 
     assert node.start_exporter(serves=True) is None
 
 
-def test_a_node_owes_an_image_until_storage_has_it_and_again_once_swept(
+def test_a_node_owes_an_image_until_it_is_stored_and_again_once_swept(
     local_storage, settings
 ) -> None:
     settings.PODIUM_NODE_ID = "node-a"

@@ -63,20 +63,19 @@ def stored(digest: str) -> store.StoredArchive | None:
 
 
 def offer(image: AgentImage) -> None:
-    """This node's engine has ``image``: it owes the archive unless storage has it or another
-    node owes it already (nothing in ``never`` mode, nor for a pulled image)."""
+    """This node's engine has ``image``: it owes the archive unless the archive is stored or
+    another node owes it already (nothing in ``never`` mode, nor for a pulled image). Only the
+    database is asked: a run whose image is here starts while storage is unreachable."""
     if settings.PODIUM_IMAGE_STORE == "never" or not _by_content(image.digest):
         return
     node = settings.PODIUM_NODE_ID
     record, created = ImageArchive.objects.get_or_create(
         image_id=image.image_id, defaults={"node": node}
     )
-    if created or record.state == Owed.PENDING:
+    if created or record.state != Owed.GONE:
         return
-    if record.state == Owed.STORED and stored(image.image_id) is not None:
-        return
-    # swept (or removed by hand): this node stores it again (a sweep holding the record's row
-    # meanwhile makes it gone first; another node owing it already is left as it is)
+    # swept: this node stores it again (a sweep holding the record's row meanwhile makes it
+    # gone first; another node owing it already is left as it is)
     ImageArchive.objects.filter(pk=record.pk).exclude(state=Owed.PENDING).update(
         state=Owed.PENDING, node=node
     )
