@@ -8,7 +8,15 @@ The zero-work example agent (answers "" at once, batch size 16) answers the same
    ``ItemAnswer`` row and a heartbeat, as it arrives) -> judge (rules) -> aggregate.
 
 Reported: the run stage's answering time (first to last stored answer, plus the container's
-start) against the runner alone, and the whole submit -> done latency split by stage.
+start) against the runner alone, and the whole submit -> done latency split by stage; with the
+agent image's archive in storage, when it was stored relative to the last answer (negative:
+before it, beside or before the run).
+
+``--build-worker``: the ``build`` queue on a worker of its own (as deployed) beside one on the
+others. ``--quiet``: after each run, wait (up to 120 s) for its image's archive before the next
+submission. ``--another-node``: announce a second GPU node in Redis
+(``workers.pipeline.node.announce``), so ``PODIUM_IMAGE_STORE=auto`` stores images ahead as on
+a cluster (a no-op before that setting).
 
 Needs a scratch database it may migrate (``DATABASE_URL``) and Redis (``REDIS_URL``; a worker on
 that broker's queues is started here, so use a database no other worker listens on):
@@ -25,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,21 +46,26 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
+from django.core.files.storage import default_storage  # noqa: E402
 from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from evaluator.protocols.crag_mm.split import load_split  # noqa: E402
 from leaderboard.demo.setup import context_tar  # noqa: E402
+from leaderboard.kits import store  # noqa: E402
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402
 from leaderboard.splits import import_split_dir  # noqa: E402
 from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
+from podium.metric_events import events_redis  # noqa: E402
 from tests.e2e.harness import make_task, write_split  # noqa: E402
 from workers.builds import build_context  # noqa: E402
+from workers.image_export import archive_name  # noqa: E402
 from workers.pipeline.run import limits_for  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
 
 ZERO_WORK = REPO / "examples/agents/zero-work"
 QUEUES = "build,gpu-l40s,judge,default"
+NODES_KEY = "podium:nodes:gpu"  # workers.pipeline.node.NODES_KEY
 
 
 def runner_alone(image, split, task) -> dict[str, float]:
@@ -65,7 +79,18 @@ def runner_alone(image, split, task) -> dict[str, float]:
     return {"total_s": time.monotonic() - started, "answering_s": arrived[-1] - arrived[0]}
 
 
-def through_pipeline(team, user, challenge) -> dict[str, float]:
+def _stored_at(digest: str, wait_s: float) -> float | None:
+    """When the image's archive was stored (its sidecar, written last), waiting up to
+    ``wait_s`` for it; None if it never came."""
+    deadline = time.monotonic() + wait_s
+    while store.stored(archive_name(digest)) is None:
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.2)
+    return default_storage.get_modified_time(f"{archive_name(digest)}.sha256").timestamp()
+
+
+def through_pipeline(team, user, challenge, quiet: bool) -> dict[str, float]:
     upload = SimpleUploadedFile("zero-work.tar", context_tar(ZERO_WORK))
     started = time.time()
     submission = submit(
@@ -83,11 +108,33 @@ def through_pipeline(team, user, challenge) -> dict[str, float]:
     assert run.state == EvaluationRun.State.DONE, run.failure_reason
     answers = run.answers.order_by("created_at")
     first, last = answers.first().created_at.timestamp(), answers.last().created_at.timestamp()
-    return {
+    row = {
         "submit_to_done_s": done - started,
         "answering_s": last - first,
         "after_last_answer_s": run.finished_at.timestamp() - last,
     }
+    stored = _stored_at(Submission.objects.get(pk=submission.pk).image_digest, 120 if quiet else 0)
+    if stored is not None:
+        row["archive_stored_after_last_answer_s"] = stored - last
+    return row
+
+
+def announce_another_node(stop: threading.Event) -> None:
+    while not stop.is_set():
+        events_redis().hset(NODES_KEY, "bench-another-node", str(time.time()))
+        stop.wait(10)
+
+
+def start_workers(build_worker: bool, log) -> list[subprocess.Popen]:
+    """One solo worker on every queue, or one on ``build`` and one on the others."""
+    queues = ["build", QUEUES.removeprefix("build,")] if build_worker else [QUEUES]
+    workers = []
+    for i, q in enumerate(queues):
+        command = [sys.executable, "-m", "celery", "-A", "podium", "worker", "--pool=solo",
+                   "-Q", q, "-n", f"bench{i}@%h", "--without-gossip", "--without-mingle",
+                   "-l", "warning"]  # fmt: skip
+        workers.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    return workers
 
 
 def main() -> None:
@@ -95,6 +142,9 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=64)
     parser.add_argument("--turns", type=int, default=4, help="turns per conversation")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--build-worker", action="store_true", help="build on its own worker")
+    parser.add_argument("--quiet", action="store_true", help="wait for each image's archive")
+    parser.add_argument("--another-node", action="store_true", help="a second GPU node seen")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     stamp = f"{time.time():.0f}"
@@ -115,22 +165,26 @@ def main() -> None:
             image = build_context(context.name, tag="podium-bench/zero-work:latest")
         alone = [runner_alone(image, split, task) for _ in range(args.repeat)]
         log = open(Path(scratch) / "worker.log", "wb")  # noqa: SIM115
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "podium", "worker", "--pool=solo", "-Q",
-             QUEUES, "--without-gossip", "--without-mingle", "-l", "warning"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        stop = threading.Event()
+        if args.another_node:
+            threading.Thread(target=announce_another_node, args=(stop,), daemon=True).start()
+        workers = start_workers(args.build_worker, log)
         try:
-            piped = [through_pipeline(team, user, challenge) for _ in range(args.repeat)]
+            piped = [
+                through_pipeline(team, user, challenge, args.quiet) for _ in range(args.repeat)
+            ]
         finally:
-            worker.terminate()
-            worker.wait()
+            stop.set()
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.wait()
     turns = args.conversations * args.turns
     median = statistics.median
     print(f"split: {args.conversations} conversations x {args.turns} turns = {turns} turns")
     for name, rows in (("runner alone", alone), ("pipeline", piped)):
         for key in rows[0]:
-            values = [row[key] for row in rows]
+            values = [row[key] for row in rows if key in row]
             print(f"{name} {key}: median {median(values):.3f} s  {[round(v, 3) for v in values]}")
     answering = median(p["answering_s"] for p in piped), median(a["answering_s"] for a in alone)
     print(

@@ -81,7 +81,10 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
     env = {key: os.environ[key] for key in ("DATABASE_URL", "REDIS_URL")}
-    cluster = Cluster(root, {**env, "PODIUM_HEARTBEAT_TIMEOUT_S": "120"})
+    # the image stored by the build stage: node-b, joining after node-a's worker stopped, loads it
+    cluster = Cluster(
+        root, {**env, "PODIUM_HEARTBEAT_TIMEOUT_S": "120", "PODIUM_IMAGE_STORE": "always"}
+    )
     os.environ.update(cluster.s3.env)  # this process stores the submission and split there too
     try:
         _bench(cluster, args)

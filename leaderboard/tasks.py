@@ -1,4 +1,5 @@
-"""Housekeeping tasks of the ``default`` queue: the reaper.
+"""Housekeeping tasks of the ``default`` queue: the reaper, and the sweep of agent images'
+archives no run needs any more (``leaderboard.image_retention``).
 
 A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
 heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
@@ -24,6 +25,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from leaderboard import image_retention
 from leaderboard.models import EvaluationRun, Submission
 from podium.celery import app, queue_for
 from workers.faults import BROKER_ERRORS
@@ -144,3 +146,9 @@ def reap_stale_runs() -> dict[str, list[int]]:
     outcome = requeue_stale_runs()
     outcome["resent"] = resend_unclaimed_runs()
     return outcome
+
+
+@shared_task(name="housekeeping.sweep_image_archives")
+def sweep_image_archives() -> dict[str, object]:
+    swept = image_retention.sweep()
+    return {"removed": swept.removed, "freed_bytes": swept.freed_bytes, "adopted": swept.adopted}

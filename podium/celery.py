@@ -70,6 +70,10 @@ app.conf.update(
             "task": "housekeeping.reap_stale_runs",
             "schedule": float(settings.PODIUM_REAPER_INTERVAL_S),
         },
+        "sweep-image-archives": {
+            "task": "housekeeping.sweep_image_archives",
+            "schedule": float(settings.PODIUM_IMAGE_STORE_SWEEP_S),
+        },
     },
 )
 app.autodiscover_tasks()

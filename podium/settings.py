@@ -374,6 +374,18 @@ PODIUM_JANITOR_INTERVAL_S = _env_int("PODIUM_JANITOR_INTERVAL_S", 300, minimum=1
 # How long a node lacking a submission's image waits for the building node to store it (the
 # build stage stores it after handing the run over) before building it itself.
 PODIUM_IMAGE_STORE_WAIT_S = _env_int("PODIUM_IMAGE_STORE_WAIT_S", 300, minimum=0)
+# Which agent images go to storage for the other nodes (workers/pipeline/image_store.py):
+# "always" (each new one, once its node runs no timed run, or at once when another node asks),
+# "auto" (so when more than one node serves the GPU queues; else only those another node asks
+# for) or "never" (a node lacking an image makes it itself). An archive no run needs any more
+# goes this long after its submission's last run finished (the sweep, every ..._SWEEP_S).
+PODIUM_IMAGE_STORE = _env("PODIUM_IMAGE_STORE", "auto").strip().lower()
+if PODIUM_IMAGE_STORE not in ("auto", "always", "never"):
+    raise ImproperlyConfigured(
+        f"PODIUM_IMAGE_STORE={PODIUM_IMAGE_STORE!r}: expected auto, always or never"
+    )
+PODIUM_IMAGE_STORE_KEEP_S = _env_int("PODIUM_IMAGE_STORE_KEEP_S", 7 * 24 * 3600, minimum=0)
+PODIUM_IMAGE_STORE_SWEEP_S = _env_int("PODIUM_IMAGE_STORE_SWEEP_S", 3600, minimum=1)
 # A worker keeps an agent's answers and tries storing them again this long while the database
 # is unreachable (restarting), so a short outage asks no turn twice; then the stage retries.
 PODIUM_DB_RETRY_S = _env_int("PODIUM_DB_RETRY_S", 120, minimum=0)

@@ -43,7 +43,7 @@ from workers.pipeline.claims import (
     while_database_returns,
 )
 from workers.pipeline.judge import judge_stage
-from workers.pipeline.node import runs_containers, start_janitor
+from workers.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
 from workers.pipeline.preview import dry_run
 from workers.pipeline.run import run_stage
 
@@ -181,6 +181,7 @@ def preview_judge(self: CeleryTask, preview_id: int) -> str:
 @worker_ready.connect
 def _janitor(sender: Consumer | None = None, **_: object) -> None:
     """On a worker whose queues start containers, the node's janitor sweeps now, then every
-    interval."""
-    if sender is not None and runs_containers(sender.app.amqp.queues.consume_from):
+    interval; its exporter stores the agent images the node owes."""
+    if sender is not None and runs_containers(queues := sender.app.amqp.queues.consume_from):
         start_janitor()
+        start_exporter(serves_runs(queues))

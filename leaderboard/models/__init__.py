@@ -5,6 +5,7 @@ from leaderboard.models.challenge import Challenge, Phase, Split, Task, current_
 from leaderboard.models.challenge_files import KitFile, SearchCorpus
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
+from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.results import (
     AnswerSimilarity,
@@ -36,6 +37,7 @@ __all__ = [
     "EvaluationRun",
     "Headline",
     "HubModel",
+    "ImageArchive",
     "InvalidTransition",
     "Invitation",
     "ItemAnswer",

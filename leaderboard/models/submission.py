@@ -56,7 +56,11 @@ class Submission(models.Model):
 
     class Meta:
         ordering = ("-created_at",)
-        indexes = (models.Index(fields=["team", "challenge", "created_at"]),)
+        indexes = (
+            models.Index(fields=["team", "challenge", "created_at"]),
+            # the runs of an image (leaderboard.image_retention)
+            models.Index(fields=["image_digest"], name="submission_image_digest"),
+        )
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.method_name} ({self.team})"

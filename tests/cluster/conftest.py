@@ -24,6 +24,8 @@ FAST = {
     "PODIUM_HEARTBEAT_TIMEOUT_S": "4",
     "PODIUM_REAPER_INTERVAL_S": "1",
     "PODIUM_JANITOR_INTERVAL_S": "2",
+    # the image stored by the build stage, beside the run: a node lost mid-run leaves it behind
+    "PODIUM_IMAGE_STORE": "always",
 }
 
 

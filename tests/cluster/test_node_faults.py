@@ -1,6 +1,7 @@
 """Worker nodes lost and engines restarted mid-run (``tests/cluster/nodes.py``): the run
 completes elsewhere or later, no stored turn is asked again, none is lost, the image reaches a
-late node through storage, and the node's janitor removes what its dead worker left.
+late node through storage, and the node's janitor removes what its dead worker left; and, with
+``PODIUM_IMAGE_STORE=auto``, a build node's image reaches a GPU node through storage.
 
 Each node: its own dockerd, cache directory and ``celery worker``; shared PostgreSQL, Redis
 and a moto S3 server over HTTP. Figures (time to recover) are printed with ``-s``.
@@ -147,3 +148,24 @@ def test_the_node_engine_restarted_mid_run_the_run_completes(cluster, team_membe
         assert [n for n, _ in asked] == list(range(1, len(asked) + 1))
     _wait(cluster, "the janitor", lambda: _leftovers(node) == ([], []), timeout_s=30)
     print(f"\nengine restarted: run done {time.monotonic() - restarted:.1f} s after the stop")
+
+
+def test_auto_mode_a_gpu_node_gets_the_image_its_build_node_made(cluster, team_member, tmp_path):
+    """``PODIUM_IMAGE_STORE=auto``, a build node and a GPU node without the base image (as on
+    a cluster): the build node stores the image (ahead: another node serves runs, or at once
+    when that node asks for it), the GPU node loads it from storage."""
+    from leaderboard.models import ImageArchive
+
+    cluster.env["PODIUM_IMAGE_STORE"] = "auto"
+    run = _counter_run(team_member, tmp_path, "auto-store")
+    builder = cluster.add_node("node-build", start=False)
+    builder.start_worker(cluster.env, queues="build")
+    runner = cluster.add_node("node-gpu", base_image=False, start=False)
+    runner.start_worker(cluster.env, queues="gpu-l40s,judge,default")
+    _wait(cluster, "the run to finish on node-gpu", lambda: _finished(run))
+    assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
+    digest = run.submission.image_digest
+    assert f"podium/{archive_name(digest)}" in cluster.s3.keys("podium/")
+    assert f"image {digest} stored for the other nodes" in builder.log()
+    assert f"image {digest} loaded from storage" in runner.log()
+    assert ImageArchive.objects.get(image_id=digest).state == ImageArchive.State.STORED

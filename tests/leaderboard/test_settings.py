@@ -135,6 +135,8 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         ({"PODIUM_LOG_FORMAT": "xml"}, "PODIUM_LOG_FORMAT: log format 'xml': expected one of"),
         ({"PODIUM_LOG_LEVEL": "LOUD"}, "PODIUM_LOG_LEVEL='LOUD': expected DEBUG"),
         ({"PODIUM_METRICS_TOKEN": "short"}, "PODIUM_METRICS_TOKEN: use at least 24 characters"),
+        ({"PODIUM_IMAGE_STORE": "sometimes"}, "'sometimes': expected auto, always or never"),
+        ({"PODIUM_IMAGE_STORE_KEEP_S": "-1"}, "PODIUM_IMAGE_STORE_KEEP_S='-1': expected at least"),
     ],
 )
 def test_bad_settings_name_the_variable(tmp_path, env, message):
@@ -152,6 +154,7 @@ def test_bad_settings_name_the_variable(tmp_path, env, message):
         ("judge.judge_run", {}, "judge"),
         ("scores.aggregate_run", {}, "default"),
         ("housekeeping.reap_stale_runs", {}, "default"),
+        ("housekeeping.sweep_image_archives", {}, "default"),
     ],
 )
 def test_tasks_are_routed_by_name_prefix(name, kwargs, queue):

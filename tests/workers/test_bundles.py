@@ -19,15 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def split(settings, tmp_path):
-    settings.VAR_DIR = tmp_path / "var"
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media"), "base_url": None},
-        },
-    }
+def split(local_storage, tmp_path):
     task = make_task(
         Challenge.objects.create(name="Bundles", slug="bundles", is_published=True),
         "single-source-augmentation",

@@ -3,6 +3,7 @@ unreachable Docker engine (real worker processes, Redis, PostgreSQL, Docker)."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -209,16 +210,18 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
     assert taken.declared_models == [{"hub_id": "org/tiny", "revision": "main"}]
 
 
-def test_the_image_is_stored_for_other_nodes_after_the_run_is_handed_over(
-    challenge_with_split, team_member, tmp_path, monkeypatch
+def test_always_mode_stores_the_image_right_after_the_run_is_handed_over(
+    challenge_with_split, team_member, settings, monkeypatch
 ):
-    """A run on the building node never waits for the export (hundreds of MB)."""
+    """A run on the building node never waits for the export (hundreds of MB); the archive is
+    in storage before that run ends, should this node be lost meanwhile."""
     import io
 
     import docker
 
     from workers.pipeline import image_store
 
+    settings.PODIUM_IMAGE_STORE = "always"
     team, user = team_member
     engine = docker.from_env()
     dockerfile = b"FROM podium/agent-base:py3.11\nLABEL org.podium.test=stored-after\n"
@@ -237,13 +240,89 @@ def test_the_image_is_stored_for_other_nodes_after_the_run_is_handed_over(
     seen: list[tuple[str, str]] = []
     export = image_store.export
 
-    def watched(agent_image, client):
+    def watched(image_id, client):
         run.refresh_from_db()
         seen.append((run.state, Submission.objects.get(pk=submission.pk).image_digest))
-        return export(agent_image, client)
+        return export(image_id, client)
 
     monkeypatch.setattr(image_store, "export", watched)
     assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
     submission.refresh_from_db()
     assert seen == [(State.RUNNING, submission.image_digest)]
     assert image_store.stored(submission.image_digest) is not None
+
+
+def test_the_image_is_stored_once_no_run_is_timed_and_a_rerun_after_its_sweep_works(
+    challenge_with_split, team_member, settings
+):
+    """The build stage hands the run over; the node owes the image's archive, and its exporter
+    stores it only once the timed run is over. Swept later, a re-run on a node whose engine
+    lost the image does not wait for the archive: it loads the upload again, runs, and the
+    node owes the archive again."""
+    import io
+    import time
+
+    import docker
+    import docker.errors
+
+    from leaderboard import image_retention
+    from leaderboard.models import ImageArchive
+    from leaderboard.run_actions import rerun
+    from workers.pipeline import image_store, node
+
+    settings.PODIUM_IMAGE_STORE = "auto"
+    settings.PODIUM_IMAGE_STORE_WAIT_S = 60
+    settings.PODIUM_IMAGE_STORE_KEEP_S = 0
+    team, user = team_member
+
+    def exporter_pass() -> list[str]:
+        """This node's exporter, while another GPU node is seen (it would want the image)."""
+        node.events_redis().hset(node.NODES_KEY, "another-node", str(time.time()))
+        return node.export_pass(serves=True)
+
+    engine = docker.from_env()
+    dockerfile = (IDK / "Dockerfile").read_bytes() + b"LABEL org.podium.test=swept-rerun\n"
+    context = tar_bytes({"Dockerfile": dockerfile, "agent.py": (IDK / "agent.py").read_bytes()})
+    built, _ = engine.images.build(fileobj=io.BytesIO(context), custom_context=True, rm=True)
+    submission = submit(
+        team,
+        challenge_with_split,
+        user,
+        Artifact(
+            kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
+            file=SimpleUploadedFile("agent.tar", b"".join(built.save(named=False))),
+        ),
+        MethodInfo(method_name="swept"),
+    )
+    run = EvaluationRun.objects.get(submission=submission)
+    try:
+        assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
+        submission.refresh_from_db()
+        digest = submission.image_digest
+        owed = ImageArchive.objects.get(image_id=digest)
+        assert (owed.state, owed.node) == (ImageArchive.State.PENDING, settings.PODIUM_NODE_ID)
+        assert exporter_pass() == [], "a GPU worker here may take the run"
+        assert image_store.stored(digest) is None
+        assert tasks.answer_run(run_id=run.pk) == State.JUDGING
+        assert exporter_pass() == [digest], "no timed run any more"
+        assert image_store.stored(digest) is not None
+
+        EvaluationRun.objects.filter(pk=run.pk).update(state=State.DONE, finished_at=timezone.now())
+        later = timezone.now() + timedelta(seconds=1)
+        assert image_retention.sweep(now=later).removed == [digest]
+        assert image_store.stored(digest) is None
+
+        assert rerun([run], user, "the split was fixed") == []
+        engine.images.remove(digest, force=True)  # this node's engine lost it meanwhile
+        started = time.monotonic()
+        assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
+        assert time.monotonic() - started < 30, "waited for an archive nobody owes"
+        submission.refresh_from_db()
+        assert submission.image_digest == digest, "the upload loads as the same image"
+        assert ImageArchive.objects.get(image_id=digest).state == ImageArchive.State.PENDING
+        assert tasks.answer_run(run_id=run.pk) == State.JUDGING
+        assert exporter_pass() == [digest]
+        assert image_store.stored(digest) is not None
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            engine.images.remove(built.id, force=True)

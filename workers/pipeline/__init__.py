@@ -5,5 +5,5 @@ on the split, every answer stored as it arrives), ``judge`` (verdicts through th
 cache) and ``aggregate`` (slice scores and paired comparisons). ``claims`` decides which worker
 owns a run; ``bundles`` brings split bundles and the search corpus from storage to local disk;
 ``image_store`` carries agent images between nodes through storage; ``node`` is this worker's
-node and its janitor.
+node, its janitor and its image exporter.
 """

@@ -1,10 +1,11 @@
 """The build stage: the submission's artifact becomes a local image, pinned by digest.
 
 The first run of a submission loads (or builds, or pulls) its image, records the digest on the
-submission, hands the run over and then stores the image for the other nodes (``image_store``;
-a run on this node does not wait for that); its other runs find the image by that digest, in
-their engine or in storage. A bad artifact fails the
-submission and its runs with the engine's reason; an unreachable engine is retried.
+submission and hands the run over; the node then owes the image's archive to the other nodes
+(``image_store.offer``: its exporter stores it when another node asks, or ahead as
+``PODIUM_IMAGE_STORE`` says; in ``always`` mode this stage stores it right after the hand-over).
+Its other runs find the image by that digest, in their engine or in storage. A bad artifact
+fails the submission and its runs with the engine's reason; an unreachable engine is retried.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from workers.pipeline.claims import hand_over
 State = EvaluationRun.State
 Kind = Submission.ArtifactKind
 BUILD_TIMEOUT_S = 1800
-logger = logging.getLogger("podium.pipeline")
 UPLOAD_NAME = "your upload"
+logger = logging.getLogger("podium.pipeline")
 
 
 def docker_client() -> docker.DockerClient:
@@ -119,20 +120,20 @@ def _image(submission: Submission, client: docker.DockerClient) -> AgentImage:
 
 
 def _on_this_node(digest: str, client: docker.DockerClient) -> AgentImage | None:
-    """The recorded image in this engine: there already, else loaded from storage."""
+    """The recorded image in this engine: there already (this node owes its archive if
+    storage lost it: swept), else loaded from storage."""
     try:
-        return local_image(digest, client)
+        image = local_image(digest, client)
     except ImageError:
         return image_store.fetch(digest, client)
+    image_store.offer(image)
+    return image
 
 
-def submission_image(
-    submission: Submission, client: docker.DockerClient, *, store: bool = True
-) -> AgentImage:
-    """The submission's image in this engine: made and pinned the first time and stored for the
-    other nodes (unless ``store`` is False: the build stage stores it once the run is handed
-    over, so a run on this node starts without waiting for it), afterwards found here or loaded
-    from storage (``image_store``)."""
+def submission_image(submission: Submission, client: docker.DockerClient) -> AgentImage:
+    """The submission's image in this engine: made and pinned the first time (this node then
+    owes its archive to the others: ``image_store.offer``), afterwards found here or loaded from
+    storage (``image_store``); made again when neither has it."""
     if submission.image_digest:
         found = _on_this_node(submission.image_digest, client)
         if found is not None:
@@ -150,14 +151,14 @@ def submission_image(
         except ImageError:
             docker_client()  # an engine that went away is Podium's failure, not the team's
             raise
-        if store:
-            image_store.export(image, client)
         # The first digest recorded stays: it is what the leaderboard shows for the submission.
         Submission.objects.filter(pk=locked.pk).update(
             image_digest=locked.image_digest or image.digest,
             state=Submission.State.READY,
             build_log=image.build_log or locked.build_log,
         )
+        if image.digest == (locked.image_digest or image.digest):  # not a rebuild's new ID
+            image_store.offer(image)
     submission.image_digest = locked.image_digest or image.digest
     return image
 
@@ -177,23 +178,26 @@ def prepare_run(run: EvaluationRun) -> None:
     client = docker_client()
     try:
         try:
-            image = submission_image(submission, client, store=False)
+            image = submission_image(submission, client)
         except ImageError as exc:
             reason = f"your agent image could not be prepared: {exc}"
             fail_submission(submission, reason)
             run.move_to(State.FAILED, failure_reason=reason)
             return
         hand_over(run, State.RUNNING)
-        _store_for_other_nodes(image, client)
+        if settings.PODIUM_IMAGE_STORE == "always" and image.digest == submission.image_digest:
+            _store_now(image, client)
     finally:
         client.close()
 
 
-def _store_for_other_nodes(image: AgentImage, client: docker.DockerClient) -> None:
-    """The image stored for the other nodes, after the run went on (a run on this node does
-    not wait for it; one on another node waits for the archive, ``image_store.fetch``). The run
-    is not this step's: a failure is logged, and a node lacking the image builds it again."""
+def _store_now(image: AgentImage, client: docker.DockerClient) -> None:
+    """``always`` mode: the image stored right after the run went on (beside it, if it runs
+    on this node), so it is in storage even if this node is lost during that run. The run is
+    not this step's: a failure is logged, and the node's exporter tries again."""
+    if image_store.stored(image.digest) is not None or image.digest != image.image_id:
+        return
     try:
-        image_store.export(image, client)
+        image_store.export(image.image_id, client)
     except Exception as exc:
         logger.warning("image %s not stored for the other nodes: %r", image.image_id, exc)
