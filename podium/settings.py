@@ -379,7 +379,7 @@ PODIUM_IMAGE_STORE_WAIT_S = _env_int("PODIUM_IMAGE_STORE_WAIT_S", 300, minimum=0
 # "auto" (so when more than one node serves the GPU queues; else only those another node asks
 # for) or "never" (a node lacking an image makes it itself). An archive no run needs any more
 # goes this long after its submission's last run finished (the sweep, every ..._SWEEP_S).
-PODIUM_IMAGE_STORE = _env("PODIUM_IMAGE_STORE", "auto").strip().lower()
+PODIUM_IMAGE_STORE = _env("PODIUM_IMAGE_STORE", "always").strip().lower()
 if PODIUM_IMAGE_STORE not in ("auto", "always", "never"):
     raise ImproperlyConfigured(
         f"PODIUM_IMAGE_STORE={PODIUM_IMAGE_STORE!r}: expected auto, always or never"

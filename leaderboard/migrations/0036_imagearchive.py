@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("leaderboard", "0033_m2rag_vision_judge_and_answer_images")]  # noqa: RUF012 (generated)
+    dependencies = [("leaderboard", "0035_bundle_logo_phase_quotas")]  # noqa: RUF012 (generated)
 
     operations = [  # noqa: RUF012 (generated)
         migrations.CreateModel(
