@@ -40,11 +40,9 @@ class Downloaded:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The sha256 of the file at ``path``, hex."""
     with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def download(

@@ -23,20 +23,13 @@ from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
 from leaderboard.models import Challenge, KitFile
+from podium.downloads import file_sha256
 from workers.pipeline.bundles import BundleError
 
 LOGO_FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
 MAX_LOGO_BYTES = 1024 * 1024
 MAX_LOGO_SIDE = 2048
 _CHUNK = 1024 * 1024
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def logo_problem(path: Path) -> str | None:

@@ -8,7 +8,6 @@ is a reproducible tar stored as ``corpora/<challenge>/<sha256>.tar``, recorded b
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
@@ -25,6 +24,7 @@ from django.utils import timezone
 from evaluator.archives import ArchiveError, extract_tar
 from leaderboard.models import Challenge, SearchCorpus, Split
 from leaderboard.splits import archive_limits, sha256_of
+from podium.downloads import file_sha256
 from workers.faults import PodiumFault
 
 _CHUNK = 1024 * 1024
@@ -38,14 +38,6 @@ def cache_root() -> Path:
     return Path(settings.VAR_DIR) / "cache"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def download(name: str, sha256: str, path: Path, what: str) -> None:
     """``name`` from storage copied to ``path`` and checked against ``sha256``; ``BundleError``
     (naming ``what``) when it is missing or differs."""
@@ -54,7 +46,7 @@ def download(name: str, sha256: str, path: Path, what: str) -> None:
             shutil.copyfileobj(source, out, _CHUNK)
     except FileNotFoundError:
         raise BundleError(f"{what} {name}: not found in storage") from None
-    if _sha256(path) != sha256:
+    if file_sha256(path) != sha256:
         raise BundleError(f"{what} {name}: sha256 differs from the recorded one")
 
 
