@@ -1,5 +1,6 @@
-"""Admin of what challenge bundles import (``docs/challenge-bundle.md``): the versions, the
-stored search corpora and the starter kits' organiser files; read only."""
+"""Admin of what Podium stores beside the runs: what challenge bundles import
+(``docs/challenge-bundle.md``: the versions, the search corpora, the starter kits' organiser
+files) and the agent images' archives (``docs/deploy.md``); read only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from leaderboard.models import ChallengeVersion, KitFile, SearchCorpus
+from leaderboard.models import ChallengeVersion, ImageArchive, KitFile, SearchCorpus
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -46,3 +47,13 @@ class KitFileAdmin(ReadOnly):
     list_display = ("challenge", "path", "size", "sha256")
     list_filter = ("challenge",)
     search_fields = ("path", "challenge__slug")
+
+
+@admin.register(ImageArchive)
+class ImageArchiveAdmin(ReadOnly):
+    """Agent images' archives for the other nodes: owed by a node, stored, or swept
+    (``PODIUM_IMAGE_STORE``, ``PODIUM_IMAGE_STORE_KEEP_S``)."""
+
+    list_display = ("image_id", "state", "node", "size", "stored_at", "swept_at")
+    list_filter = ("state",)
+    search_fields = ("image_id", "node")

@@ -12,6 +12,7 @@ from leaderboard.models import (
     EvaluationRun,
     Headline,
     HubModel,
+    ImageArchive,
     JudgeAudit,
     JudgePreview,
     KitFile,
@@ -53,7 +54,8 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
-        # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages
+        # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
+        # image archives: by the workers that build and run agents
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
@@ -61,6 +63,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             AuditLabel,
             ChallengeVersion,
             KitFile,
+            ImageArchive,
             SearchCorpus,
             HubModel,
             EvaluationRun,
