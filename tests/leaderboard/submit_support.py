@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from django.core.files.storage import default_storage
 
 from leaderboard.models import Split
 from tests.services import redis_url
@@ -65,3 +66,18 @@ def build_context(path: Path, **kwargs) -> Path:
     members = {"Dockerfile": b"FROM podium/agent-base:py3.11\nCOPY agent.py /agent/\n"}
     members["agent.py"] = b"class Agent: ...\n"
     return write_tar(path, members, **kwargs)
+
+
+def stored_under(prefix: str) -> set[str]:
+    """Every file in Podium's storage below ``prefix`` (none when it does not exist)."""
+    found: set[str] = set()
+
+    def walk(where: str) -> None:
+        dirs, files = default_storage.listdir(where)
+        found.update(f"{where}/{name}" for name in files)
+        for name in dirs:
+            walk(f"{where}/{name}")
+
+    if default_storage.exists(prefix):
+        walk(prefix)
+    return found

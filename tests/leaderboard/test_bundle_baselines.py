@@ -17,7 +17,7 @@ from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge, EvaluationRun, Submission, Team
 from tests.leaderboard.broker import sent
 from tests.leaderboard.bundle_support import edit, write_bundle
-from tests.leaderboard.submit_support import broker
+from tests.leaderboard.submit_support import broker, stored_under
 from tests.leaderboard.test_bundle_import import digests
 
 __all__ = ["broker"]  # fixtures used by name
@@ -128,27 +128,13 @@ def test_the_import_submits_each_baseline_and_queues_it_on_commit(
     )
 
 
-def stored_submissions() -> list[str]:
-    found: list[str] = []
-
-    def walk(where: str) -> None:
-        dirs, files = default_storage.listdir(where)
-        found.extend(f"{where}/{f}" for f in files)
-        for d in dirs:
-            walk(f"{where}/{d}")
-
-    if default_storage.exists("submissions"):
-        walk("submissions")
-    return found
-
-
 def test_a_dry_run_submits_nothing_and_leaves_no_file(
     bundle, broker, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         assert import_bundle(bundle, dry_run=True).checklist == []
     assert not Submission.objects.exists() and not Team.objects.exists()
-    assert stored_submissions() == []
+    assert stored_under("submissions") == set()
     assert sent(broker, "build") == []
 
 
@@ -185,7 +171,7 @@ def test_the_same_baseline_is_not_submitted_again_a_changed_one_replaces_it(
     import_bundle(bundle)
     assert Submission.objects.get().pk == second.pk, "a new description alone is no new run"
     assert Submission.objects.get().description == "new words"
-    assert stored_submissions() == [second.artifact.name]
+    assert stored_under("submissions") == {second.artifact.name}
 
 
 def test_a_baseline_left_out_is_deleted(bundle):

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -29,6 +28,7 @@ from leaderboard.models import (
     Team,
 )
 from tests.leaderboard.bundle_support import edit, write_bundle
+from tests.leaderboard.submit_support import stored_under
 
 pytestmark = pytest.mark.django_db
 
@@ -36,20 +36,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def bundle(tmp_path) -> Path:
     return write_bundle(tmp_path / "bundle")
-
-
-def stored_files() -> set[str]:
-    names: set[str] = set()
-
-    def walk(where: str) -> None:
-        dirs, files = default_storage.listdir(where)
-        names.update(f"{where}/{f}" for f in files)
-        for d in dirs:
-            walk(f"{where}/{d}")
-
-    if default_storage.exists("splits"):
-        walk("splits")
-    return names
 
 
 def test_an_import_makes_the_challenge_as_written(bundle):
@@ -75,11 +61,11 @@ def test_an_import_makes_the_challenge_as_written(bundle):
 
 def test_the_same_bundle_twice_changes_nothing(bundle):
     import_bundle(bundle)
-    files = stored_files()
+    files = stored_under("splits")
     versions = list(Split.objects.values_list("pk", "sha256", "imported_at"))
     again = import_bundle(bundle)
     assert again.unchanged and again.version is None
-    assert stored_files() == files
+    assert stored_under("splits") == files
     assert list(Split.objects.values_list("pk", "sha256", "imported_at")) == versions
     assert ChallengeVersion.objects.count() == 1
 
@@ -133,7 +119,7 @@ def test_a_failed_import_removes_the_files_it_wrote(bundle, monkeypatch):
     with pytest.raises(RuntimeError):
         import_bundle(bundle)
     assert not Challenge.objects.exists()
-    assert stored_files() == set()
+    assert stored_under("splits") == set()
 
 
 def test_only_organisers_import_diff_or_export(bundle, tmp_path):

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
-from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from leaderboard.models import Challenge, EvaluationRun, Phase, Submission
@@ -17,7 +16,14 @@ from leaderboard.submitting import Artifact, MethodInfo, add_missing_runs, submi
 from leaderboard.submitting.artifacts import check_reference
 
 from .broker import sent
-from .submit_support import broker, build_context, image_archive, open_splits, write_tar
+from .submit_support import (
+    broker,
+    build_context,
+    image_archive,
+    open_splits,
+    stored_under,
+    write_tar,
+)
 
 __all__ = ["broker", "open_splits"]  # fixtures used by name
 
@@ -36,13 +42,6 @@ def _submit(member, teams, artifact, method=METHOD, **kwargs):
 
 def _file(path):
     return File(path.open("rb"), name=path.name)
-
-
-def _stored_files():
-    try:
-        return default_storage.listdir("submissions")[0]
-    except FileNotFoundError:
-        return []
 
 
 def test_a_reference_gives_one_queued_run_per_split_and_sends_their_builds(
@@ -163,7 +162,7 @@ def test_a_bad_archive_is_refused_saying_why_and_nothing_is_kept(
         _submit(member, teams, Artifact(kind, file=_file(path)))
     assert message in " ".join(error.value.message_dict["artifact"])
     assert error.value.message_dict["artifact"][0].startswith("upload.tar: ")
-    assert not Submission.objects.exists() and _stored_files() == []
+    assert not Submission.objects.exists() and stored_under("submissions") == set()
 
 
 def test_an_archive_above_the_task_limit_is_refused(open_splits, teams, member, tmp_path):
@@ -300,7 +299,7 @@ def test_a_compression_bomb_is_refused_at_its_first_header(
     message = " ".join(error.value.message_dict["artifact"])
     assert "entry 'zeros0' takes the archive past" in message and "256.0\xa0MB unpacked" in message
     assert elapsed < 5, f"refusing the bomb took {elapsed:.1f} s"
-    assert not Submission.objects.exists() and _stored_files() == []
+    assert not Submission.objects.exists() and stored_under("submissions") == set()
 
 
 def test_many_entries_past_the_budget_are_refused(open_splits, teams, member, tmp_path, settings):

@@ -35,6 +35,20 @@ def challenge_with_split(pipeline, tmp_path):
     return challenge
 
 
+def submit_image(team, challenge, user, image, name: str) -> Submission:
+    """An engine's image, saved unnamed and submitted as the team's image archive."""
+    return submit(
+        team,
+        challenge,
+        user,
+        Artifact(
+            kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
+            file=SimpleUploadedFile(f"{name}.tar", b"".join(image.save(named=False))),
+        ),
+        MethodInfo(method_name=name),
+    )
+
+
 def test_a_run_belongs_to_the_stage_that_claims_it_and_to_nobody_else(
     challenge_with_split, team_member
 ):
@@ -174,17 +188,7 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
     def send(name: str, label: str) -> Submission:
         dockerfile = f"FROM podium/agent-base:py3.11\nLABEL org.podium.models='{label}'\n"
         image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), rm=True)
-        archive = b"".join(image.save(named=False))
-        return submit(
-            team,
-            challenge_with_split,
-            user,
-            Artifact(
-                kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
-                file=SimpleUploadedFile(f"{name}.tar", archive),
-            ),
-            MethodInfo(method_name=name),
-        )
+        return submit_image(team, challenge_with_split, user, image, name)
 
     refused = send("absent", '["org/tiny", "org/absent"]')
     run = EvaluationRun.objects.get(submission=refused)
@@ -226,16 +230,7 @@ def test_always_mode_stores_the_image_right_after_the_run_is_handed_over(
     engine = docker.from_env()
     dockerfile = b"FROM podium/agent-base:py3.11\nLABEL org.podium.test=stored-after\n"
     image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile), rm=True)
-    submission = submit(
-        team,
-        challenge_with_split,
-        user,
-        Artifact(
-            kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
-            file=SimpleUploadedFile("agent.tar", b"".join(image.save(named=False))),
-        ),
-        MethodInfo(method_name="stored after"),
-    )
+    submission = submit_image(team, challenge_with_split, user, image, "stored after")
     run = EvaluationRun.objects.get(submission=submission)
     seen: list[tuple[str, str]] = []
     export = image_store.export
@@ -284,16 +279,7 @@ def test_the_image_is_stored_once_no_run_is_timed_and_a_rerun_after_its_sweep_wo
     dockerfile = (IDK / "Dockerfile").read_bytes() + b"LABEL org.podium.test=swept-rerun\n"
     context = tar_bytes({"Dockerfile": dockerfile, "agent.py": (IDK / "agent.py").read_bytes()})
     built, _ = engine.images.build(fileobj=io.BytesIO(context), custom_context=True, rm=True)
-    submission = submit(
-        team,
-        challenge_with_split,
-        user,
-        Artifact(
-            kind=Submission.ArtifactKind.IMAGE_ARCHIVE,
-            file=SimpleUploadedFile("agent.tar", b"".join(built.save(named=False))),
-        ),
-        MethodInfo(method_name="swept"),
-    )
+    submission = submit_image(team, challenge_with_split, user, built, "swept")
     run = EvaluationRun.objects.get(submission=submission)
     try:
         assert tasks.prepare_run(run_id=run.pk) == State.RUNNING
