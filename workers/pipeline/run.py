@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connections
@@ -38,6 +38,9 @@ from workers.pipeline.judge import run_protocol
 from workers.pipeline.node import site
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy, owner_labels
+
+if TYPE_CHECKING:  # faiss: imported only when searching
+    from workers.search.process import SearchProcess
 
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
@@ -87,11 +90,11 @@ def model_folders(submission: Submission) -> tuple[Path, ...]:
         raise PodiumFault(f"submission #{submission.pk}: {exc}") from None
 
 
-_search_processes: dict[str, Any] = {}
+_search_processes: dict[str, SearchProcess] = {}
 _search_lock = threading.Lock()
 
 
-def search_process(task: Task) -> Any:
+def search_process(task: Task) -> SearchProcess | None:
     """The search process over the challenge's corpus (``workers.search.process``; for a
     protocol that searches items' candidates, one with no corpus), kept per worker process and
     started again if it stopped; None when the task enables no search (or its protocol has
