@@ -50,7 +50,16 @@ from workers.pipeline.run import run_stage
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
 MAX_INFRASTRUCTURE_RETRIES = 20
-OPTIONS = {"bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": None}
+# A bound task of this module: called with a run's (or a preview's) id, returns what became of it.
+StageTask = CeleryTask[[int], str]
+
+
+def _task(name: str) -> Callable[[Callable[[StageTask, int], str]], StageTask]:
+    """The decorator of a task named ``name``: bound, acknowledged late (a task whose worker
+    was lost is delivered again) and retried without limit (``_work`` decides when to stop)."""
+    return shared_task(
+        name=name, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None
+    )
 
 
 def backoff_s(retries: int) -> int:
@@ -72,7 +81,7 @@ class RetryLater(Exception):
     """The stage cannot finish yet (e.g. unjudged turns): give the run back, retry the task."""
 
 
-def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[EvaluationRun], None]) -> str:
+def _stage(task: StageTask, stage: str, run_id: int, work: Callable[[EvaluationRun], None]) -> str:
     """Claim the run, do ``work`` and decide what a failure means; returns the run's state.
     Every log line written meanwhile carries the run id (``podium.logs``)."""
     with run_context(run_id):
@@ -91,7 +100,7 @@ def _stage(task: CeleryTask, stage: str, run_id: int, work: Callable[[Evaluation
 
 
 def _work(
-    task: CeleryTask, stage: str, run: EvaluationRun, work: Callable[[EvaluationRun], None]
+    task: StageTask, stage: str, run: EvaluationRun, work: Callable[[EvaluationRun], None]
 ) -> str:
     run_id = run.pk
     try:
@@ -130,28 +139,28 @@ def _judge(run: EvaluationRun) -> None:
     hand_over(run, State.SCORING)
 
 
-@shared_task(name=STAGE_TASKS[State.BUILDING], **OPTIONS)
-def prepare_run(self: CeleryTask, run_id: int) -> str:
+@_task(STAGE_TASKS[State.BUILDING])
+def prepare_run(self: StageTask, run_id: int) -> str:
     return _stage(self, State.BUILDING, run_id, build_stage)
 
 
-@shared_task(name=STAGE_TASKS[State.RUNNING], **OPTIONS)
-def answer_run(self: CeleryTask, run_id: int) -> str:
+@_task(STAGE_TASKS[State.RUNNING])
+def answer_run(self: StageTask, run_id: int) -> str:
     return _stage(self, State.RUNNING, run_id, run_stage)
 
 
-@shared_task(name=STAGE_TASKS[State.JUDGING], **OPTIONS)
-def judge_run(self: CeleryTask, run_id: int) -> str:
+@_task(STAGE_TASKS[State.JUDGING])
+def judge_run(self: StageTask, run_id: int) -> str:
     return _stage(self, State.JUDGING, run_id, _judge)
 
 
-@shared_task(name=STAGE_TASKS[State.SCORING], **OPTIONS)
-def aggregate_run(self: CeleryTask, run_id: int) -> str:
+@_task(STAGE_TASKS[State.SCORING])
+def aggregate_run(self: StageTask, run_id: int) -> str:
     return _stage(self, State.SCORING, run_id, aggregate_stage)
 
 
-@shared_task(name=PREVIEW_TASK, **OPTIONS)
-def preview_judge(self: CeleryTask, preview_id: int) -> str:
+@_task(PREVIEW_TASK)
+def preview_judge(self: StageTask, preview_id: int) -> str:
     """A judge change's dry run (``workers.pipeline.preview``): retried with back-off while
     the candidate leaves items undecided or a service is unreachable, failed (the reason kept
     on the preview) on anything else; resumed from the runs it has not graded."""

@@ -61,3 +61,10 @@ def test_a_forged_bundle_with_a_link_out_is_refused_and_nothing_cached(split):
     ):
         split_dir(split)
     assert list((cache_root() / "splits").iterdir()) == []
+
+
+@pytest.mark.parametrize("missing", ["bundle", "sha256"])
+def test_a_split_without_its_bundle_or_digest_is_refused(split, missing):
+    setattr(split, missing, "")
+    with pytest.raises(BundleError, match="no bundle imported yet"):
+        split_dir(split)

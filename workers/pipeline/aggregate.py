@@ -10,11 +10,10 @@ split, on the protocol's primary metric, and its answers with other teams' runs 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.db import transaction
 
-from evaluator.protocols.base import Protocol
+from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
 from evaluator.records import EvaluatorError
 from leaderboard.board_store import entries
 from leaderboard.duplicates import flag_similar_runs
@@ -28,13 +27,15 @@ logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
 
 
-def graded_items(run: EvaluationRun, protocol: Protocol[Any, Any, Any], keys: list[str]) -> list:
+def graded_items(
+    run: EvaluationRun, protocol: Protocol[SplitT, PredictionT, ItemT], keys: list[str]
+) -> list[ItemT]:
     """The run's graded items, in split order (``keys``), from its verdict rows."""
     verdicts = {
         verdict.answer.item_key: verdict
         for verdict in ItemVerdict.objects.filter(answer__run=run).select_related("answer")
     }
-    graded = []
+    graded: list[ItemT] = []
     for key in keys:
         verdict = verdicts.get(key)
         if verdict is None:

@@ -77,9 +77,10 @@ def _extract(name: str, sha256: str, kind: str) -> Path:
 
 def split_dir(split: Split) -> Path:
     """The split's files (ground truth included: for the worker and the judge, never agents)."""
-    if not split.bundle or not split.sha256:
+    name = split.bundle.name
+    if not name or not split.sha256:
         raise BundleError(f"split {split}: no bundle imported yet")
-    return _extract(split.bundle.name, split.sha256, "splits")
+    return _extract(name, split.sha256, "splits")
 
 
 def corpus_name(challenge: Challenge) -> str:
@@ -135,8 +136,8 @@ def store_corpus(
                 raise
             if written is not None:
                 written.append(name)
-            if row is not None and row.bundle.name != name:
-                replaced = row.bundle.name
+            replaced = row.bundle.name if row is not None else None
+            if replaced and replaced != name:
                 transaction.on_commit(lambda: default_storage.delete(replaced))
     return sha256
 

@@ -24,7 +24,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.protocols import protocol_class
-from evaluator.protocols.base import Protocol
+from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
 from evaluator.records import EvaluatorError, Judgment
 from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
@@ -213,8 +213,8 @@ def judge_stage(run: EvaluationRun) -> int:
 
 
 def stored_predictions(
-    protocol: Protocol[Any, Any, Any], data: Any, answers: dict[str, ItemAnswer]
-) -> dict[str, Any]:
+    protocol: Protocol[SplitT, PredictionT, ItemT], data: SplitT, answers: dict[str, ItemAnswer]
+) -> dict[str, PredictionT]:
     """The predictions of the answered items among ``answers`` (by item key), as the protocol
     reads them back; the other items are graded as unanswered."""
     return {
@@ -227,11 +227,11 @@ def stored_predictions(
 def grade_answers(
     spec: JudgeSpec,
     task: Task,
-    protocol: Protocol[Any, Any, Any],
-    data: Any,
-    predictions: dict[str, Any],
+    protocol: Protocol[SplitT, PredictionT, ItemT],
+    data: SplitT,
+    predictions: dict[str, PredictionT],
     transcript: IO[str] | None = None,
-) -> tuple[list[Any], Judge, int]:
+) -> tuple[list[ItemT], Judge, int]:
     """Grade ``predictions`` on the split ``data`` with the judge ``spec`` names, through the
     judgment cache (only what it lacks is judged), holding this process's share of the
     endpoints' slots (``judged_endpoints``); every call goes to ``transcript`` when one is
@@ -264,7 +264,9 @@ def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:
     record_many(events)
 
 
-def verdict_row(protocol: Protocol[Any, Any, Any], answer: ItemAnswer, item: Any) -> ItemVerdict:
+def verdict_row(
+    protocol: Protocol[SplitT, PredictionT, ItemT], answer: ItemAnswer, item: ItemT
+) -> ItemVerdict:
     """The stored verdict of a graded item: its grade and the protocol's row as detail (the
     audit fields come from the row, which every protocol's table carries)."""
     row = protocol.to_row(item)

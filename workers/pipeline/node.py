@@ -121,7 +121,11 @@ def serving_nodes() -> set[str]:
     """The nodes whose GPU workers announced themselves within ``NODE_SEEN_S``."""
     seen = events_redis().hgetall(NODES_KEY)
     cutoff = time.time() - NODE_SEEN_S
-    return {node.decode() for node, at in seen.items() if float(at) >= cutoff}
+    return {
+        node.decode() if isinstance(node, bytes) else node  # bytes: no decode_responses
+        for node, at in seen.items()
+        if float(at) >= cutoff
+    }
 
 
 def ahead_now() -> bool:

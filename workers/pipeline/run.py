@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connections
@@ -22,7 +22,7 @@ from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
 from workers.faults import PodiumFault
 from workers.images import ImageError
-from workers.limits import Limits
+from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
 from workers.model_store import ModelStoreError, stored
 from workers.outcomes import ItemResult, RunReport
 from workers.pipeline.build import docker_client, submission_image
@@ -39,12 +39,21 @@ from workers.pipeline.node import site
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy, owner_labels
 
+if TYPE_CHECKING:  # faiss: imported only when searching
+    from workers.search.process import SearchProcess
+
 State = EvaluationRun.State
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
 AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
 OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the item list
-TIMEOUT_POLICIES = {Task.TimeoutPolicy.MISSING: "missing", Task.TimeoutPolicy.FAIL_RUN: "fail"}
-ERROR_POLICIES = {Task.ErrorPolicy.CONTINUE: "continue", Task.ErrorPolicy.ABORT: "abort"}
+TIMEOUT_POLICIES: dict[str, TimeoutPolicy] = {
+    Task.TimeoutPolicy.MISSING: "missing",
+    Task.TimeoutPolicy.FAIL_RUN: "fail",
+}
+ERROR_POLICIES: dict[str, ErrorPolicy] = {
+    Task.ErrorPolicy.CONTINUE: "continue",
+    Task.ErrorPolicy.ABORT: "abort",
+}
 
 
 def agent_policy(submission: Submission) -> SandboxPolicy:
@@ -64,8 +73,8 @@ def limits_for(task: Task) -> Limits:
         per_item_s=task.per_item_s,
         max_batch_size=task.max_batch_size,
         total_wall_s=float(task.total_wall_s),
-        timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],  # type: ignore[arg-type]
-        error_policy=ERROR_POLICIES[task.error_policy],  # type: ignore[arg-type]
+        timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],
+        error_policy=ERROR_POLICIES[task.error_policy],
     )
 
 
@@ -81,11 +90,11 @@ def model_folders(submission: Submission) -> tuple[Path, ...]:
         raise PodiumFault(f"submission #{submission.pk}: {exc}") from None
 
 
-_search_processes: dict[str, Any] = {}
+_search_processes: dict[str, SearchProcess] = {}
 _search_lock = threading.Lock()
 
 
-def search_process(task: Task) -> Any:
+def search_process(task: Task) -> SearchProcess | None:
     """The search process over the challenge's corpus (``workers.search.process``; for a
     protocol that searches items' candidates, one with no corpus), kept per worker process and
     started again if it stopped; None when the task enables no search (or its protocol has

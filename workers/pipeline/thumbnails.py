@@ -16,13 +16,12 @@ import hashlib
 import io
 import logging
 from pathlib import Path
-from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image, ImageOps
 
-from evaluator.protocols.base import Protocol
+from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
 from leaderboard.models import ItemAnswer, Split
 
 THUMBNAIL_PX = 160
@@ -51,8 +50,8 @@ def scaled_jpeg(image: Path, px: int = THUMBNAIL_PX) -> bytes:
 def store_thumbnails(
     split: Split,
     root: Path,
-    protocol: Protocol[Any, Any, Any],
-    data: Any,
+    protocol: Protocol[SplitT, PredictionT, ItemT],
+    data: SplitT,
     answers: list[ItemAnswer],
 ) -> int:
     """Give each of ``answers`` its image's thumbnail (made and stored when the split has none
@@ -75,9 +74,9 @@ def store_thumbnails(
 def store_placed_images(
     split: Split,
     root: Path,
-    protocol: Protocol[Any, Any, Any],
-    data: Any,
-    graded: list[Any],
+    protocol: Protocol[SplitT, PredictionT, ItemT],
+    data: SplitT,
+    graded: list[ItemT],
     answers: dict[str, ItemAnswer],
 ) -> int:
     """Give each graded answer the images it places (``Protocol.placed_images``), scaled and
