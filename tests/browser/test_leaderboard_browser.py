@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.utils import timezone
 
-from leaderboard.models import EvaluationRun, Submission
+from leaderboard.models import EvaluationRun, Split, Submission
 from leaderboard.scores import store_scores
+from tests.browser.axe import assert_accessible
 from tests.leaderboard.broker import broker_at, sent
 from tests.leaderboard.factories import block, scores_dict
 from tests.services import redis_url
@@ -103,3 +105,37 @@ def test_pages_fit_a_phone_screen(chromium, live_server, board, artifacts):
             page.screenshot(path=str(artifacts / f"phone-{name}.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_a_superseded_board_is_reached_from_the_current_one_and_reads_at_any_width(
+    chromium, live_server, board, public_entries, artifacts
+):
+    """The split's data changed (version 2, no runs yet): the current board says so and links
+    the earlier version's board, which keeps its entries, names itself superseded, keeps its
+    links on its version, passes axe and fits 1400 px and 390 px screens."""
+    old = public_entries
+    old.superseded_at = timezone.now()
+    old.save(update_fields=["superseded_at"])
+    Split.objects.create(task=old.task, kind=old.kind, version=2, visibility=old.visibility)
+    for width, height in ((1400, 900), (390, 844)):
+        context = chromium.new_context(
+            base_url=live_server.url, viewport={"width": width, "height": height}
+        )
+        page = context.new_page()
+        try:
+            page.goto(BOARD)
+            assert "No evaluated entries yet" in page.inner_text("main")
+            page.click(f"a[href='{BOARD}?version=1']")
+            page.wait_for_url(re.compile(r".*\?version=1$"))
+            main = page.inner_text("main")
+            assert "superseded on" in main
+            rows = page.locator("#leaderboard tbody tr")
+            methods = [rows.nth(i).locator("td").nth(2).inner_text() for i in range(rows.count())]
+            assert [m.split()[0] for m in methods] == ["beta-rag", "gamma-agent", "llava-baseline"]
+            slices = page.locator(".tabs a:has-text('Slices')").get_attribute("href")
+            assert "version=1" in slices, slices  # its tabs stay on version 1
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            assert_accessible(page, f"the superseded board at {width} px")
+            page.screenshot(path=str(artifacts / f"superseded-board-{width}.png"), full_page=True)
+        finally:
+            context.close()
