@@ -210,8 +210,9 @@ class SplitForm(forms.ModelForm):
         model = Split
         fields = ("task", "kind", "visibility", "reveal_at")
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # ModelForm.clean returns self.cleaned_data, never None
+        cleaned = self.cleaned_data
         upload, task, kind = cleaned.get("upload"), cleaned.get("task"), cleaned.get("kind")
         if upload is None and not (self.instance.pk and self.instance.bundle):
             raise forms.ValidationError("upload the split's data bundle")

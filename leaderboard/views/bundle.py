@@ -37,12 +37,11 @@ def logo(request: HttpRequest, slug: str) -> FileResponse:
     """``/c/<slug>/logo/``: the challenge's logo, as stored (its address carries its digest,
     so it is cached for a year)."""
     challenge = get_object_or_404(visible_challenges(request.user), slug=slug)
-    if not challenge.logo:
+    name = challenge.logo.name  # set by the bundle's importer alone, with a suffix it checked
+    if not name:
         raise Http404(f"{challenge.name} has no logo")
-    suffix = challenge.logo.name[challenge.logo.name.rfind(".") :]
-    response = FileResponse(
-        default_storage.open(challenge.logo.name, "rb"), content_type=LOGO_TYPES[suffix]
-    )
+    suffix = name[name.rfind(".") :]
+    response = FileResponse(default_storage.open(name, "rb"), content_type=LOGO_TYPES[suffix])
     response["Cache-Control"] = "public, max-age=31536000, immutable"
     response["X-Content-Type-Options"] = "nosniff"
     return response

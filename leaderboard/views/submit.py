@@ -79,13 +79,16 @@ class SubmissionForm(forms.Form):
         for split in splits:
             self.kinds.setdefault(split.task.task_id, []).append(split.get_kind_display())
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         """Splits count for the tasks ticked; a ticked task whose splits may be chosen needs one."""
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data, never None
+        data = self.cleaned_data
         tasks, splits = data.get("tasks") or [], data.get("splits") or []
-        data["splits"] = [name for name in splits if name.partition("/")[0] in tasks]
+        # A local list: each add_error("splits", ...) removes "splits" from cleaned_data.
+        chosen = [name for name in splits if name.partition("/")[0] in tasks]
+        data["splits"] = chosen
         for task_id in sorted(self.selectable & set(tasks)):
-            if not any(name.startswith(f"{task_id}/") for name in data["splits"]):
+            if not any(name.startswith(f"{task_id}/") for name in chosen):
                 self.add_error("splits", f"choose at least one split of task {task_id}")
         return data
 
