@@ -15,12 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.contrib.auth import models as auth
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
 from leaderboard.models import Challenge, EvaluationRun, JudgeAudit, Split, Submission, Team
 
 User = AbstractBaseUser | AnonymousUser
+
+
+def signed_in(user: User) -> auth.User:
+    """``user`` as the account it is, where only signed-in users get in (``login_required``,
+    ``IsAuthenticated``): anyone else is refused (403)."""
+    if not isinstance(user, auth.User):
+        raise PermissionDenied("sign in first")
+    return user
 
 
 def is_organiser(user: User, challenge: Challenge) -> bool:

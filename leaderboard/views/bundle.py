@@ -19,7 +19,7 @@ from leaderboard.challenge_bundle.exporter import export_zip
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
 from leaderboard.models import Challenge
-from leaderboard.permissions import is_organiser, visible_challenges
+from leaderboard.permissions import is_organiser, signed_in, visible_challenges
 
 LOGO_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".webp": "image/webp"}
 
@@ -69,7 +69,7 @@ def organise(request: HttpRequest, slug: str) -> HttpResponse:
                 redo_runs = request.POST.get("redo_runs") == "1"
                 context["redo_runs"] = redo_runs
                 context["outcome"] = uploads.run(
-                    upload, action, request.user, "upload", slug, redo_runs=redo_runs
+                    upload, action, signed_in(request.user), "upload", slug, redo_runs=redo_runs
                 )
             except BundleInvalid as exc:
                 context["problems"] = exc.problems

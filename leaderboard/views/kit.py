@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def _kit_challenge(request: HttpRequest, slug: str) -> Challenge | HttpResponse:
     """The challenge, or the redirect to its rules when the user must accept them first."""
     challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
-    if refusal := downloads.rules_refusal(request.user, challenge):
+    if refusal := downloads.rules_refusal(permissions.signed_in(request.user), challenge):
         messages.info(request, refusal[0].upper() + refusal[1:] + ".")
         return redirect(f"{reverse('leaderboard:challenge', args=[slug])}?tab=rules")
     return challenge

@@ -135,7 +135,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
                 submission = submit(
                     data["team"],
                     challenge,
-                    request.user,
+                    permissions.signed_in(request.user),
                     form.chosen_artifact(),
                     MethodInfo.from_data(data),
                     choice=Choice.from_data(data),
