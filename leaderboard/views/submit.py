@@ -14,6 +14,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -61,19 +62,30 @@ class SubmissionForm(forms.Form):
         required=False, widget=forms.CheckboxSelectMultiple, label="Splits"
     )
 
-    def __init__(self, *args, teams, organiser: bool, splits: list[Split], **kwargs) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        teams: QuerySet[Team],
+        organiser: bool,
+        splits: list[Split],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        # self.fields holds copies of the fields declared above, of the same classes
+        team, task_boxes, split_boxes = (self.fields[n] for n in ("team", "tasks", "splits"))
+        assert isinstance(team, forms.ModelChoiceField)
+        assert isinstance(task_boxes, forms.MultipleChoiceField)
+        assert isinstance(split_boxes, forms.MultipleChoiceField)
+        team.queryset = teams
         if not organiser:
             del self.fields["is_baseline"]
         tasks = {split.task.task_id: split.task for split in splits}
-        self.fields["tasks"].choices = [(t.task_id, t.name or t.task_id) for t in tasks.values()]
-        self.fields["tasks"].initial = list(tasks)
+        task_boxes.choices = [(t.task_id, t.name or t.task_id) for t in tasks.values()]
+        task_boxes.initial = list(tasks)
         selectable = [s for s in splits if s.task.splits_selectable]
-        self.fields["splits"].choices = [
-            (f"{s.task.task_id}/{s.kind}", s.get_kind_display()) for s in selectable
-        ]
-        self.fields["splits"].initial = [value for value, _ in self.fields["splits"].choices]
+        choices = [(f"{s.task.task_id}/{s.kind}", s.get_kind_display()) for s in selectable]
+        split_boxes.choices = choices
+        split_boxes.initial = [value for value, _ in choices]
         self.selectable = {s.task.task_id for s in selectable}
         self.kinds: dict[str, list[str]] = {}
         for split in splits:
