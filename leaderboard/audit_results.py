@@ -43,14 +43,21 @@ def people_label(labels: list[AuditLabel]) -> str | None:
     return given.pop() if len(given) == 1 else CONTESTED
 
 
-def labelled_items(audit: JudgeAudit) -> list[AuditItem]:
-    """The audit's items in labelling order, each with ``labels`` (oldest first) and
-    ``people`` (``people_label``)."""
+@dataclass(frozen=True)
+class LabelledItem:
+    """An audit item with its labels (``given``, oldest first) and the people's label
+    (``people``: ``people_label``)."""
+
+    item: AuditItem
+    given: list[AuditLabel]
+    people: str | None
+
+
+def labelled_items(audit: JudgeAudit) -> list[LabelledItem]:
+    """The audit's items in labelling order, with their labels."""
     ordered = AuditLabel.objects.select_related("labeller").order_by("labelled_at", "pk")
-    items = list(audit.items.prefetch_related(Prefetch("labels", ordered, to_attr="given")))
-    for item in items:
-        item.people = people_label(item.given)
-    return items
+    items = audit.items.prefetch_related(Prefetch("labels", ordered, to_attr="given"))
+    return [LabelledItem(item, item.given, people_label(item.given)) for item in items]
 
 
 def results(audit: JudgeAudit) -> dict[str, Any]:
@@ -61,18 +68,18 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
     menu = list(audit.menu)
     settled = [item for item in items if item.people not in (None, CONTESTED)]
 
-    def judged(chosen: list[AuditItem]) -> dict[str, Any]:
+    def judged(chosen: list[LabelledItem]) -> dict[str, Any]:
         return agreement(
-            [item.judge_verdict for item in chosen],
-            [str(item.people) for item in chosen],
+            [labelled.item.judge_verdict for labelled in chosen],
+            [str(labelled.people) for labelled in chosen],
             menu,
             seed=audit.seed,
         )
 
-    by_slice: dict[str, dict[str, list[AuditItem]]] = defaultdict(lambda: defaultdict(list))
-    for item in settled:
-        for dimension, value in item.slices.items():
-            by_slice[dimension][value].append(item)
+    by_slice: dict[str, dict[str, list[LabelledItem]]] = defaultdict(lambda: defaultdict(list))
+    for labelled in settled:
+        for dimension, value in labelled.item.slices.items():
+            by_slice[dimension][value].append(labelled)
     first = [audit.dimension] if audit.dimension in by_slice else []
     doubles = [
         [label.verdict for label in item.given if label.verdict][:2]
@@ -91,7 +98,7 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
             for dimension in [*first, *sorted(set(by_slice) - set(first))]
         },
         "labellers": between,
-        "disagreements": [item for item in settled if item.people != item.judge_verdict],
+        "disagreements": [i for i in settled if i.people != i.item.judge_verdict],
         "contested": [item for item in items if item.people == CONTESTED],
         "items": items,
         "unlabelled": sum(1 for item in items if item.people is None),
@@ -124,7 +131,7 @@ def calibration_labels(answer_ids: Iterable[int]) -> dict[int, str]:
     return {pk: found[place] for pk, place in wanted.items() if place in found}
 
 
-def _labels(item: AuditItem) -> list[dict[str, Any]]:
+def _labels(item: LabelledItem) -> list[dict[str, Any]]:
     return [
         {
             "labeller": label.labeller.get_username(),
@@ -158,22 +165,24 @@ def export_record(audit: JudgeAudit) -> dict[str, Any]:
         "judge": found["judge"],
         "slices": found["slices"],
         "labellers": found["labellers"],
-        "items": [
-            {
-                "position": item.position,
-                "item_key": item.item_key,
-                "run_id": item.run_id,
-                "slice_value": item.slice_value,
-                "slices": item.slices,
-                "question": item.question,
-                "truth": item.truth,
-                "response": item.response,
-                "judge_verdict": item.judge_verdict,
-                "people_label": item.people,
-                "labels": _labels(item),
-            }
-            for item in found["items"]
-        ],
+        "items": [_item_record(labelled) for labelled in found["items"]],
+    }
+
+
+def _item_record(labelled: LabelledItem) -> dict[str, Any]:
+    item = labelled.item
+    return {
+        "position": item.position,
+        "item_key": item.item_key,
+        "run_id": item.run_id,
+        "slice_value": item.slice_value,
+        "slices": item.slices,
+        "question": item.question,
+        "truth": item.truth,
+        "response": item.response,
+        "judge_verdict": item.judge_verdict,
+        "people_label": labelled.people,
+        "labels": _labels(labelled),
     }
 
 
@@ -189,7 +198,8 @@ def export_csv(audit: JudgeAudit) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_HEAD)
-    for item in labelled_items(audit):
+    for labelled in labelled_items(audit):
+        item = labelled.item
         writer.writerow(
             (
                 item.position,
@@ -201,11 +211,11 @@ def export_csv(audit: JudgeAudit) -> str:
                 " | ".join(item.truth),
                 item.response,
                 item.judge_verdict,
-                item.people or "",
-                " | ".join(f"{x['labeller']}={x['verdict']}" for x in _labels(item)),
+                labelled.people or "",
+                " | ".join(f"{x['labeller']}={x['verdict']}" for x in _labels(labelled)),
                 " | ".join(
                     f"{label.labeller.get_username()}: {label.note}"
-                    for label in item.given
+                    for label in labelled.given
                     if label.note
                 ),
             )

@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Q, Window
@@ -92,7 +93,7 @@ def menu_of(split: Split) -> tuple[str, ...]:
 
 def open_audit(
     split: Split,
-    by: Any,
+    by: User,
     judge: str,
     size: int = 200,
     dimension: str = "",
@@ -206,7 +207,7 @@ def answer_as_judged(row: dict, protocol: Protocol[Any, Any, Any], response: str
     return str(said) if said is not None else response
 
 
-def next_item(audit: JudgeAudit, user: Any) -> AuditItem | None:
+def next_item(audit: JudgeAudit, user: User) -> AuditItem | None:
     """The item ``user`` labels next: the first they have not labelled or skipped that has
     fewer than ``labels_wanted`` labels (skips not counted)."""
     return (
@@ -218,7 +219,7 @@ def next_item(audit: JudgeAudit, user: Any) -> AuditItem | None:
     )
 
 
-def record_label(item: AuditItem, user: Any, verdict: str, note: str = "") -> AuditLabel:
+def record_label(item: AuditItem, user: User, verdict: str, note: str = "") -> AuditLabel:
     """``user``'s label on ``item`` (``""``: skipped), replacing their earlier one."""
     audit = item.audit
     if not permissions.can_label(user, audit):
@@ -254,7 +255,7 @@ def progress(audit: JudgeAudit) -> dict[str, int]:
     }
 
 
-def finish(audit: JudgeAudit, user: Any) -> None:
+def finish(audit: JudgeAudit, user: User) -> None:
     """Close the audit: no more labels; its results stand for the judge (the judge card)."""
     if not permissions.is_organiser(user, audit.split.task.challenge):
         raise PermissionDenied("only the challenge's organisers finish an audit")
@@ -270,18 +271,16 @@ def finish(audit: JudgeAudit, user: Any) -> None:
     audit.save(update_fields=["finished_at", "summary"])
 
 
-def invite(audit: JudgeAudit, by: Any, who: str) -> Any:
+def invite(audit: JudgeAudit, by: User, who: str) -> User:
     """Make the user named ``who`` (user name or verified e-mail address) a labeller of
     ``audit``; never a member of a team taking part in the challenge."""
     from allauth.account.models import EmailAddress
-    from django.contrib.auth import get_user_model
 
     challenge = audit.split.task.challenge
     if not permissions.is_organiser(by, challenge):
         raise PermissionDenied("only the challenge's organisers invite labellers")
     who = who.strip()
-    users = get_user_model().objects
-    user = users.filter(username=who).first()
+    user = User.objects.filter(username=who).first()
     if user is None and "@" in who:
         address = EmailAddress.objects.filter(email__iexact=who, verified=True).first()
         user = address.user if address else None
@@ -298,7 +297,7 @@ def invite(audit: JudgeAudit, by: Any, who: str) -> Any:
     return user
 
 
-def to_label(user: Any) -> list[JudgeAudit]:
+def to_label(user: permissions.User) -> list[JudgeAudit]:
     """The open audits ``user`` may label (their account page lists them)."""
     if not user.is_authenticated:
         return []

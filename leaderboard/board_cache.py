@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.core.cache import cache
 from django.db.models import QuerySet
@@ -57,10 +57,16 @@ def _key(split: Split, name: str, setting: str, parts: Iterable[object] = ()) ->
     return f"podium:board:{split.pk}:{split.results_version}:{name}:{detail}"
 
 
+def _cached(key: str, compute: Callable[[], T]) -> T:
+    # get_or_set returns what is cached under key, else compute()'s value: the stubs' "| None"
+    # is only a cached None, which nothing here stores (compute never returns None).
+    return cast(T, cache.get_or_set(key, compute, FRAGMENT_TIMEOUT_S))
+
+
 def derived(split: Split, setting: str, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, a value derived from ``split``'s results in ``setting`` alone, computed
     once per version of those results (then cached under ``name``)."""
-    return cache.get_or_set(_key(split, name, setting), compute, FRAGMENT_TIMEOUT_S)
+    return _cached(_key(split, name, setting), compute)
 
 
 def board(split: Split, setting: str = "") -> ranking.Board:
@@ -74,7 +80,7 @@ def fragment(
     """The HTML fragment ``name`` of ``split``'s leaderboard in ``setting`` for ``parts`` (page,
     dimension, ...): from the cache while the split's results are unchanged, else
     ``render()``'s (then cached)."""
-    html = cache.get_or_set(_key(split, name, setting, parts), render, FRAGMENT_TIMEOUT_S)
+    html = _cached(_key(split, name, setting, parts), render)
     return mark_safe(html)  # rendered by our own autoescaping templates
 
 

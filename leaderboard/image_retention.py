@@ -100,7 +100,11 @@ def adopt(now: datetime, limit: int = ADOPT_PER_SWEEP) -> int:
         state = Kept.GONE if archive is None else Kept.STORED
         _, created = ImageArchive.objects.get_or_create(
             image_id=digest,
-            defaults={"state": state, "size": archive and archive.size, "stored_at": now},
+            defaults={
+                "state": state,
+                "size": None if archive is None else archive.size,
+                "stored_at": now,
+            },
         )
         adopted += created
     return adopted

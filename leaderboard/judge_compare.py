@@ -210,14 +210,14 @@ def agreement_table(
                     old, _, new = pair.partition("|")
                     total[(old, new)] += count
     table = []
-    for (dimension, value), counts in summed.items():
+    for (dimension, value), verdicts in summed.items():
         ordered = sorted(
-            counts.items(), key=lambda item: (item[0][0] == item[0][1], -item[1], item[0])
+            verdicts.items(), key=lambda item: (item[0][0] == item[0][1], -item[1], item[0])
         )
         table.append(
             SliceAgreement(
-                dimension, value, sum(counts.values()),
-                sum(n for (old, new), n in counts.items() if old == new),
+                dimension, value, sum(verdicts.values()),
+                sum(n for (old, new), n in verdicts.items() if old == new),
                 [(old, new, n) for (old, new), n in ordered],
             )
         )  # fmt: skip

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -30,9 +29,9 @@ from django.utils import timezone
 from leaderboard import judge_compare, run_actions
 from leaderboard.judge_choice import OPENAI, RULES, JudgeSpec
 from leaderboard.models import EvaluationRun, JudgePreview, Split, Task
+from leaderboard.permissions import User
 from podium.celery import app, queue_for
 
-User = AbstractBaseUser | AnonymousUser
 PREVIEW_TASK = "judge.preview_judge"
 ALL_ITEMS = ("all", "all")  # the slice every item is in
 

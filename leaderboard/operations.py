@@ -95,8 +95,8 @@ def needing_attention(now: datetime | None = None) -> list[Attention]:
     runs = active_runs() | EvaluationRun.objects.filter(state=EvaluationRun.State.QUEUED)
     for run in runs.order_by("pk"):
         if run.worker_id and run.heartbeat_at is not None and run.heartbeat_at < silent_since:
-            since = f"{run.heartbeat_at:%Y-%m-%d %H:%M:%S}"
-            out.append(Attention(run, "stuck", f"no heartbeat from {run.worker_id} since {since}"))
+            heard = f"{run.heartbeat_at:%Y-%m-%d %H:%M:%S}"
+            out.append(Attention(run, "stuck", f"no heartbeat from {run.worker_id} since {heard}"))
         elif not run.worker_id and run.retry_reason:
             out.append(Attention(run, "retrying", run.retry_reason))
         elif not run.worker_id and (since := _waiting_since(run)) and since < now - WAITING_LONG:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 
 import nh3
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from leaderboard import permissions
 from leaderboard.models import Challenge, TermsAcceptance
 
 PAGES = ("overview", "rules", "evaluation", "data", "participate")
@@ -29,7 +30,7 @@ def rules_version(challenge: Challenge) -> str:
     return hashlib.sha256(challenge.rules.encode()).hexdigest()
 
 
-def accepted_rules(user: AbstractBaseUser, challenge: Challenge) -> TermsAcceptance | None:
+def accepted_rules(user: permissions.User, challenge: Challenge) -> TermsAcceptance | None:
     """The user's acceptance of the challenge's current rules, if any."""
     if not challenge.rules.strip() or not user.is_authenticated:
         return None
@@ -38,11 +39,11 @@ def accepted_rules(user: AbstractBaseUser, challenge: Challenge) -> TermsAccepta
     ).first()
 
 
-def must_accept_rules(user: AbstractBaseUser, challenge: Challenge) -> bool:
+def must_accept_rules(user: permissions.User, challenge: Challenge) -> bool:
     return bool(challenge.rules.strip()) and accepted_rules(user, challenge) is None
 
 
-def accept_rules(user: AbstractBaseUser, challenge: Challenge) -> TermsAcceptance:
+def accept_rules(user: User, challenge: Challenge) -> TermsAcceptance:
     found, _ = TermsAcceptance.objects.get_or_create(
         user=user, challenge=challenge, rules_sha256=rules_version(challenge)
     )

@@ -15,12 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth import models as auth
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
 from leaderboard.models import Challenge, EvaluationRun, JudgeAudit, Split, Submission, Team
 
-User = AbstractBaseUser | AnonymousUser
+User = auth.User | AnonymousUser  # anyone: signed in or not
+
+
+def signed_in(user: User) -> auth.User:
+    """``user`` as the account it is, where only signed-in users get in (``login_required``,
+    ``IsAuthenticated``): anyone else is refused (403)."""
+    if not isinstance(user, auth.User):
+        raise PermissionDenied("sign in first")
+    return user
 
 
 def is_organiser(user: User, challenge: Challenge) -> bool:
@@ -128,6 +138,6 @@ def can_label(user: User, audit: JudgeAudit) -> bool:
     challenge = audit.split.task.challenge
     if is_organiser(user, challenge):
         return True
-    if not audit.labellers.filter(pk=user.pk).exists():
+    if isinstance(user, AnonymousUser) or not audit.labellers.filter(pk=user.pk).exists():
         return False
     return not takes_part(user, challenge)

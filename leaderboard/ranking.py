@@ -61,7 +61,7 @@ class Entry(NamedTuple):
     judge_id: str
     complete: bool
     unjudged: int
-    count: int  # items behind the scores (turns, queries)
+    count: int  # type: ignore[assignment]  # items behind the scores; shadows tuple.count
     primary: float | None
     primary_ci_low: float | None
     primary_ci_high: float | None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 
@@ -33,6 +32,7 @@ from leaderboard.models import (
     RunAction,
     Submission,
 )
+from leaderboard.permissions import User
 from leaderboard.scores import drop_scores
 from leaderboard.tasks import dispatch_stage
 from leaderboard.tasks import requeue as requeue_run
@@ -40,7 +40,6 @@ from leaderboard.tasks import requeue as requeue_run
 State = EvaluationRun.State
 Kind = RunAction.Kind
 CANCELLED_REASON = "An organiser cancelled this run."
-User = AbstractBaseUser | AnonymousUser
 
 
 class RunActionRefused(Exception):

@@ -13,6 +13,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils.safestring import SafeString
 
 from evaluator.protocols.base import Protocol
 from leaderboard.answer_markdown import rendered_answer
@@ -52,10 +53,23 @@ class AnswerFilter:
         return data.urlencode()
 
 
+@dataclass(frozen=True)
+class AnswerRow:
+    """An answer as the run page shows it, with the item as its judge saw it (its verdict's
+    row: question, ground truth, slice values; nothing before it is judged)."""
+
+    answer: ItemAnswer
+    question: object
+    truth: object
+    slice_values: dict[str, str]
+    wrong: bool  # judged short of right (``Protocol.falls_short``)
+    shown: SafeString | None  # the answer as rendered markdown, where the protocol has it so
+
+
 @dataclass
 class AnswerList:
-    page: Page
-    answers: list[ItemAnswer]
+    page: Page[int] | Page[ItemAnswer]  # of the answers' ids when filtered by a slice
+    answers: list[AnswerRow]
     verdicts: list[str]  # the grades the run's verdicts have
     wrong_grades: list[str]  # of those, the wrong ones
     slices: list[tuple[str, list[str]]]  # dimension, values: what the run was scored by
@@ -86,6 +100,7 @@ def list_answers(
     if wanted.wrong:
         chosen = chosen.filter(verdict__verdict__in=wrong)
     ordered = chosen.order_by("group", "position")
+    page: Page[int] | Page[ItemAnswer]
     if wanted.dimension:
         if wanted.value not in dict(slices).get(wanted.dimension, []):
             problem = f"this run has no slice {wanted.dimension} = {wanted.value!r}"
@@ -95,25 +110,36 @@ def list_answers(
             for pk, row in rows
             if protocol.item_slices(row or {}).get(wanted.dimension) == wanted.value
         ]
-        page = Paginator(ids, ANSWERS_PER_PAGE).get_page(wanted.page)
+        ids_page = Paginator(ids, ANSWERS_PER_PAGE).get_page(wanted.page)
+        page = ids_page
         answers = list(
-            ItemAnswer.objects.filter(pk__in=list(page.object_list))
+            ItemAnswer.objects.filter(pk__in=list(ids_page.object_list))
             .select_related("verdict")
             .order_by("group", "position")
         )
     else:
-        page = Paginator(ordered.select_related("verdict"), ANSWERS_PER_PAGE).get_page(wanted.page)
-        answers = list(page.object_list)
+        answers_page = Paginator(ordered.select_related("verdict"), ANSWERS_PER_PAGE).get_page(
+            wanted.page
+        )
+        page = answers_page
+        answers = list(answers_page.object_list)
+    listed = [_answer_row(answer, protocol) for answer in answers]
+    return AnswerList(page, listed, verdicts, wrong, slices, problem)
+
+
+def _answer_row(answer: ItemAnswer, protocol: Protocol[Any, Any, Any]) -> AnswerRow:
     question, truth = protocol.shown_fields
-    for answer in answers:  # from the verdict's row: the item as the judge saw it
-        row = (answer.verdict.detail if hasattr(answer, "verdict") else None) or {}
-        answer.question = row.get(question)
-        answer.truth = row.get(truth)
-        answer.slice_values = protocol.item_slices(row) if row else {}
-        answer.wrong = hasattr(answer, "verdict") and protocol.falls_short(answer.verdict.verdict)
-        shown = protocol.shown_answer(row) if row else None
-        answer.shown = rendered_answer(shown, _image_url(answer)) if shown else None
-    return AnswerList(page, answers, verdicts, wrong, slices, problem)
+    judged = hasattr(answer, "verdict")
+    row = (answer.verdict.detail if judged else None) or {}
+    shown = protocol.shown_answer(row) if row else None
+    return AnswerRow(
+        answer,
+        question=row.get(question),
+        truth=row.get(truth),
+        slice_values=protocol.item_slices(row) if row else {},
+        wrong=judged and protocol.falls_short(answer.verdict.verdict),
+        shown=rendered_answer(shown, _image_url(answer)) if shown else None,
+    )
 
 
 def _image_url(answer: ItemAnswer) -> Callable[[int], str | None]:

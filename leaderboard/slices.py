@@ -43,16 +43,12 @@ class SliceTable:
     rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
 
 
-def _numbers(metric: str) -> dict[str, RawSQL]:
-    """The metric's value and its interval's ends as numbers (NULL when not stored so)."""
+def _numbers(metric: str) -> tuple[RawSQL, RawSQL, RawSQL]:
+    """The metric's value and its interval's low and high ends as numbers (NULL when not
+    stored so)."""
     interval = f"{metric}_ci95"
-    return {
-        "number": RawSQL(_NUMBER.format("-> %s"), [metric] * 3, output_field=FloatField()),
-        **{
-            end: RawSQL(_END.format(i), [interval] * 5, output_field=FloatField())
-            for i, end in enumerate(("low", "high"))
-        },
-    }
+    low, high = (RawSQL(_END.format(i), [interval] * 5, output_field=FloatField()) for i in (0, 1))
+    return RawSQL(_NUMBER.format("-> %s"), [metric] * 3, output_field=FloatField()), low, high
 
 
 def slice_table(
@@ -68,15 +64,16 @@ def slice_table(
             by_run[run_id][value] = {"run_id": run_id, "value": value, "count": count}
             by_run[run_id][value]["metrics"] = stored
     else:
-        read = rows.annotate(**_numbers(metric))
+        number_sql, low_sql, high_sql = _numbers(metric)
+        read = rows.annotate(number=number_sql, low=low_sql, high=high_sql)
         interval = f"{metric}_ci95"
         for run_id, value, count, number, low, high in read.values_list(
             "run_id", "value", "count", "number", "low", "high"
         ):
-            stored: dict[str, Any] = {} if number is None else {metric: number}
+            read_back: dict[str, Any] = {} if number is None else {metric: number}
             if low is not None and high is not None:
-                stored[interval] = [low, high]
-            cell = {"run_id": run_id, "value": value, "count": count, "metrics": stored}
+                read_back[interval] = [low, high]
+            cell = {"run_id": run_id, "value": value, "count": count, "metrics": read_back}
             by_run[run_id][value] = cell
     values = sorted({v for cells in by_run.values() for v in cells}, key=_value_order)
     return SliceTable(
@@ -92,10 +89,11 @@ def entry_slices(entry: Entry) -> list[SliceTable]:
     rows = (
         SliceScore.objects.filter(run_id=entry.run_id)
         .exclude(dimension=ALL[0])
-        .values("dimension", "value", "count", "metrics")
+        .values_list("dimension", "value", "count", "metrics")
     )
-    for cell in rows:
-        cells.setdefault(cell["dimension"], {})[cell["value"]] = cell
+    for dimension, value, count, metrics in rows:
+        cell = {"dimension": dimension, "value": value, "count": count, "metrics": metrics}
+        cells.setdefault(dimension, {})[value] = cell
     return [
         SliceTable(name, sorted(cells[name], key=_value_order), [(entry, cells[name])])
         for name in sorted(cells)

@@ -79,8 +79,8 @@ def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
     for run_id in list(stale.values_list("pk", flat=True)):
         with transaction.atomic():
             # Re-read under a row lock: its worker may have sent a heartbeat meanwhile.
-            run = stale.select_for_update(of=("self",)).select_related("task").filter(pk=run_id)
-            run = run.first()
+            locked = stale.select_for_update(of=("self",)).select_related("task")
+            run = locked.filter(pk=run_id).first()
             if run is None:
                 continue
             outcome[_requeue_or_fail(run)].append(run.pk)
@@ -126,8 +126,8 @@ def resend_unclaimed_runs(now: datetime | None = None) -> list[int]:
     for run_id in list(waiting.values_list("pk", flat=True)):
         with transaction.atomic():
             # Re-read under a row lock: a worker may have claimed it meanwhile.
-            run = waiting.select_for_update(of=("self",)).select_related("task")
-            run = run.filter(pk=run_id).first()
+            locked = waiting.select_for_update(of=("self",)).select_related("task")
+            run = locked.filter(pk=run_id).first()
             if run is None:
                 continue
             stage = run.state if run.state != State.QUEUED else run.stage or State.BUILDING

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from allauth.account.models import EmailAddress
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -27,11 +27,11 @@ class TeamError(Exception):
     """What the user asked cannot be done; the message says why, in their terms."""
 
 
-def captain(team: Team, user: AbstractBaseUser) -> bool:
+def captain(team: Team, user: User) -> bool:
     return Membership.objects.filter(team=team, user=user, role=Role.OWNER).exists()
 
 
-def create_team(user: AbstractBaseUser, name: str) -> Team:
+def create_team(user: User, name: str) -> Team:
     name = " ".join(name.split())
     if not 2 <= len(name) <= 100:
         raise TeamError("a team name has 2 to 100 characters")
@@ -46,7 +46,7 @@ def create_team(user: AbstractBaseUser, name: str) -> Team:
     return team
 
 
-def invite(team: Team, by: AbstractBaseUser, email: str, link_for) -> Invitation:
+def invite(team: Team, by: User, email: str, link_for) -> Invitation:
     """Mail an invitation to ``email``; ``link_for(token)`` is the absolute URL to accept it."""
     if not captain(team, by):
         raise TeamError("only the team's captain invites")
@@ -72,7 +72,7 @@ def invite(team: Team, by: AbstractBaseUser, email: str, link_for) -> Invitation
     return invitation
 
 
-def accept(invitation: Invitation, user: AbstractBaseUser) -> Membership:
+def accept(invitation: Invitation, user: User) -> Membership:
     if not invitation.is_usable():
         used = invitation.accepted_at is not None
         raise TeamError("this invitation was already used" if used else "this invitation expired")
@@ -93,7 +93,7 @@ def accept(invitation: Invitation, user: AbstractBaseUser) -> Membership:
             raise TeamError(str(exc)) from None
 
 
-def leave(team: Team, user: AbstractBaseUser) -> None:
+def leave(team: Team, user: User) -> None:
     membership = Membership.objects.filter(team=team, user=user).first()
     if membership is None:
         raise TeamError(f"you are not in {team.name}")
@@ -103,7 +103,7 @@ def leave(team: Team, user: AbstractBaseUser) -> None:
     membership.delete()
 
 
-def pass_captaincy(team: Team, by: AbstractBaseUser, to: AbstractBaseUser) -> None:
+def pass_captaincy(team: Team, by: User, to: User) -> None:
     if not captain(team, by):
         raise TeamError("only the team's captain passes the captaincy on")
     with transaction.atomic():

@@ -130,7 +130,9 @@ def kit(client: Client, args: argparse.Namespace) -> dict:
     ``--output``, each verified against its sha256."""
     slug = args.challenge
     body = client.call("GET", f"challenges/{slug}/kit/")
-    wanted = [(f"challenges/{slug}/kit/download/", body["filename"], body["sha256"], None)]
+    wanted: list[tuple[str, str, str, dict[str, str] | None]] = [
+        (f"challenges/{slug}/kit/download/", body["filename"], body["sha256"], None)
+    ]
     if args.base_image is not None:
         images = {row["image"]: row for row in body["base_images"]}
         name = args.base_image or next(iter(images))

@@ -141,7 +141,8 @@ def read(metric: EventMetric, client: redis.Redis) -> dict[tuple[str, ...], Seri
     """Every label set's figures of ``metric`` as stored (raises ``redis.RedisError``)."""
     out: dict[tuple[str, ...], Series] = {}
     for raw_field, raw_value in client.hgetall(metric.key).items():
-        series_text, _, part = raw_field.decode().rpartition("|")
+        field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
+        series_text, _, part = field.rpartition("|")
         labels = tuple(json.loads(series_text))
         series = out.setdefault(labels, Series())
         number = float(raw_value)

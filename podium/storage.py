@@ -8,11 +8,19 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.core.files.storage import FileSystemStorage as DjangoFileSystemStorage
+from django.db.models.fields.files import FieldFile
 from storages.backends.s3 import S3Storage as DjangoS3Storage
 
 from podium.metric_events import STORAGE_ERRORS, record
 
 T = TypeVar("T")
+
+
+def stored_name(file: FieldFile) -> str:
+    """The storage name of the file a file field holds (``ValueError`` when it holds none)."""
+    if not file.name:
+        raise ValueError(f"{file.instance}: no {file.field.name} stored")
+    return file.name
 
 
 def counted(operation: str, call: Callable[..., T], *args: Any) -> T:

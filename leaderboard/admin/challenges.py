@@ -3,6 +3,7 @@ tasks, splits (with upload) and their ranked boards."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django import forms
@@ -73,7 +74,7 @@ class ChallengeAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "is_published", "created_at")
     list_filter = ("is_published",)
     search_fields = ("name", "slug", "description")
-    prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
+    prepopulated_fields: ClassVar[dict[str, Sequence[str]]] = {"slug": ("name",)}
     filter_horizontal = ("organisers",)
     inlines = (PhaseInline, TaskInline)
     readonly_fields = ("is_published", "publish_checklist", "search_corpus", "logo")
@@ -190,9 +191,11 @@ class TaskAdmin(admin.ModelAdmin):
             return chosen
         return obj.protocol if obj is not None else Task.Protocol.CRAG_MM
 
-    def get_form(self, request: HttpRequest, obj: Task | None = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Task | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
         kwargs["form"] = task_form(self._protocol(request, obj))
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
         generated = tuple(settings_fields(self._protocol(request, obj)))
@@ -210,8 +213,9 @@ class SplitForm(forms.ModelForm):
         model = Split
         fields = ("task", "kind", "visibility", "reveal_at")
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # ModelForm.clean returns self.cleaned_data, never None
+        cleaned = self.cleaned_data
         upload, task, kind = cleaned.get("upload"), cleaned.get("task"), cleaned.get("kind")
         if upload is None and not (self.instance.pk and self.instance.bundle):
             raise forms.ValidationError("upload the split's data bundle")

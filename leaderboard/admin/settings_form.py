@@ -33,8 +33,7 @@ def _field(spec: dict[str, Any]) -> forms.Field:
         return forms.ChoiceField(choices=[(v, v) for v in spec["enum"]], **common)
     if kind in ("number", "integer"):
         field = forms.FloatField if kind == "number" else forms.IntegerField
-        bounds = {"min_value": spec.get("minimum"), "max_value": spec.get("maximum")}
-        return field(**bounds, **common)
+        return field(min_value=spec.get("minimum"), max_value=spec.get("maximum"), **common)
     if kind == "boolean":
         return forms.BooleanField(required=False, **common)
     if kind == "array":
@@ -67,7 +66,8 @@ class TaskForm(forms.ModelForm):
                 self.fields[PREFIX + name].initial = shown
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()  # ModelForm.clean returns self.cleaned_data, never None
+        cleaned = self.cleaned_data
         protocol = cleaned.get("protocol") or self.instance.protocol
         schema = protocol_class(protocol).settings_schema["properties"]
         settings: dict[str, Any] = {}

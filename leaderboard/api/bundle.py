@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 from leaderboard.challenge_bundle import uploads
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge
-from leaderboard.permissions import is_organiser
+from leaderboard.permissions import is_organiser, signed_in
 from leaderboard.views.bundle import zip_response
 
 
@@ -50,11 +50,13 @@ class BundleView(APIView):
         if upload is None:
             raise ValidationError({"bundle": "attach the bundle as a zip file"})
         try:
-            redo_runs = BooleanField().to_internal_value(request.data.get("redo_runs", False))
+            redo_runs = BooleanField().to_internal_value(request.POST.get("redo_runs", False))
         except ValidationError:
             raise ValidationError({"redo_runs": "true or false"}) from None
         try:
-            outcome = uploads.run(upload, action, request.user, "api", redo_runs=redo_runs)
+            outcome = uploads.run(
+                upload, action, signed_in(request.user), "api", redo_runs=redo_runs
+            )
         except BundleInvalid as exc:
             return Response(
                 {"problems": [p.as_json() for p in exc.problems]},

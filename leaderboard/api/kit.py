@@ -47,7 +47,7 @@ class _KitView(APIView):
 
     def challenge(self, request: Request, slug: str) -> Challenge:
         challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
-        if refusal := downloads.rules_refusal(request.user, challenge):
+        if refusal := downloads.rules_refusal(permissions.signed_in(request.user), challenge):
             raise PermissionDenied(refusal)
         return challenge
 

@@ -90,7 +90,7 @@ class QuotaView(APIView):
         choice = Choice.from_data({name: params.getlist(name) for name in ("tasks", "splits")})
         now = timezone.now()
         try:
-            admission = admit(team, challenge, request.user, choice, now=now)
+            admission = admit(team, challenge, permissions.signed_in(request.user), choice, now=now)
         except DjangoValidationError as exc:
             raise as_api_error(exc) from None
         chosen = admission.chosen

@@ -35,7 +35,9 @@ class ChallengeSerializer(serializers.ModelSerializer):
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     judge = serializers.CharField(source="judge_label", read_only=True)
     settings = serializers.DictField(source="effective_settings", read_only=True)
 
@@ -122,7 +124,7 @@ class MetricSerializer(serializers.Serializer):
     """A metric as the task's protocol declares it (``evaluator.protocols.base.Metric``)."""
 
     name = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, popped by DRF's metaclass: not Field.label
     higher_is_better = serializers.BooleanField()
     scale = serializers.CharField()
     where = serializers.CharField()
@@ -157,7 +159,7 @@ class RunScoreSerializer(serializers.Serializer):
     interval, as its protocol declares it (``scale``: how to show the value)."""
 
     metric = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, popped by DRF's metaclass: not Field.label
     scale = serializers.CharField()
     value = serializers.FloatField(allow_null=True)
     ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
@@ -203,9 +205,12 @@ class RunSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         if request is None:  # no caller to show a private score to
             return not run.split.is_private
-        if "score_shown" not in self.context:
-            self.context["score_shown"] = permissions.score_visibility(request.user)
-        return self.context["score_shown"](run)
+        shown = self.context.get("score_shown")
+        if shown is None:
+            shown = permissions.score_visibility(request.user)
+            if isinstance(self.context, dict):  # the root's dict, kept for the response's runs
+                self.context["score_shown"] = shown
+        return shown(run)
 
     @extend_schema_field(RunScoreSerializer(allow_null=True))
     def get_score(self, run: EvaluationRun) -> dict | None:
@@ -244,7 +249,9 @@ class ChosenTaskSerializer(serializers.ModelSerializer):
 
 class SubmissionSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.name", read_only=True)
-    challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     runs = RunSerializer(many=True, read_only=True)
     evaluated_on = ChosenTaskSerializer(source="chosen_tasks", many=True, read_only=True)
 

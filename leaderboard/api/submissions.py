@@ -95,8 +95,8 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
         given = serializers.SubmissionCreateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        challenge = permissions.visible_challenges(request.user).filter(slug=data["challenge"])
-        challenge = challenge.first()
+        visible = permissions.visible_challenges(request.user).filter(slug=data["challenge"])
+        challenge = visible.first()
         if challenge is None:
             raise ValidationError({"challenge": [f"no challenge {data['challenge']!r}"]})
         team = requested_team(request, data.get("team"))
@@ -109,7 +109,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
             submission = submit(
                 team,
                 challenge,
-                request.user,
+                permissions.signed_in(request.user),
                 artifact,
                 MethodInfo.from_data(data),
                 choice=Choice.from_data(data),
@@ -132,6 +132,6 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
         submission = self.get_object()
         given = serializers.SubmissionFlagsSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        set_flags(submission, request.user, **given.validated_data)
+        set_flags(submission, permissions.signed_in(request.user), **given.validated_data)
         body = serializers.SubmissionSerializer(submission, context={"request": request}).data
         return Response(body)

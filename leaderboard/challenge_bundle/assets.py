@@ -15,6 +15,7 @@ replaced are deleted once it commits.
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from django.core.files import File
@@ -24,6 +25,7 @@ from PIL import Image, UnidentifiedImageError
 
 from leaderboard.models import Challenge, KitFile
 from podium.downloads import file_sha256
+from podium.storage import stored_name
 from workers.pipeline.bundles import BundleError
 
 LOGO_FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
@@ -84,7 +86,7 @@ def apply_logo(challenge: Challenge, path: Path | None, written: list[str]) -> N
             challenge.logo.save(
                 f"{challenge.slug}/{sha256}{logo_suffix(path)}", File(handle), save=False
             )
-        written.append(challenge.logo.name)
+        written.append(stored_name(challenge.logo))
         challenge.logo_sha256 = sha256
     Challenge.objects.filter(pk=challenge.pk).update(
         logo=challenge.logo.name, logo_sha256=challenge.logo_sha256
@@ -102,23 +104,24 @@ def apply_kit_files(challenge: Challenge, files: dict[str, Path], written: list[
             continue
         name = row.file.name
         row.delete()
-        transaction.on_commit(lambda name=name: default_storage.delete(name))
+        if name:
+            transaction.on_commit(partial(default_storage.delete, name))
     for path, sha256 in wanted.items():
         row = KitFile(
             challenge=challenge, path=path, sha256=sha256, size=files[path].stat().st_size
         )
         with files[path].open("rb") as handle:
             row.file.save(f"{challenge.slug}/{sha256}", File(handle), save=False)  # kit-files/
-        written.append(row.file.name)
+        written.append(stored_name(row.file))
         row.save()
 
 
 def export_logo(challenge: Challenge, out: Path) -> str | None:
     """The logo written into the bundle directory ``out``; its name there (None: no logo)."""
-    if not challenge.logo:
+    if not (stored := challenge.logo.name):
         return None
-    name = f"logo{Path(challenge.logo.name).suffix}"
-    copy_stored(challenge.logo.name, challenge.logo_sha256, out / name)
+    name = f"logo{Path(stored).suffix}"
+    copy_stored(stored, challenge.logo_sha256, out / name)
     return name
 
 
@@ -132,7 +135,7 @@ def export_kit_files(challenge: Challenge, out: Path) -> list[str]:
                 raise FileExistsError(f"kit file {row.path}: the export writes another file there")
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            copy_stored(row.file.name, row.sha256, target)
+            copy_stored(stored_name(row.file), row.sha256, target)
         paths.append(row.path)
     return paths
 

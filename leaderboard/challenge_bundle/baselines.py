@@ -12,6 +12,8 @@ directory with a Dockerfile), imported as submissions of the challenge's baselin
   is deleted with its runs and results (its board row goes, the new one appears once
   evaluated); a baseline the bundle leaves out is deleted the same way.
 - Export writes each back as ``baselines/<name>/``, the files of its stored context.
+- Only the baseline team's build contexts are the bundle's: another submission of that team (an
+  image or reference an organiser submitted through the API) is neither exported nor deleted.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -37,6 +39,7 @@ from leaderboard.challenge_bundle.loader import Bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.models import Challenge, Submission, Team
 from leaderboard.submitting import Artifact, Choice, MethodInfo, submit
+from podium.storage import stored_name
 from workers.pipeline.bundles import download
 
 FOLDER = "baselines"
@@ -107,7 +110,9 @@ def wanted(prepared: list[PreparedBaseline]) -> dict[str, Any]:
 
 def _submissions(challenge: Challenge) -> list[Submission]:
     return list(
-        Submission.objects.filter(challenge=challenge, team__baselines_of=challenge)
+        Submission.objects.filter(
+            challenge=challenge, team__baselines_of=challenge, artifact_kind=Kind.BUILD_CONTEXT
+        )
         .prefetch_related("chosen_tasks__task")
         .order_by("method_name", "pk")
     )
@@ -126,7 +131,7 @@ def apply(
     bundle: Bundle,
     challenge: Challenge,
     prepared: list[PreparedBaseline],
-    user: AbstractBaseUser | None,
+    user: User | None,
     written: list[str],
 ) -> list[str]:
     """Make the challenge's baselines those of ``prepared``: new or changed ones submitted
@@ -165,7 +170,7 @@ def apply(
             except ValidationError as exc:
                 problems.append(_problem(bundle, baseline.place, exc))
                 continue
-        written.append(made.artifact.name)
+        written.append(stored_name(made.artifact))
     gone += [_delete(old, "left out") for old in current.values()]
     if problems:
         raise BundleInvalid(problems)
@@ -224,7 +229,7 @@ def export(challenge: Challenge, out: Path) -> list[dict[str, Any]]:
         folders.add(folder)
         with tempfile.TemporaryDirectory(prefix="podium-baseline-") as scratch:
             tar = Path(scratch) / "context.tar"
-            download(submission.artifact.name, submission.artifact_sha256, tar, "baseline")
+            download(stored_name(submission.artifact), submission.artifact_sha256, tar, "baseline")
             extract_tar(tar, out / FOLDER / folder, source.limits())
         entries.append(
             {

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -54,6 +54,7 @@ from leaderboard.splits import (
     save_split,
     unpack_upload,
 )
+from podium.storage import stored_name
 from workers.faults import PodiumFault
 from workers.pipeline.bundles import store_corpus, write_corpus
 from workers.search.corpus import Corpus, CorpusError
@@ -78,7 +79,7 @@ class _DryRun(Exception):
     pass
 
 
-def may_change(user: AbstractBaseUser | None, challenge: Challenge | None) -> bool:
+def may_change(user: User | None, challenge: Challenge | None) -> bool:
     """Who may import, diff or export: the command line (no user), a challenge's organisers;
     a new challenge: staff."""
     if user is None:
@@ -90,7 +91,7 @@ def may_change(user: AbstractBaseUser | None, challenge: Challenge | None) -> bo
 
 def import_bundle(
     path: str | Path,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     via: str = "manage.py",
     dry_run: bool = False,
     slug: str | None = None,
@@ -278,7 +279,7 @@ def _apply_splits(
         stored = Split.objects.current().filter(task=task, kind=split["kind"]).first()
         if stored is None or stored.sha256 != prepared.sha256:
             saved = save_split(task, split["kind"], prepared, visibility)
-            written.append(saved.bundle.name)
+            written.append(stored_name(saved.bundle))
             if stored is not None and saved.pk != stored.pk:
                 versions.append((stored, saved))
         # every version of a split is shown to whom its current one is

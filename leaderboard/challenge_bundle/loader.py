@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 from django.core.exceptions import ValidationError
+from django.db import models
 
 from evaluator.protocols import protocol_class
 from leaderboard.challenge_bundle import assets
@@ -225,7 +226,9 @@ def task_values(task: dict[str, Any]) -> dict[str, Any]:
         if found is _MISSING and field == "primary_metric":
             found = protocol_class(task["protocol"]).primary  # the protocol's own ranking
         elif found is _MISSING:
-            found = Task._meta.get_field(field).get_default()
+            model_field = Task._meta.get_field(field)
+            assert isinstance(model_field, models.Field)  # TASK_FIELDS are columns, no relations
+            found = model_field.get_default()
         values[field] = found.value if isinstance(found, Enum) else found
     return values
 

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 
 from leaderboard.challenge_bundle.importer import Outcome, import_bundle
@@ -18,7 +18,7 @@ ACTIONS = ("validate", "diff", "import")
 def run(
     upload: UploadedFile,
     action: str,
-    user: AbstractBaseUser,
+    user: User,
     via: str,
     slug: str | None = None,
     redo_runs: bool = False,

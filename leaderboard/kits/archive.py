@@ -16,7 +16,7 @@ import json
 import logging
 import tarfile
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from django.core.files.storage import default_storage
 
@@ -31,6 +31,9 @@ from leaderboard.kits.contents import (
 )
 from leaderboard.models import KitFile
 from workers.pipeline.bundles import corpus_name
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 log = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
@@ -50,10 +53,11 @@ class _Hashing(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        data = self.handle.read(len(buffer))
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.handle.read(len(view))
         self.digest.update(data)
-        buffer[: len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
 
@@ -98,14 +102,16 @@ def _copy_bundle(tar: tarfile.TarFile, stored_name: str, sha256: str, prefix: st
 
 def _copy_file(tar: tarfile.TarFile, kit_file: KitFile, name: str) -> None:
     """An organiser's stored file as the entry ``name``, checked against its sha256."""
+    if not (stored := kit_file.file.name):
+        raise KitError(f"kit file {kit_file.path}: no file stored")
     try:
-        source = default_storage.open(kit_file.file.name, "rb")
+        source = default_storage.open(stored, "rb")
     except FileNotFoundError:
-        raise KitError(f"{kit_file.file.name}: not found in storage") from None
+        raise KitError(f"{stored}: not found in storage") from None
     with source, _Hashing(source) as hashing:
         tar.addfile(_info(name, kit_file.size), io.BufferedReader(hashing, _CHUNK))
         if hashing.digest.hexdigest() != kit_file.sha256:
-            raise KitError(f"{kit_file.file.name}: its bytes differ from the recorded sha256")
+            raise KitError(f"{stored}: its bytes differ from the recorded sha256")
 
 
 def write_kit(plan: KitPlan, out: IO[bytes]) -> None:
@@ -123,6 +129,8 @@ def write_kit(plan: KitPlan, out: IO[bytes]) -> None:
         _add_bytes(tar, f"{root}/tools/podium/__init__.py", TOOLS_INIT.encode())
         _add_bytes(tar, f"{root}/tools/requirements.txt", tool_requirements().encode())
         for split in plan.splits:
+            if not split.bundle.name:
+                raise KitError(f"split {split}: no bundle imported yet")
             _copy_bundle(tar, split.bundle.name, split.sha256, f"{root}/{split_path(split)}")
         if plan.corpus_sha256:
             name = corpus_name(plan.challenge)

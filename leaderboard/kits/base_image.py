@@ -85,7 +85,7 @@ def base_image_archive(name: str | None = None) -> BaseImageArchive:
 def saved_base_images() -> list[tuple[str, store.StoredArchive | None]]:
     """Each allowed base image with its saved archive when the engine's current image of that
     name has one (``None`` otherwise: no engine, no image, or not saved yet)."""
-    rows = []
+    rows: list[tuple[str, store.StoredArchive | None]] = []
     for image in settings.PODIUM_BUILD_BASE_IMAGES:
         try:
             found = image_export.find(image)

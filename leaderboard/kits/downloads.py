@@ -7,7 +7,7 @@ from storage in chunks with its size and sha256 (``X-Content-SHA256``), never re
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import FileResponse
 
 from leaderboard import pages, permissions
@@ -17,7 +17,7 @@ from leaderboard.models import Challenge, TermsAcceptance
 SHA256_HEADER = "X-Content-SHA256"
 
 
-def rules_refusal(user: AbstractBaseUser, challenge: Challenge) -> str | None:
+def rules_refusal(user: User, challenge: Challenge) -> str | None:
     """Why ``user`` may not download the kit yet (the rules to accept), or None."""
     if permissions.is_organiser(user, challenge) or not pages.must_accept_rules(user, challenge):
         return None

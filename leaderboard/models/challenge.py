@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -17,6 +17,12 @@ from evaluator.protocols import get_protocol, protocol_class
 from evaluator.protocols.base import Protocol as BenchmarkProtocol
 from evaluator.records import EvaluatorError
 from workers.package_index import IndexURLError, PackageIndex
+
+if TYPE_CHECKING:
+    from leaderboard.models.results import Headline, SliceScore
+
+# Constrained, not bound to their abstract base: each has its own manager to bulk_update with.
+ScoreRows = TypeVar("ScoreRows", "SliceScore", "Headline")
 
 
 def _package_index_url(value: str) -> None:
@@ -260,8 +266,8 @@ class Task(models.Model):
                 errors["judge_endpoint"] = (
                     f"unknown judge endpoint {self.judge_endpoint!r} ({known})"
                 )
-        if problem := self.vision_endpoint_problem():
-            errors["vision_judge_endpoint"] = problem
+        if vision_problem := self.vision_endpoint_problem():
+            errors["vision_judge_endpoint"] = vision_problem
         if errors:
             raise ValidationError(errors)
 
@@ -336,13 +342,8 @@ class Task(models.Model):
         if before is not None and before != self.primary_metric:
             from leaderboard.models.results import Headline, SliceScore
 
-            for model in (SliceScore, Headline):
-                rows = list(model.objects.filter(run__task=self))
-                for row in rows:
-                    row.set_primary(self.primary_metric)
-                model.objects.bulk_update(
-                    rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
-                )
+            _rank_again(SliceScore, self)
+            _rank_again(Headline, self)
             for split in self.splits.all():
                 Split.results_changed(split.pk)
 
@@ -472,3 +473,13 @@ class Split(models.Model):
         if self.reveal_at is not None:
             return (now or timezone.now()) >= self.reveal_at
         return not self.is_private
+
+
+def _rank_again(model: type[ScoreRows], task: Task) -> None:
+    """The stored score rows of ``task``'s runs ranked by its primary metric now."""
+    rows = list(model.objects.filter(run__task=task))
+    for row in rows:
+        row.set_primary(task.primary_metric)
+    model.objects.bulk_update(
+        rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
+    )

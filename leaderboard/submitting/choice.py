@@ -83,9 +83,9 @@ def resolve(challenge: Challenge, choice: Choice) -> Chosen:
             )
     wanted = set(choice.tasks or named or by_task)
     tasks = [task_id for task_id in by_task if task_id in wanted]  # the challenge's order
-    for task_id, kinds in named.items():
+    for task_id, asked in named.items():
         if choice.tasks and task_id not in choice.tasks:
-            unchosen = (f"'{task_id}/{kind}': task {task_id} is not chosen" for kind in kinds)
+            unchosen = (f"'{task_id}/{kind}': task {task_id} is not chosen" for kind in asked)
             errors["splits"] += unchosen
     if any(errors.values()):
         raise ValidationError({field: found for field, found in errors.items() if found})

@@ -3,7 +3,7 @@ the final ranking (the team, one submission per team and challenge)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -13,7 +13,7 @@ from leaderboard.models import Split, Submission
 
 def set_flags(
     submission: Submission,
-    user: AbstractBaseUser,
+    user: User,
     *,
     is_baseline: bool | None = None,
     chosen_for_final: bool | None = None,

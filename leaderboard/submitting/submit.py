@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
 from django.db import transaction
@@ -134,7 +134,7 @@ def runs_on_new_version(old: Split, new: Split) -> list[EvaluationRun]:
 
 
 def _check_allowed(
-    user: AbstractBaseUser | None, team: Team, challenge: Challenge, organiser: bool, baseline: bool
+    user: User | None, team: Team, challenge: Challenge, organiser: bool, baseline: bool
 ) -> None:
     if user is None:  # the operator (a bundle imported by manage.py)
         return
@@ -218,7 +218,7 @@ class Admission:
 def admit(
     team: Team,
     challenge: Challenge,
-    user: AbstractBaseUser | None,
+    user: User | None,
     choice: Choice,
     *,
     is_baseline: bool = False,
@@ -255,7 +255,7 @@ def admit(
 def submit(
     team: Team,
     challenge: Challenge,
-    user: AbstractBaseUser | None,
+    user: User | None,
     artifact: Artifact,
     method: MethodInfo,
     *,
@@ -292,7 +292,7 @@ def submit(
     submission.full_clean(exclude=["artifact", "artifact_sha256", "artifact_size", "submitted_by"])
     if not organiser:
         check_quotas(team, tasks, now)
-    if storage_name:
+    if storage_name and artifact.file is not None:  # a name only for a checked file
         submission.artifact.save(storage_name, artifact.file, save=False)
     try:
         with transaction.atomic():

@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -22,6 +23,7 @@ from leaderboard import audits, permissions
 from leaderboard.audit_results import export_csv, export_record, results
 from leaderboard.models import AuditItem, AuditLabel, Challenge, JudgeAudit, Split
 from leaderboard.models.audit import DEFAULT_SIZE, MAX_SIZE
+from leaderboard.permissions import signed_in
 from leaderboard.views.run_live import thumbnail_response
 
 ANSWER_CHARS = 1500  # an answer longer than this is shown cut, saying how much is left out
@@ -50,24 +52,22 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = get_object_or_404(Challenge, slug=slug)
     _organised(request, challenge)
     splits = list(Split.objects.current().filter(task__challenge=challenge).select_related("task"))
-    form = {"target": "", "size": str(DEFAULT_SIZE), "dimension": "", "double": False}
+    target, size, dimension, double = "", str(DEFAULT_SIZE), "", False
     if request.method == "POST":
-        form = {
-            "target": request.POST.get("target", ""),
-            "size": request.POST.get("size", "").strip(),
-            "dimension": request.POST.get("dimension", "").strip(),
-            "double": request.POST.get("double") == "1",
-        }
-        split_id, _, judge = form["target"].partition("|")
+        target = request.POST.get("target", "")
+        size = request.POST.get("size", "").strip()
+        dimension = request.POST.get("dimension", "").strip()
+        double = request.POST.get("double") == "1"
+        split_id, _, judge = target.partition("|")
         split = next((s for s in splits if str(s.pk) == split_id), None)
         try:
             if split is None:
                 raise ValidationError({"target": "choose a split and a judge to audit"})
-            if not form["size"].isdigit():
+            if not size.isdigit():
                 raise ValidationError({"size": f"a whole number from 1 to {MAX_SIZE}"})
             audit = audits.open_audit(
-                split, request.user, judge, int(form["size"]), form["dimension"],
-                labels_wanted=2 if form["double"] else 1,
+                split, signed_in(request.user), judge, int(size), dimension,
+                labels_wanted=2 if double else 1,
             )  # fmt: skip
         except ValidationError as exc:
             for message in _messages(exc):
@@ -89,7 +89,7 @@ def audit_list(request: HttpRequest, slug: str) -> HttpResponse:
         ],
         "targets": targets,
         "dimensions": sorted({d for split in splits for d in audits.dimensions_of(split)}),
-        "form": form,
+        "form": {"target": target, "size": size, "dimension": dimension, "double": double},
         "max_size": MAX_SIZE,
     }
     return render(request, "leaderboard/audits.html", context)
@@ -121,10 +121,10 @@ def audit_action(request: HttpRequest, audit_id: int, action: str) -> HttpRespon
     _organised(request, audit.split.task.challenge)
     try:
         if action == "finish":
-            audits.finish(audit, request.user)
+            audits.finish(audit, signed_in(request.user))
             messages.success(request, f"Audit #{audit.pk} finished.")
         elif action == "invite":
-            user = audits.invite(audit, request.user, request.POST.get("who", ""))
+            user = audits.invite(audit, signed_in(request.user), request.POST.get("who", ""))
             messages.success(request, f"{user.get_username()} may label this audit.")
         else:
             raise Http404(f"no audit action {action!r}")
@@ -162,22 +162,26 @@ def label_page(request: HttpRequest, audit_id: int) -> HttpResponse:
     records a label (or a skip) on ``item``."""
     audit = _labelling(request, audit_id)
     if request.method == "POST":
-        item = get_object_or_404(AuditItem, audit=audit, pk=request.POST.get("item") or 0)
+        labelled = get_object_or_404(AuditItem, audit=audit, pk=request.POST.get("item") or 0)
         verdict = request.POST.get("verdict", "")
         try:
-            audits.record_label(item, request.user, verdict, request.POST.get("note", ""))
+            audits.record_label(
+                labelled, signed_in(request.user), verdict, request.POST.get("note", "")
+            )
         except ValidationError as exc:
             for message in _messages(exc):
                 messages.error(request, message)
         return redirect("leaderboard:label", audit.pk)
+    user = signed_in(request.user)
     asked = request.GET.get("item", "")
+    item: AuditItem | None
     if audit.finished:
         item = None
     elif asked:  # an item again: the labeller's last one (undo), or a contested one
         item = get_object_or_404(AuditItem, audit=audit, pk=asked if asked.isdigit() else 0)
     else:
-        item = audits.next_item(audit, request.user)
-    mine = AuditLabel.objects.filter(item__audit=audit, labeller=request.user)
+        item = audits.next_item(audit, user)
+    mine = AuditLabel.objects.filter(item__audit=audit, labeller=user)
     last = mine.order_by("-labelled_at").first()
     answer = item.response if item else ""
     context = {
@@ -199,7 +203,7 @@ def label_page(request: HttpRequest, audit_id: int) -> HttpResponse:
 
 
 @login_required
-def audit_image(request: HttpRequest, audit_id: int, item_id: int) -> HttpResponse:
+def audit_image(request: HttpRequest, audit_id: int, item_id: int) -> HttpResponseBase:
     """An item's image, scaled down: whoever may label the audit."""
     audit = _labelling(request, audit_id)
     item = get_object_or_404(AuditItem, audit=audit, pk=item_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TypedDict
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest
@@ -31,12 +32,18 @@ class SettingLink:
     current: bool
 
 
+class SettingsShown(TypedDict):
+    setting: str
+    setting_query: str
+    setting_links: list[SettingLink]
+
+
 def settings_shown(
     request: HttpRequest,
     split: Split,
     setting: str,
     dropped: Callable[[str], Collection[str]] = lambda name: (),
-) -> dict[str, object]:
+) -> SettingsShown:
     """What a board page shows of the task's settings: ``setting_query`` (``setting=...``, and
     ``version=...`` on a superseded split's board, for its links to other pages of this board;
     "" when there is neither) and the selector's links, each keeping the request's query but

@@ -193,7 +193,7 @@ class CellText(NamedTuple):
     value: str
     shown: str
     interval: str
-    count: int | None
+    count: int | None  # type: ignore[assignment]  # the items behind it; shadows tuple.count
 
     def td(self) -> str:
         """The cell of the slice table as HTML: built here, not by template lookups, as a

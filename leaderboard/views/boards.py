@@ -115,7 +115,7 @@ def _page_number(request: HttpRequest) -> int:
     return int(value)
 
 
-def _page(entries: Sequence[ranking.Entry], number: int) -> Page:
+def _page(entries: Sequence[ranking.Entry], number: int) -> Page[ranking.Entry]:
     try:
         return Paginator(entries, ENTRIES_PER_PAGE).page(number)
     except EmptyPage:
@@ -197,7 +197,8 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
         if board.dimensions and dimension not in board.dimensions:
             raise Http404(f"no slice dimension {dimension!r} in {split}")
         page = _page(board.entries, number)
-        table = ranking.slice_table(page.object_list, dimension, metric.name) if dimension else None
+        entries = list(page.object_list)
+        table = ranking.slice_table(entries, dimension, metric.name) if dimension else None
         query = urlencode({"dimension": dimension, "metric": metric.name}) + (
             f"&{shown['setting_query']}" if shown["setting_query"] else ""
         )
@@ -283,6 +284,7 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
     filename = "-".join(filter(None, names))
     board = board_cache.board(split, setting)
     records = entry_records(board)
+    response: HttpResponse
     if fmt == "json":
         body = {
             "challenge": task.challenge.slug,

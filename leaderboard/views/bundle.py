@@ -19,7 +19,7 @@ from leaderboard.challenge_bundle.exporter import export_zip
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
 from leaderboard.models import Challenge
-from leaderboard.permissions import is_organiser, visible_challenges
+from leaderboard.permissions import is_organiser, signed_in, visible_challenges
 
 LOGO_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".webp": "image/webp"}
 
@@ -37,12 +37,11 @@ def logo(request: HttpRequest, slug: str) -> FileResponse:
     """``/c/<slug>/logo/``: the challenge's logo, as stored (its address carries its digest,
     so it is cached for a year)."""
     challenge = get_object_or_404(visible_challenges(request.user), slug=slug)
-    if not challenge.logo:
+    name = challenge.logo.name  # set by the bundle's importer alone, with a suffix it checked
+    if not name:
         raise Http404(f"{challenge.name} has no logo")
-    suffix = challenge.logo.name[challenge.logo.name.rfind(".") :]
-    response = FileResponse(
-        default_storage.open(challenge.logo.name, "rb"), content_type=LOGO_TYPES[suffix]
-    )
+    suffix = name[name.rfind(".") :]
+    response = FileResponse(default_storage.open(name, "rb"), content_type=LOGO_TYPES[suffix])
     response["Cache-Control"] = "public, max-age=31536000, immutable"
     response["X-Content-Type-Options"] = "nosniff"
     return response
@@ -70,7 +69,7 @@ def organise(request: HttpRequest, slug: str) -> HttpResponse:
                 redo_runs = request.POST.get("redo_runs") == "1"
                 context["redo_runs"] = redo_runs
                 context["outcome"] = uploads.run(
-                    upload, action, request.user, "upload", slug, redo_runs=redo_runs
+                    upload, action, signed_in(request.user), "upload", slug, redo_runs=redo_runs
                 )
             except BundleInvalid as exc:
                 context["problems"] = exc.problems

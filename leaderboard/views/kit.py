@@ -8,6 +8,7 @@ import logging
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 def _kit_challenge(request: HttpRequest, slug: str) -> Challenge | HttpResponse:
     """The challenge, or the redirect to its rules when the user must accept them first."""
     challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
-    if refusal := downloads.rules_refusal(request.user, challenge):
+    if refusal := downloads.rules_refusal(permissions.signed_in(request.user), challenge):
         messages.info(request, refusal[0].upper() + refusal[1:] + ".")
         return redirect(f"{reverse('leaderboard:challenge', args=[slug])}?tab=rules")
     return challenge
@@ -52,7 +53,7 @@ def kit_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def kit_download(request: HttpRequest, slug: str) -> HttpResponse:
+def kit_download(request: HttpRequest, slug: str) -> HttpResponseBase:
     challenge = _kit_challenge(request, slug)
     if isinstance(challenge, HttpResponse):
         return challenge
@@ -69,7 +70,7 @@ def kit_download(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def base_image_download(request: HttpRequest, slug: str) -> HttpResponse:
+def base_image_download(request: HttpRequest, slug: str) -> HttpResponseBase:
     challenge = _kit_challenge(request, slug)
     if isinstance(challenge, HttpResponse):
         return challenge

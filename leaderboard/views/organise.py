@@ -6,6 +6,7 @@ the challenge's figures: submissions per day, teams, failure reasons, run hours 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -24,6 +25,16 @@ from leaderboard.models import (
 )
 
 PER_PAGE = 100
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    """A submission as the organisers' list shows it."""
+
+    submission: Submission
+    run_states: list[tuple[str, int]]  # each state of its runs, with how many are in it
+    same_image_as: list[str]  # the other teams that submitted its image
+    similar_answers: list[str]  # its runs' near-identical answers to another team's
 
 
 def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
@@ -48,15 +59,21 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         "image_digest", "team__name"
     ):
         teams_by_digest[digest].add(name)
-    similar = similar_answers(challenge, page.object_list)
-    for submission in page.object_list:
-        others = teams_by_digest.get(submission.image_digest, set()) - {submission.team.name}
-        submission.same_image_as = sorted(others)
-        submission.similar_answers = similar.get(submission.pk, [])
-        submission.run_states = sorted(Counter(r.state for r in submission.runs.all()).items())
+    listed = list(page.object_list)
+    similar = similar_answers(challenge, listed)
+    rows = [
+        SubmissionRow(
+            s,
+            run_states=sorted(Counter(r.state for r in s.runs.all()).items()),
+            same_image_as=sorted(teams_by_digest.get(s.image_digest, set()) - {s.team.name}),
+            similar_answers=similar.get(s.pk, []),
+        )
+        for s in listed
+    ]
     context = {
         "challenge": challenge,
         "page": page,
+        "rows": rows,
         "states": Submission.State.choices,
         "state": state,
         "team": team,

@@ -10,6 +10,7 @@ import hashlib
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.utils.cache import patch_cache_control
 
@@ -28,7 +29,7 @@ def _answers_run(request: HttpRequest, run_id: int) -> EvaluationRun:
 
 
 @login_required
-def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpResponse:
+def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpResponseBase:
     """The answer's image, scaled down (``workers.pipeline.thumbnails``), cached privately by
     the browser; a request naming the same version answers 304."""
     run = _answers_run(request, run_id)
@@ -39,7 +40,7 @@ def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpR
 
 
 @login_required
-def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) -> HttpResponse:
+def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) -> HttpResponseBase:
     """Image ``index`` as the answer places it within its text (M2RAG), scaled down."""
     run = _answers_run(request, run_id)
     answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)
@@ -49,10 +50,11 @@ def answer_image(request: HttpRequest, run_id: int, answer_id: int, index: int) 
     return thumbnail_response(request, name)
 
 
-def thumbnail_response(request: HttpRequest, name: str) -> HttpResponse:
+def thumbnail_response(request: HttpRequest, name: str) -> HttpResponseBase:
     """The thumbnail stored as ``name``, cached privately by the browser; a request naming
     the same version answers 304 (the judge audits' items serve theirs so too)."""
     etag = '"' + hashlib.sha1(name.encode("utf-8")).hexdigest() + '"'
+    response: HttpResponseBase
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
     else:

@@ -5,6 +5,8 @@ A run another team owns answers 404, as if it did not exist.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -14,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from leaderboard import permissions, ranking
-from leaderboard.models import EvaluationRun, SliceScore, SubmissionTask, Task
+from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
 from leaderboard.submitting import set_flags
@@ -34,11 +36,27 @@ def progress_record(run: EvaluationRun) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class RunRow:
+    """A run as the team's submissions page shows it: its whole-split score when shown."""
+
+    run: EvaluationRun
+    overall: SliceScore | None
+    score_hidden: bool  # a private test's score, not public yet
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    submission: Submission
+    choosable: bool  # a task ranks chosen entries: the team may choose it for the final
+    runs: list[RunRow]
+
+
 @login_required
 def my_submissions(request: HttpRequest) -> HttpResponse:
     """The user's teams' submissions: each run's state, time, score (the task's primary metric,
     with its interval) and board, and "choose for final" where a task ranks chosen entries."""
-    overall = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
+    whole_split = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
     runs = EvaluationRun.objects.select_related("task", "split__task__challenge").order_by(
         "task", "split", "setting"
     )
@@ -46,22 +64,23 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
         .prefetch_related(
-            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", overall))),
+            Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", whole_split))),
             Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
         )
         .order_by("-created_at")[:200]
     )
     score_shown = permissions.score_visibility(request.user)
+    rows = []
     for submission in submissions:
-        submission.choosable = any(
-            run.task.entry_rule == Task.EntryRule.CHOSEN for run in submission.runs.all()
-        )
+        runs_shown = []
         for run in submission.runs.all():
             # as the run page: a private test's score only once its results are public
             shown = score_shown(run)
-            run.overall = next(iter(run.slice_scores.all()), None) if shown else None
-            run.score_hidden = not shown
-    return render(request, "leaderboard/my_submissions.html", {"submissions": submissions})
+            overall = next(iter(run.slice_scores.all()), None) if shown else None
+            runs_shown.append(RunRow(run, overall, score_hidden=not shown))
+        choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
+        rows.append(SubmissionRow(submission, choosable, runs_shown))
+    return render(request, "leaderboard/my_submissions.html", {"rows": rows})
 
 
 @login_required
@@ -71,7 +90,7 @@ def choose_for_final(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = get_object_or_404(permissions.visible_submissions(request.user), pk=submission_id)
     chosen = request.POST.get("chosen") == "1"
     try:
-        set_flags(submission, request.user, chosen_for_final=chosen)
+        set_flags(submission, permissions.signed_in(request.user), chosen_for_final=chosen)
     except PermissionDenied as exc:
         messages.error(request, str(exc))
     else:

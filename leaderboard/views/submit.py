@@ -14,6 +14,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -61,31 +62,45 @@ class SubmissionForm(forms.Form):
         required=False, widget=forms.CheckboxSelectMultiple, label="Splits"
     )
 
-    def __init__(self, *args, teams, organiser: bool, splits: list[Split], **kwargs) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        teams: QuerySet[Team],
+        organiser: bool,
+        splits: list[Split],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        # self.fields holds copies of the fields declared above, of the same classes
+        team, task_boxes, split_boxes = (self.fields[n] for n in ("team", "tasks", "splits"))
+        assert isinstance(team, forms.ModelChoiceField)
+        assert isinstance(task_boxes, forms.MultipleChoiceField)
+        assert isinstance(split_boxes, forms.MultipleChoiceField)
+        team.queryset = teams
         if not organiser:
             del self.fields["is_baseline"]
         tasks = {split.task.task_id: split.task for split in splits}
-        self.fields["tasks"].choices = [(t.task_id, t.name or t.task_id) for t in tasks.values()]
-        self.fields["tasks"].initial = list(tasks)
+        task_boxes.choices = [(t.task_id, t.name or t.task_id) for t in tasks.values()]
+        task_boxes.initial = list(tasks)
         selectable = [s for s in splits if s.task.splits_selectable]
-        self.fields["splits"].choices = [
-            (f"{s.task.task_id}/{s.kind}", s.get_kind_display()) for s in selectable
-        ]
-        self.fields["splits"].initial = [value for value, _ in self.fields["splits"].choices]
+        choices = [(f"{s.task.task_id}/{s.kind}", s.get_kind_display()) for s in selectable]
+        split_boxes.choices = choices
+        split_boxes.initial = [value for value, _ in choices]
         self.selectable = {s.task.task_id for s in selectable}
         self.kinds: dict[str, list[str]] = {}
         for split in splits:
             self.kinds.setdefault(split.task.task_id, []).append(split.get_kind_display())
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         """Splits count for the tasks ticked; a ticked task whose splits may be chosen needs one."""
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data, never None
+        data = self.cleaned_data
         tasks, splits = data.get("tasks") or [], data.get("splits") or []
-        data["splits"] = [name for name in splits if name.partition("/")[0] in tasks]
+        # A local list: each add_error("splits", ...) removes "splits" from cleaned_data.
+        chosen = [name for name in splits if name.partition("/")[0] in tasks]
+        data["splits"] = chosen
         for task_id in sorted(self.selectable & set(tasks)):
-            if not any(name.startswith(f"{task_id}/") for name in data["splits"]):
+            if not any(name.startswith(f"{task_id}/") for name in chosen):
                 self.add_error("splits", f"choose at least one split of task {task_id}")
         return data
 
@@ -132,7 +147,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
                 submission = submit(
                     data["team"],
                     challenge,
-                    request.user,
+                    permissions.signed_in(request.user),
                     form.chosen_artifact(),
                     MethodInfo.from_data(data),
                     choice=Choice.from_data(data),

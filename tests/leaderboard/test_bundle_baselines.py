@@ -15,6 +15,7 @@ from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge, EvaluationRun, Submission, Team
+from leaderboard.submitting import Artifact, MethodInfo, submit
 from tests.leaderboard.broker import sent
 from tests.leaderboard.bundle_support import edit, write_bundle
 from tests.leaderboard.submit_support import broker, stored_under
@@ -199,3 +200,18 @@ def test_baselines_are_exported_as_their_contexts_and_import_the_same(bundle, tm
     import_bundle(tmp_path / "first")
     export(Challenge.objects.get(), tmp_path / "second", private=True)
     assert digests(tmp_path / "first") == digests(tmp_path / "second")
+
+
+def test_a_baseline_teams_reference_is_no_bundle_baseline(bundle, tmp_path, broker):
+    """An organiser may submit an image reference as the baseline team (the API names any
+    team): a bundle carries contexts alone, so export leaves it out (it raised
+    IsADirectoryError, reading the empty artifact name) and an import leaves it be."""
+    import_bundle(bundle)
+    challenge = Challenge.objects.get()
+    team = Team.objects.get(baselines_of=challenge)
+    ref = Artifact(Submission.ArtifactKind.REGISTRY_REF, registry_ref="team/agent:1")
+    submit(team, challenge, None, ref, MethodInfo("Image baseline"), is_baseline=True)
+    export(challenge, tmp_path / "out", private=True)
+    assert sorted(p.name for p in (tmp_path / "out" / "baselines").iterdir()) == ["echo-baseline"]
+    assert import_bundle(tmp_path / "out").unchanged
+    assert Submission.objects.filter(method_name="Image baseline").exists()

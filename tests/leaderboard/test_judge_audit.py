@@ -160,7 +160,7 @@ def label_all(audit, labeller, verdicts):
         audits.record_label(item, labeller, verdict)
 
 
-def test_results_measure_the_judge_and_the_labellers(world):
+def test_results_measure_the_judge_and_the_labellers(world, client):
     audit = open_one(world, size=6, labels_wanted=2, dimension="domain")
     audit.labellers.add(world["lena"])
     items = list(audit.items.order_by("position"))
@@ -172,10 +172,10 @@ def test_results_measure_the_judge_and_the_labellers(world):
     label_all(audit, world["org"], org_labels)
     label_all(audit, world["lena"], lena_labels)
     found = results(audit)
-    assert [item.pk for item in found["contested"]] == [items[-1].pk]
+    assert [labelled.item.pk for labelled in found["contested"]] == [items[-1].pk]
     assert found["judge"]["n"] == 5  # the contested item is left out
     assert found["judge"]["agreement"]["value"] == pytest.approx(4 / 5)
-    assert [item.pk for item in found["disagreements"]] == [items[0].pk]
+    assert [labelled.item.pk for labelled in found["disagreements"]] == [items[0].pk]
     assert found["disagreements"][0].people == flip[judged[0]]
     assert found["labellers"]["n"] == 6
     assert found["labellers"]["agreement"]["value"] == pytest.approx(5 / 6)
@@ -184,7 +184,16 @@ def test_results_measure_the_judge_and_the_labellers(world):
     assert sum(s["n"] for s in found["slices"]["domain"].values()) == 5
     assert set(found["slices"]["domain"]) <= {"food", "plant"}
     assert sum(s["n"] for s in found["slices"]["turn"].values()) == 5
-    assert items[-1].pk in {i.pk for i in found["items"] if i.people == CONTESTED}
+    assert items[-1].pk in {i.item.pk for i in found["items"] if i.people == CONTESTED}
+    client.force_login(world["org"])
+    page = client.get(reverse("leaderboard:audit", args=[audit.pk])).content.decode()
+    disagreements = page[page.index('<table id="disagreements">') :].split("</table>")[0]
+    assert f"<code>{items[0].item_key}</code>" in disagreements
+    assert f"<strong>{flip[judged[0]]}</strong>" in disagreements
+    contested = page[page.index('<h2 id="contested">') :].split("</ul>")[0]
+    assert f"<code>{items[-1].item_key}</code>" in contested
+    assert f"?item={items[-1].pk}" in contested
+    assert f"lena {lena_labels[-1]}" in contested
 
 
 def test_exports_are_a_calibration_set_with_both_labels(client, world):

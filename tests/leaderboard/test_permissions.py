@@ -5,11 +5,14 @@ from datetime import timedelta
 
 import django.views.static
 import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Split, Submission, Task
+from leaderboard.permissions import signed_in
 from leaderboard.scores import store_scores
 from leaderboard.splits import import_split_dir
 
@@ -306,3 +309,10 @@ def test_my_submissions_hides_a_private_score_until_the_reveal(client, world, sp
     Split.objects.filter(pk=splits["private-test"].pk).update(reveal_at=timezone.now())
     page = client.get(reverse("leaderboard:my-submissions")).content.decode()
     assert "truthfulness 0.770" in page
+
+
+def test_signed_in_is_the_account_and_refuses_anyone_else(make_user):
+    ann = make_user("ann")
+    assert signed_in(ann) is ann
+    with pytest.raises(PermissionDenied, match="sign in first"):
+        signed_in(AnonymousUser())

@@ -246,6 +246,16 @@ def test_the_form_needs_a_task_and_a_split_of_a_selectable_task(client, two_task
     assert _recorded(Submission.objects.get()) == {"single-source": []}
 
 
+def test_each_selectable_task_ticked_without_a_split_is_named(client, two_tasks, teams, member):
+    Task.objects.update(splits_selectable=True)  # the first refusal dropped the splits: a 500
+    client.force_login(member)
+    response = client.post(URL, _form(teams["alpha"], tasks=["multi-turn-qa", "single-source"]))
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "choose at least one split of task multi-turn-qa" in page
+    assert "choose at least one split of task single-source" in page
+
+
 def test_the_choice_is_shown_to_the_team_and_the_organisers(
     client, two_tasks, teams, member, make_user
 ):
