@@ -1,11 +1,12 @@
 """What the Celery pipeline adds on top of the agent runtime, measured side by side.
 
-The zero-work example agent (answers "" at once, batch size 16) answers the same split twice:
+The zero-work example agent (answers "" at once, batch size 16; with ``--sleeping``, the same
+agent sleeping 100 ms a batch, as ``runtime_overhead.py``'s) answers the same split twice:
 
 1. ``workers.runner.run_agent`` alone, results kept in a list: the runtime's own cost;
 2. the whole pipeline: ``submit`` (the web form's code path, a build context) -> a real
-   ``celery worker`` process -> build (image cached by the engine) -> run (every answer a
-   ``ItemAnswer`` row and a heartbeat, as it arrives) -> judge (rules) -> aggregate.
+   ``celery worker`` process -> build (image cached by the engine) -> run (each batch's answers
+   ``ItemAnswer`` rows, progress every 0.5 s) -> judge (rules) -> aggregate.
 
 Reported: the run stage's answering time (first to last stored answer, plus the container's
 start) against the runner alone, and the whole submit -> done latency split by stage; with the
@@ -22,13 +23,14 @@ Needs a scratch database it may migrate (``DATABASE_URL``) and Redis (``REDIS_UR
 that broker's queues is started here, so use a database no other worker listens on):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_pipeline \\
-    REDIS_URL=redis://127.0.0.1:6379/10 python bench/pipeline_overhead.py [--conversations 64]
+    REDIS_URL=redis://127.0.0.1:6379/10 python bench/pipeline_overhead.py [--conversations 64] [--sleeping]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,8 +92,22 @@ def _stored_at(digest: str, wait_s: float) -> float | None:
     return default_storage.get_modified_time(f"{archive_name(digest)}.sha256").timestamp()
 
 
-def through_pipeline(team, user, challenge, quiet: bool) -> dict[str, float]:
-    upload = SimpleUploadedFile("zero-work.tar", context_tar(ZERO_WORK))
+def agent_context(sleeping: bool) -> bytes:
+    """The zero-work example's build context; ``sleeping``: its agent sleeps 100 ms a batch."""
+    if not sleeping:
+        return context_tar(ZERO_WORK)
+    import runtime_overhead  # bench/: the sleeping agent it times
+
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(shutil.copytree(ZERO_WORK, Path(scratch) / "agent"))
+        (directory / "timed.py").write_text(runtime_overhead.TIMED)
+        dockerfile = runtime_overhead.dockerfile("timed:SleepingAgent", runtime_overhead.BASE_IMAGE)
+        (directory / "Dockerfile").write_text(dockerfile)
+        return context_tar(directory)
+
+
+def through_pipeline(team, user, challenge, quiet: bool, context: bytes) -> dict[str, float]:
+    upload = SimpleUploadedFile("zero-work.tar", context)
     started = time.time()
     submission = submit(
         team,
@@ -145,6 +161,7 @@ def main() -> None:
     parser.add_argument("--build-worker", action="store_true", help="build on its own worker")
     parser.add_argument("--quiet", action="store_true", help="wait for each image's archive")
     parser.add_argument("--another-node", action="store_true", help="a second GPU node seen")
+    parser.add_argument("--sleeping", action="store_true", help="the agent sleeps 100 ms a batch")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     stamp = f"{time.time():.0f}"
@@ -159,10 +176,11 @@ def main() -> None:
         split_dir = write_split(Path(scratch) / "split", args.conversations, args.turns)
         import_split_dir(task, "validation", split_dir)
         split = load_split(split_dir)
-        with tempfile.NamedTemporaryFile(suffix=".tar") as context:
-            context.write(context_tar(ZERO_WORK))
-            context.flush()
-            image = build_context(context.name, tag="podium-bench/zero-work:latest")
+        context = agent_context(args.sleeping)
+        with tempfile.NamedTemporaryFile(suffix=".tar") as tar:
+            tar.write(context)
+            tar.flush()
+            image = build_context(tar.name, tag="podium-bench/zero-work:latest")
         alone = [runner_alone(image, split, task) for _ in range(args.repeat)]
         log = open(Path(scratch) / "worker.log", "wb")  # noqa: SIM115
         stop = threading.Event()
@@ -171,7 +189,8 @@ def main() -> None:
         workers = start_workers(args.build_worker, log)
         try:
             piped = [
-                through_pipeline(team, user, challenge, args.quiet) for _ in range(args.repeat)
+                through_pipeline(team, user, challenge, args.quiet, context)
+                for _ in range(args.repeat)
             ]
         finally:
             stop.set()
@@ -187,10 +206,11 @@ def main() -> None:
             values = [row[key] for row in rows if key in row]
             print(f"{name} {key}: median {median(values):.3f} s  {[round(v, 3) for v in values]}")
     answering = median(p["answering_s"] for p in piped), median(a["answering_s"] for a in alone)
+    batches = -(-turns // 16)
     print(
         f"answering, first to last answer: pipeline / runner alone = "
-        f"{answering[0] / answering[1]:.2f}x ({(answering[0] - answering[1]) / turns * 1e3:.2f} "
-        "ms more per turn: one ItemAnswer INSERT each, progress every 0.5 s)"
+        f"{answering[0] / answering[1]:.2f}x ({(answering[0] - answering[1]) / batches * 1e3:.2f} "
+        "ms more per batch of 16: their ItemAnswer rows, progress every 0.5 s)"
     )
     total = median(p["submit_to_done_s"] for p in piped), median(a["total_s"] for a in alone)
     print(f"submit -> done / runner alone total = {total[0] / total[1]:.2f}x")

@@ -1,16 +1,16 @@
 """The running stage: the agent answers the run's items; each answer is stored on arrival.
 
 A re-delivered or re-queued run resumes: the answers already stored are passed to the runner
-as ``answered`` and never asked again. The sink writes progress as answers arrive (heartbeats
-from the stage task's thread cover start-up and long batches); when the run was taken away
-meanwhile (re-queued, cancelled) the sink stops the run.
+as ``answered`` and never asked again. The sink (``workers.pipeline.answers``) stores them
+while the agent answers the next batch and writes progress (heartbeats from the stage task's
+thread cover start-up and long batches); when the run was taken away meanwhile (re-queued,
+cancelled) the sink stops the run.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,21 +19,16 @@ from django.conf import settings
 from django.db import connections
 
 from evaluator.records import EvaluatorError
-from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
+from leaderboard.models import EvaluationRun, Submission, Task
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
 from workers.model_store import ModelStoreError, stored
-from workers.outcomes import ItemResult, RunReport
+from workers.outcomes import RunReport
+from workers.pipeline.answers import AnswerSink
 from workers.pipeline.build import docker_client, submission_image
 from workers.pipeline.bundles import corpus_dir, split_dir
-from workers.pipeline.claims import (
-    RunLost,
-    beat_if_mine,
-    hand_over,
-    while_database_returns,
-    worker_id,
-)
+from workers.pipeline.claims import beat_if_mine, hand_over, worker_id
 from workers.pipeline.judge import run_protocol
 from workers.pipeline.node import site
 from workers.runner import run_agent
@@ -43,7 +38,6 @@ if TYPE_CHECKING:  # faiss: imported only when searching
     from workers.search.process import SearchProcess
 
 State = EvaluationRun.State
-PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink
 AGENT_TEXT_SHOWN = 200  # characters of the agent's own words in a public split's failure reason
 OPERATOR_DETAIL_CHARS = 200_000  # beyond this, the operator detail leaves out the item list
 TIMEOUT_POLICIES: dict[str, TimeoutPolicy] = {
@@ -124,47 +118,6 @@ def search_process(task: Task) -> SearchProcess | None:
         return process
 
 
-class AnswerSink:
-    """Stores each batch's results the moment they arrive, in one INSERT (once per run and
-    item key); progress every ``PROGRESS_EVERY_S``, and the run stops when it is no longer
-    ours."""
-
-    def __init__(self, run: EvaluationRun, done: int) -> None:
-        self.run = run
-        self.done = done
-        self.last_beat = 0.0
-
-    def __call__(self, results: list[ItemResult]) -> None:
-        # The answers are kept while the database restarts (asking the agent again would ask
-        # these turns twice); the insert is idempotent, so trying it again is safe.
-        retrying = while_database_returns()
-        self.done += retrying(self._insert, results)
-        now = time.monotonic()
-        if now - self.last_beat >= PROGRESS_EVERY_S:
-            if not retrying(beat_if_mine, self.run, self.done):  # re-queued or cancelled
-                raise RunLost(f"run #{self.run.pk} is no longer this worker's")
-            self.last_beat = now
-
-    def _insert(self, results: list[ItemResult]) -> int:
-        created = ItemAnswer.objects.bulk_create(
-            [
-                ItemAnswer(
-                    run=self.run,
-                    group=result.group,
-                    item_key=result.key,
-                    position=result.position,
-                    response=result.response,
-                    outcome=result.outcome,
-                    problem=result.problem or "",
-                    latency_s=result.latency_s,
-                )
-                for result in results
-            ],
-            ignore_conflicts=True,
-        )
-        return len(created)
-
-
 def log_sink(run: EvaluationRun) -> Callable[[str], None]:
     """Where the agent's output goes while it runs (from the runner's thread): the run's
     ``agent_log``, while the run is still this worker's; that thread's database connection is
@@ -232,6 +185,7 @@ def run_stage(run: EvaluationRun) -> None:
     )
     search = search_process(task)
     client = docker_client()
+    sink = AnswerSink(run, len(answered))
     try:
         try:
             image = submission_image(run.submission, client)
@@ -244,7 +198,7 @@ def run_stage(run: EvaluationRun) -> None:
             plan,
             task.task_id,
             limits_for(task),
-            AnswerSink(run, len(answered)),
+            sink,
             search=search,
             answered=answered,
             policy=agent_policy(run.submission),
@@ -253,6 +207,7 @@ def run_stage(run: EvaluationRun) -> None:
         )
     finally:
         client.close()
+        sink.close()  # the last batch's answers stored before anything reads them
     beat_if_mine(run, run.answers.count())
     run.agent_log = report.agent_log
     EvaluationRun.objects.filter(pk=run.pk).update(agent_log=report.agent_log)
