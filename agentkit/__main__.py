@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import threading
@@ -26,11 +27,22 @@ def _terminate(signum: int, frame: object) -> None:
     # moment later all the same: it needs nothing of the main thread. It is told through a
     # pipe: a handler that started a thread could block on threading's own lock, held by the
     # code the signal interrupted.
-    os.write(_watchdog_pipe(), b"T")
+    os.write(_watchdog_pipe(), bytes([HANDLED]))
     raise Terminated(signum)
 
 
 _WATCHDOG: list[int] = []  # the write end of the watchdog's pipe, once started
+HANDLED = b"T"[0]  # the handler's byte (the wakeup fd's are signal numbers)
+HANDLER_WAIT_S = 0.1  # after the wakeup fd's SIGTERM, how long the handler may take to say so
+
+
+def _handled_within(read_end: int, timeout_s: float) -> bool:
+    """Whether the handler's byte comes through the pipe within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([read_end], [], [], left)[0] and HANDLED in os.read(read_end, 64):
+            return True
+    return False
 
 
 def _watchdog_pipe() -> int:
@@ -38,13 +50,26 @@ def _watchdog_pipe() -> int:
 
 
 def _start_watchdog() -> None:
-    """A thread that ends the process ``TERMINATE_GRACE_S`` after SIGTERM, whatever else runs."""
+    """A thread that ends the process ``TERMINATE_GRACE_S`` after SIGTERM, whatever else runs.
+
+    It hears of the signal twice: from the handler, and from Python's signal wakeup fd, which
+    the interpreter writes the signal's number to in whichever thread the kernel handed the
+    signal (any thread of the process may get it; the handler itself runs only once the main
+    thread runs Python code again, and a main thread waiting in ``select`` for the next batch
+    is not woken by a signal another thread caught). Call on the main thread."""
     if _WATCHDOG:
         return
     read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # set_wakeup_fd's condition; the handler's byte fits
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
 
     def watch() -> None:
-        os.read(read_end, 1)
+        heard: set[int] = set()
+        while not heard & {HANDLED, signal.SIGTERM}:  # SIGINT's byte: KeyboardInterrupt's way
+            heard |= set(os.read(read_end, 64))
+        if HANDLED not in heard and not _handled_within(read_end, HANDLER_WAIT_S):
+            # Another thread caught it: the main thread is told, to unwind as on any SIGTERM.
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
         time.sleep(TERMINATE_GRACE_S)
         os._exit(128 + signal.SIGTERM)
 

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -493,6 +494,21 @@ def test_sigterm_right_after_a_batch_of_images_stops_the_server(start_agent, tmp
         agent.process.terminate()
         assert agent.process.wait(10) == 128 + 15
         assert not agent.socket.exists()
+
+
+def test_sigterm_caught_by_another_thread_than_the_main_one_still_ends_the_process(start_agent):
+    """The kernel may hand a process's SIGTERM to any of its threads; the main thread, waiting
+    for the next batch, is not woken by one that another thread caught, yet the process ends."""
+    agent = start_agent(KIT_A)
+    assert agent.wait_loaded()[0] == 200
+    threads = [int(t) for t in os.listdir(f"/proc/{agent.process.pid}/task")]
+    others = [tid for tid in threads if tid != agent.process.pid]
+    assert others, "agentkit serves from threads of its own"
+    started = time.monotonic()
+    os.kill(others[0], signal.SIGTERM)  # Linux delivers it to that thread when it can
+    assert agent.process.wait(10) == 128 + 15
+    assert time.monotonic() - started < 1.5  # the main thread told: no watchdog grace (2 s)
+    assert not agent.socket.exists()  # ... and it unwound as on any SIGTERM
 
 
 def test_sigterm_ends_an_agent_that_swallows_it(start_agent):
