@@ -23,7 +23,8 @@ Needs a scratch database it may migrate (``DATABASE_URL``) and Redis (``REDIS_UR
 that broker's queues is started here, so use a database no other worker listens on):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_pipeline \\
-    REDIS_URL=redis://127.0.0.1:6379/10 python bench/pipeline_overhead.py [--conversations 64] [--sleeping]
+    REDIS_URL=redis://127.0.0.1:6379/10 python bench/pipeline_overhead.py [--conversations 64] \\
+        [--sleeping]
 """
 
 from __future__ import annotations
