@@ -1,7 +1,7 @@
 """Podium's data model; the modules group it by who writes it."""
 
 from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
-from leaderboard.models.challenge import Challenge, Phase, Split, Task, current_splits
+from leaderboard.models.challenge import Challenge, Phase, Task
 from leaderboard.models.challenge_files import KitFile, SearchCorpus
 from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
@@ -18,6 +18,7 @@ from leaderboard.models.results import (
     SliceScore,
 )
 from leaderboard.models.run_action import RunAction
+from leaderboard.models.split import Split, current_splits
 from leaderboard.models.submission import (
     EvaluationRun,
     InvalidTransition,

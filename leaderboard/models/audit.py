@@ -13,8 +13,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from leaderboard.models.challenge import Split
 from leaderboard.models.results import ItemAnswer
+from leaderboard.models.split import Split
 from leaderboard.models.submission import EvaluationRun
 
 DEFAULT_SIZE = 200

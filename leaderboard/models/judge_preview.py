@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from leaderboard.models.challenge import Split
 from leaderboard.models.results import ItemAnswer
+from leaderboard.models.split import Split
 from leaderboard.models.submission import EvaluationRun
 
 

@@ -7,7 +7,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
-from leaderboard.models.challenge import Split
+from leaderboard.models.split import Split
 from leaderboard.models.submission import EvaluationRun
 
 # The slice row holding a run's headline block.

@@ -8,7 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from leaderboard.models.challenge import Challenge, Split, Task
+from leaderboard.models.challenge import Challenge, Task
+from leaderboard.models.split import Split
 from leaderboard.models.team import Team
 
 
