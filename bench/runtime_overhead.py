@@ -6,7 +6,9 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
    once) on a split of ``--turns`` single-turn conversations, each with its own
    ``--image-size`` JPEG: everything measured is harness (runner, images written to the
    container's image directory, HTTP over the Unix socket, agentkit opening the image files,
-   sink). Per-turn overhead = batch-loop time / turns.
+   sink). Per-turn overhead = batch-loop time / turns, the loop timed from the container's
+   /ready saying ready (the run's set-up before, once per run, is start-up: step 4) to the
+   last batch's results at the sink.
 2. the same agent taking 100 ms per batch, two ways: sleeping (its CPU idles, as while a GPU
    computes) and busy (spinning on its CPU). Overhead share = (loop time - agent time) / loop
    time, where the agent time is what the agent measured inside ``batch_generate_response``
@@ -34,6 +36,7 @@ give a ``--tag-prefix`` of your own: the bench's agents are built from it, tagge
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import statistics
 import sys
@@ -41,6 +44,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import docker
 from PIL import Image, ImageDraw, ImageFilter
@@ -152,7 +156,6 @@ def batch_loop_s(
     """(seconds from ready to the last answer, seconds the agent says it worked, turns,
     batches) for one run; a ``timed_agent`` logs its work per batch."""
     arrivals: list[float] = []
-    started = time.monotonic()
     report = run_agent(
         image,
         TurnPlan(split, TASK, Truncator().truncate),
@@ -160,17 +163,37 @@ def batch_loop_s(
         Limits(),
         lambda results: arrivals.append(time.monotonic()),
         policy=policy,
+        client=engine(),
     )
-    if report.status != "completed":
-        raise SystemExit(f"run failed: {report.failure_reason}")
+    if report.status != "completed" or report.restarts:
+        raise SystemExit(f"run failed or restarted: {report.failure_reason}")
     batches = -(-len(report.items) // report.batch_size)
-    loop = arrivals[-1] - (started + report.start_to_ready_s)
+    loop = arrivals[-1] - READY_AT[-1]  # not the run's set-up before the container starts
     worked = [
         float(line.split()[1]) for line in report.agent_log.splitlines() if line[:5] == "work "
     ]
     if timed_agent and len(worked) != batches:
         raise SystemExit(f"the agent logged {len(worked)} batches of work, not {batches}")
     return loop, sum(worked), len(report.items), batches
+
+
+READY_AT: list[float] = []  # when each agent container said it was ready
+_wait_ready = AgentContainer.wait_ready
+
+
+def _timed_wait_ready(self: AgentContainer, deadline: float) -> Any:
+    readiness = _wait_ready(self, deadline)
+    READY_AT.append(time.monotonic())
+    return readiness
+
+
+AgentContainer.wait_ready = _timed_wait_ready  # type: ignore[method-assign]
+
+
+@functools.cache
+def engine() -> docker.DockerClient:
+    """The bench's one client of the Docker engine."""
+    return docker.from_env()
 
 
 def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, float]:
@@ -181,7 +204,7 @@ def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, 
     count = 0
     plan = TurnPlan(split, TASK, Truncator().truncate)
     with AgentContainer(
-        docker.from_env(),
+        engine(),
         image.image_id,
         TASK,
         SandboxPolicy(),
@@ -230,7 +253,7 @@ def main() -> None:
     args = parser.parse_args()
     base, prefix = args.base_image, args.tag_prefix
     size = tuple(int(v) for v in args.image_size.split("x"))
-    client = docker.from_env()
+    client = engine()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         zero = build(

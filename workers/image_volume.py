@@ -178,6 +178,11 @@ class Stager(Generic[T]):
         )
         self._ahead = _Ahead(batch, start_now, dropped, staged)
 
+    def read_ahead(self, batch: Sequence[T]) -> None:
+        """Read ``batch``'s images on the stager's thread, for ``read`` to keep (the first
+        batch's, while the agent loads: it is staged once the batch size is known)."""
+        self._thread.submit(lambda: [self.read(item) for item in batch])
+
     def show(self, volume: ImageVolume, batch: Sequence[T]) -> list[list[str]]:
         """Show ``batch``'s images (staged ahead, or now); their paths in the container."""
         ahead, self._ahead = self._ahead, None

@@ -612,3 +612,41 @@ def _received(sock: socket.socket, responses: int) -> bytes:
         assert chunk, f"the connection closed after {data!r}"
         data += chunk
     return data
+
+
+def test_request_heads_are_read_as_the_standard_library_reads_them(start_agent):
+    """agentkit parses a plain head read in whole itself (for speed) and leaves any other to
+    ``http.server``: both ways agree on what a request says and how its connection goes on."""
+    agent = start_agent(THREAD_NAMES)
+    assert agent.wait_loaded()[0] == 200
+    data = json.dumps(batch(turn("q"), batch_id="q")).encode()
+    length = f"{len(data)}".encode()
+
+    def exchange(*writes: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(agent.socket))
+            for write in writes:
+                sock.sendall(write)
+                time.sleep(0.05)
+            sock.shutdown(socket.SHUT_WR)
+            return b"".join(iter(lambda: sock.recv(65536), b""))
+
+    plain = b"POST /batch HTTP/1.1\r\ncontent-LENGTH:  " + length + b" \r\nHost: a\r\n\r\n"
+    assert exchange(plain + data).startswith(b"HTTP/1.1 200 OK\r\n")
+    split = (b"POST /batch HTTP/1.1\r\nHost: a\r\nContent-", b"Length: " + length + b"\r\n\r\n")
+    assert exchange(split[0], split[1] + data).startswith(b"HTTP/1.1 200 OK\r\n")
+    folded = b"POST /batch HTTP/1.1\r\nX-Note: a\r\n  b\r\nContent-Length: " + length + b"\r\n\r\n"
+    assert b"MainThread q" in exchange(folded + data)
+    old = exchange(b"POST /batch HTTP/1.0\r\nContent-Length: " + length + b"\r\n\r\n" + data)
+    assert old.startswith(b"HTTP/1.1 200") and b"Connection: close\r\n" in old
+    closing = b"POST /batch HTTP/1.1\r\nConnection: close\r\nContent-Length: " + length
+    assert b"Connection: close\r\n" in exchange(closing + b"\r\n\r\n" + data)
+    expecting = b"POST /batch HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: " + length
+    answer = exchange(expecting + b"\r\n\r\n", data)
+    assert answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n")
+    crowded = b"GET /ready HTTP/1.1\r\n" + b"X-A: 1\r\n" * 101 + b"\r\n"
+    assert exchange(crowded).startswith(b"HTTP/1.1 431")
+    assert b"Error code: 505" in exchange(b"GET /ready HTTP/2.0\r\n\r\n")
+    assert exchange(b"GET //ready HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+    assert exchange(b"GET /nothing HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 404")

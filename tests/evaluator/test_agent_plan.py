@@ -66,6 +66,26 @@ def test_the_turn_plan_refuses_a_reply_that_is_not_text_and_caps_answers(tmp_pat
     assert body["turns"][0]["image_path"] == "/podium/images/x/a"
 
 
+def test_the_turn_plan_truncates_only_the_answers_a_later_turn_shows(tmp_path: Path) -> None:
+    """The official truncation runs between two batches, while the agent waits: never for a
+    conversation's last turn (no history shows it), on a resume as during a run."""
+    split = crag_split(tmp_path, {"a": 10})
+    truncated: list[str] = []
+
+    def truncate(text: str) -> str:
+        truncated.append(text)
+        return text[:3]
+
+    plan = TurnPlan(split, "multi-turn-qa", truncate, {"c0-t0": "first", "c0-t1": "last"})
+    assert truncated == ["first"]
+    first, last = (ref for batch in plan.batches(1, ()) for ref in batch)
+    plan.remember(last, "the last answer")
+    plan.remember(first, "the first answer")
+    assert truncated == ["first", "the first answer"]
+    body = plan.requests([last], [[]], RequestContext("A"))
+    assert body["turns"][0]["message_history"][1]["content"] == "the"
+
+
 def test_an_unknown_task_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown task"):
         TurnPlan(crag_split(tmp_path, {"a": 1}), "visual-rag", str)

@@ -73,6 +73,30 @@ class Behaviour(socketserver.StreamRequestHandler):
             if mode == "echo_version":  # the protocol version, likewise
                 self.wfile.write(b"HTTP/" + SECRET.replace(b" ", b"_") + b" 200 OK\r\n\r\n")
                 return
+            if mode == "interim":  # 100 Continue first, then the response in chunks
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                self.wfile.write(b'9\r\n{"respons\r\n11\r\nes": ["chunked"]}\r\n0\r\n\r\n')
+                continue
+            if mode == "until_close":  # no length: the body ends with the connection
+                self.wfile.write(b'HTTP/1.1 200 OK\r\n\r\n{"responses": ["all"]}')
+                return
+            if mode == "short":  # the connection closes before the length given
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{")
+                return
+            if mode == "closing":  # says so: the client connects again for the next call
+                self.wfile.write(http_response(200, b'{"responses": []}', b"Connection: close\r\n"))
+                return
+            if mode == "trailing":  # bytes after the response
+                extra = (
+                    b"HTTP/1.1 junk\r\n" if self.server.requests == 1 else http_response(200, b"[]")
+                )
+                self.wfile.write(http_response(200, b'{"responses": []}') + extra)
+                continue
+            if mode == "endless_head":
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"y" * 200_000)
+                return
             if mode == "huge":
                 self.wfile.write(http_response(200, b'"' + b"x" * 5000 + b'"'))
             elif mode == "bad_utf8":
@@ -178,6 +202,35 @@ def test_garbage_is_a_protocol_error_and_a_hang_up_means_unavailable(serve, tmp_
     os.unlink(tmp_path / "agent.sock")
     with pytest.raises(AgentUnavailable):
         AgentClient(serve("close")).batch(b"{}", timeout_s=2)
+
+
+@pytest.mark.parametrize(
+    ("mode", "responses", "closed"),
+    [("interim", ["chunked"], False), ("until_close", ["all"], True), ("closing", [], True)],
+)
+def test_responses_framed_every_way_http_allows_are_read(serve, mode, responses, closed):
+    """An interim 100, a chunked body, a body ended by the connection's close, and a
+    ``Connection: close``: each read whole, and a closed connection is opened again."""
+    server_path = serve(mode)
+    client = AgentClient(server_path)
+    for _ in range(2):
+        reply = client.batch(b"{}", timeout_s=2)
+        assert (reply.status, reply.body) == (200, {"responses": responses})
+        assert (client._sock is None) == closed
+
+
+def test_a_response_cut_short_or_followed_by_bytes_or_with_an_endless_head(serve, tmp_path):
+    with pytest.raises(AgentUnavailable, match="closed mid-response"):
+        AgentClient(serve("short")).batch(b"{}", timeout_s=2)
+    os.unlink(tmp_path / "agent.sock")
+    client = AgentClient(serve("trailing"))  # answered; the connection is not used again
+    for _ in range(2):  # junk after the response, then a second response
+        assert client.batch(b"{}", timeout_s=2).body == {"responses": []}
+        assert client._sock is None
+    os.unlink(tmp_path / "agent.sock")
+    with pytest.raises(ProtocolError, match="headers over 65536 bytes") as refused:
+        AgentClient(serve("endless_head")).batch(b"{}", timeout_s=2)
+    assert refused.value.agent_text.startswith("HTTP/1.1 200 OK\r\nX-Pad: yyy")
 
 
 def test_missing_socket_is_unavailable(tmp_path):

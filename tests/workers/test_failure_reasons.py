@@ -13,7 +13,7 @@ from workers.pipeline.run import (
     team_reason,
 )
 
-REASON = "protocol error: /batch: malformed HTTP response (BadStatusLine)"
+REASON = "protocol error: /batch: malformed HTTP response (HttpParserInvalidStatusError)"
 QUERIES = " | ".join(f"hidden query {i}: what is the thing in picture {i}?" for i in range(400))
 
 

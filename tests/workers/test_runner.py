@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import json
 
@@ -64,6 +65,22 @@ def test_official_order_and_histories_with_a_recording_agent(
     assert recorder.calls == [2, 2, 1, 1], "the sink gets each batch's results in one call"
     assert report.start_to_ready_s is not None and report.total_s >= report.start_to_ready_s
     assert report.image_digest.startswith("sha256:")
+
+
+def test_the_process_s_earlier_objects_are_left_out_of_collections_while_it_runs(
+    agent_image, tmp_path
+):
+    """A full collection of a worker's heap would fall between two batches: the objects from
+    before the run are frozen while it runs, and collected as usual after it."""
+    frozen: list[int] = []
+    report = run(
+        agent_image("agents/recorder"),
+        make_split(tmp_path / "split", [2]),  # two batches: a turn each
+        lambda results: frozen.append(gc.get_freeze_count()),
+    )
+    assert report.status == "completed"
+    assert len(frozen) == 2 and min(frozen) > 10_000
+    assert gc.get_freeze_count() == 0
 
 
 def test_histories_hold_truncated_answers(agent_image, tmp_path, recorder):

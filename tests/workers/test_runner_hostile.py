@@ -187,7 +187,7 @@ def test_queries_echoed_in_a_status_line_stay_out_of_the_failure_reason(
     report = run(agent_image("hostile/echo_queries"), split, recorder)
     assert report.status == "failed"
     assert report.failure_reason == (
-        "protocol error: /batch: malformed HTTP response (BadStatusLine)"
+        "protocol error: /batch: malformed HTTP response (HttpParserInvalidStatusError)"
     )
     assert "HIDDEN-QUERY" not in report.failure_reason
     assert all(query in report.agent_text for query in queries.values())

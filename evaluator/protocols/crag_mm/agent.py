@@ -119,7 +119,14 @@ class TurnPlan(AgentPlan[TurnRef]):
         self.split = split
         self.task = task
         self.truncate = truncate
-        self.history_answers = {k: truncate(v) for k, v in (answered or {}).items()}
+        read_later = {
+            turn.interaction_id
+            for conversation in split.conversations
+            for turn in conversation.turns[:-1]
+        }  # the answers a later turn's history shows; the others are never truncated
+        self.history_answers = {
+            k: truncate(v) for k, v in (answered or {}).items() if k in read_later
+        }
 
     def keys(self) -> list[str]:
         return [turn.interaction_id for _, _, turn in self.split.turns()]
@@ -168,4 +175,7 @@ class TurnPlan(AgentPlan[TurnRef]):
         return [Reply(cap_text(response, cap)) for response in responses]
 
     def remember(self, ref: TurnRef, text: str) -> None:
-        self.history_answers[ref.interaction_id] = self.truncate(text)
+        # Only for a turn that a later one follows: the truncation (a tokenizer's encode and
+        # decode, about 0.1 ms an answer) runs between two batches, while the agent waits.
+        if ref.turn_idx + 1 < len(ref.conversation.turns):
+            self.history_answers[ref.interaction_id] = self.truncate(text)
