@@ -190,16 +190,22 @@ def test_a_live_celery_worker_is_listed_with_its_node_and_queues(staff, broker, 
     }
     command = [sys.executable, "-m", "celery", "-A", "podium", "worker", "-Q", "build,judge"]
     command += ["-n", "probe@ops-test-node", "--pool", "solo", "--without-heartbeat"]
-    worker = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    log = tmp_path / "worker.log"
+    with log.open("wb") as output:
+        worker = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+    started = time.monotonic()
     try:
-        deadline = time.monotonic() + 180  # a worker's start takes minutes on a loaded host
-        html = ""
-        while time.monotonic() < deadline and "probe@ops-test-node" not in html:
+        html = ""  # a worker's start takes minutes on a loaded host
+        while time.monotonic() < started + 180 and "probe@ops-test-node" not in html:
             time.sleep(0.5)
             html = staff.get(PAGE).content.decode()
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-    assert "<td>ops-test-node</td><td>probe@ops-test-node</td><td>build, judge</td>" in html
+    said = (
+        f"after {time.monotonic() - started:.0f} s, the worker (exit {worker.returncode}) said:\n"
+        f"{log.read_text(errors='replace')[-4000:]}"
+    )
+    assert "<td>ops-test-node</td><td>probe@ops-test-node</td><td>build, judge</td>" in html, said
