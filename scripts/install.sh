@@ -4,7 +4,8 @@
 # - Debian packages, when missing: python3.11 with its venv module, docker.io (engine),
 #   debootstrap (offline base images), chromium (browser tests), postgresql, redis-server
 # - services, when nothing answers: PostgreSQL on 127.0.0.1:5432 (databases "test" and "podium",
-#   role postgres), Redis on 127.0.0.1:6379, the Docker engine
+#   role postgres), Redis on 127.0.0.1:6379, the Docker engine, the build engine (a second
+#   dockerd with no network, where teams' builds run: scripts/build-engine.sh)
 # - .venv with requirements.txt (reinstalled when requirements.txt changes)
 # DATABASE_URL / REDIS_URL, when set, name servers of your own: nothing is installed for them.
 set -euo pipefail
@@ -84,6 +85,8 @@ if ! docker_up; then
   nohup dockerd >/var/log/podium-dockerd.log 2>&1 &
   wait_for 60 "dockerd (see /var/log/podium-dockerd.log)" docker_up
 fi
+# --- the build engine: teams' builds run there, apart from the engine above (docs/security.md)
+bash scripts/build-engine.sh
 
 # --- Python packages
 if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pip ]; then

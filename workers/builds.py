@@ -1,20 +1,25 @@
-"""Building a team's build context: only from Podium's base images, with nothing shared.
+"""Building a team's build context: on the build engine, from Podium's base images only.
 
-The Dockerfile is checked and its base images pinned to image IDs before the engine sees it
-(``workers.dockerfile``); the build runs without network (or, where the challenge names a
-package index, reaching that index only: ``workers.package_index``), without the build cache
-(no layer of another team's build is reused, nor can its existence be probed), under a memory
-and time limit, and its image is known by ID only: no tag another team could name in a ``FROM``.
+The build runs on the build engine (``workers.build_engine``), never on the node's engine: a
+dockerd of its own whose image store holds the allowed base images and nothing else while the
+build runs, with no network for the daemon itself; the built image leaves it as an archive,
+loaded by content into the node's engine. So no Dockerfile, however written, can name another
+team's image: it is not there. The Dockerfile is still checked first (``workers.dockerfile``):
+an early error naming the line, and its base images pinned to image IDs. The build runs without
+network (or, where the challenge names a package index, reaching that index only:
+``workers.package_index``), without the build cache, under a memory and time limit, and its
+image is known by ID only.
 
 Disk: the legacy builder has no quota, so ``_StepWatch`` polls the writable layer of the step
 running now (every ``WATCH_S``) and kills a step that has written more than ``max_layer_bytes``
-(the build then fails saying so); an image larger than ``max_image_bytes`` in all is removed and
-refused. A step can write a little past the limit before the next poll sees it.
+(the build then fails saying so); an image larger than ``max_image_bytes`` in all is refused.
+A step can write a little past the limit before the next poll sees it.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
@@ -32,9 +37,11 @@ import requests.exceptions
 import urllib3.exceptions
 from docker.types import LogConfig
 
+from workers import build_engine
+from workers.build_engine import BuildSession
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
-from workers.images import AgentImage, ImageError, agent_image, check_tag, copy_tar, full_reference
+from workers.images import AgentImage, ImageError, check_tag, copy_tar, full_reference
 from workers.package_index import BUILD_ARG_NAMES, Gate, PackageIndex, index_gate
 
 # The base images a Dockerfile may start from, unless a task names others.
@@ -59,9 +66,9 @@ def _gib(n: int) -> str:
 class _StepWatch:
     """Kills the running build step once its writable layer passes ``limit`` bytes."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, api: docker.APIClient) -> None:
         self.limit = limit
-        self.api = docker.from_env().api  # its own connection: the build's is streaming
+        self.api = api  # its own connection: the build's is streaming
         self.step: str | None = None  # the container of the step running now
         self.wrote: int | None = None  # what the killed step had written
         self._stop = threading.Event()
@@ -148,10 +155,13 @@ def build_context(
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     package_index: PackageIndex | None = None,
     client: docker.DockerClient | None = None,
+    engine_url: str | None = None,
 ) -> AgentImage:
-    """Build a tarball holding a Dockerfile, with no network and within ``timeout_s``; a step
-    may write at most ``max_layer_bytes``, the image hold at most ``max_image_bytes``. With a
+    """Build a tarball holding a Dockerfile on the build engine (``engine_url``, else
+    ``PODIUM_BUILD_ENGINE``), with no network and within ``timeout_s``; a step may write at
+    most ``max_layer_bytes``, the image hold at most ``max_image_bytes``. With a
     ``package_index``, the steps reach that index and nothing else (``workers.package_index``).
+    The image ends in ``client``'s engine (the node's), by ID.
 
     ``tag`` is for Podium's own images and tests; a submission's image is built untagged.
     """
@@ -161,35 +171,55 @@ def build_context(
     if tag:
         check_tag(tag, str(tar_path))
     client = client or docker.from_env()
-    try:
-        dockerfile = pin_base_images(
-            _dockerfile(tar_path),
-            _resolver(base_images, client),
-            BUILD_ARG_NAMES if package_index else (),
-        )
-    except DockerfileError as exc:
-        raise ImageError(f"{tar_path}: {exc}") from None
+    text = _dockerfile(tar_path)
+    with build_engine.session(base_images, client, engine_url) as engine:
+        try:
+            dockerfile = pin_base_images(
+                text,
+                _resolver(base_images, engine.client),
+                BUILD_ARG_NAMES if package_index else (),
+            )
+        except DockerfileError as exc:
+            raise ImageError(f"{tar_path}: {exc}") from None
+        image_id, tail = _built(tar_path, dockerfile, engine, labels, package_index, limits=(
+            timeout_s, memory_bytes, max_layer_bytes
+        ))  # fmt: skip
+        size = engine.client.images.get(image_id).attrs.get("Size") or 0
+        if size > max_image_bytes:
+            raise ImageError(
+                f"{tar_path}: build failed: the image holds {_gib(size)}, more than the "
+                f"{_gib(max_image_bytes)} allowed"
+            )
+        # The image leaves while Podium's check runs in it (each takes a few hundred ms).
+        with concurrent.futures.ThreadPoolExecutor(1, "build-hand-over") as mover:
+            moved = mover.submit(engine.hand_over, image_id, client, tag)
+            notices = _notices(engine.client, image_id)
+            image = moved.result()
+    return dataclasses.replace(image, build_log="\n".join([*tail, *notices]))
+
+
+def _built(
+    tar_path: Path,
+    dockerfile: str,
+    engine: BuildSession,
+    labels: Mapping[str, str] | None,
+    package_index: PackageIndex | None,
+    limits: tuple[float, int, int],
+) -> tuple[str, list[str]]:
+    """The context with its checked Dockerfile, built on ``engine``: the image ID, and the
+    last lines of the build's output."""
     with tempfile.TemporaryFile(prefix="podium-build-") as context:
         try:
             copy_tar(tar_path, context, {"Dockerfile": lambda _: dockerfile.encode()})
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ImageError(f"{tar_path}: not a readable tar archive ({exc})") from None
-        limits = (timeout_s, memory_bytes, max_layer_bytes)
         if package_index is None:
-            image_id, tail = _build(tar_path, context, tag, labels, limits, None)
-        else:
-            with index_gate(client, package_index, base_images[0]) as gate:
-                image_id, tail = _build(tar_path, context, tag, labels, limits, gate)
-    image = client.images.get(image_id)
-    size = image.attrs.get("Size") or 0
-    if size > max_image_bytes:
-        client.images.remove(image_id, force=True)
-        raise ImageError(
-            f"{tar_path}: build failed: the image holds {_gib(size)}, more than the "
-            f"{_gib(max_image_bytes)} allowed"
-        )
-    log = "\n".join([*tail, *_notices(client, image_id)])
-    return dataclasses.replace(agent_image(image, tag), build_log=log)
+            return _build(tar_path, context, engine, labels, limits, None)
+        gate_image = next(iter(engine.bases.values()), None)
+        if gate_image is None:
+            raise BaseImageMissing("no base image is in this engine for the index gate")
+        with index_gate(engine.client, package_index, gate_image) as gate:
+            return _build(tar_path, context, engine, labels, limits, gate)
 
 
 def _notices(client: docker.DockerClient, image_id: str) -> list[str]:
@@ -235,26 +265,25 @@ def _notices(client: docker.DockerClient, image_id: str) -> list[str]:
 def _build(
     tar_path: Path,
     context: IO[bytes],
-    tag: str | None,
+    engine: BuildSession,
     labels: Mapping[str, str] | None,
     limits: tuple[float, int, int],  # timeout_s, memory_bytes, max_layer_bytes
     gate: Gate | None,
 ) -> tuple[str, list[str]]:
     """The built image's ID, and the last lines of the build's output."""
-    # A private client (same engine settings, from the environment): closing it hangs up on the
-    # engine, which cancels the build. The per-read timeout bounds a silent build step; the
-    # loop below bounds a chatty one.
+    # A private client of the build engine: closing it hangs up on the engine, which cancels
+    # the build. The per-read timeout bounds a silent build step; the loop below bounds a
+    # chatty one.
     timeout_s, memory_bytes, max_layer_bytes = limits
-    api = docker.from_env().api
+    api = engine.api()
     tail: collections.deque[str] = collections.deque(maxlen=BUILD_LOG_TAIL_LINES)
     image_id = None
     started = time.monotonic()
-    watch = _StepWatch(max_layer_bytes)
+    watch = _StepWatch(max_layer_bytes, engine.api())
     try:
         events = api.build(
             fileobj=context,
             custom_context=True,
-            tag=tag,
             labels=dict(labels or {}),
             network_mode=gate.network_mode if gate else "none",
             buildargs=gate.build_args if gate else None,

@@ -19,6 +19,11 @@ from functools import partial
 _DIRECTIVE = re.compile(r"#\s*(\w+)\s*=\s*(\S+)\s*$")
 _STAGE_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
 _QUOTES = "\"'"
+# Docker's reader: lines end at "\n" only (a "\r" before it is dropped), a continuation is the
+# escape character followed by spaces or tabs only, words are split at ASCII white space, and a
+# UTF-8 byte-order mark before the first line is dropped.
+_WORDS = re.compile(r"[ \t\v\f\r]+")
+_BOM = "\ufeff"
 
 
 class DockerfileError(Exception):
@@ -46,7 +51,7 @@ class _Line:
 def _logical_lines(text: str) -> list[_Line]:
     """Instructions with their continuations joined; comments and blank lines dropped."""
     escape = "\\"
-    lines = text.splitlines()
+    lines = _lines(text)
     for raw in lines:  # parser directives come first, before anything else
         match = _DIRECTIVE.match(raw.strip())
         if not match:
@@ -55,20 +60,30 @@ def _logical_lines(text: str) -> list[_Line]:
             escape = match[2]
     result: list[_Line] = []
     pending, first = "", 0
+    continued = re.compile(re.escape(escape) + r"[ \t]*$")
     for number, raw in enumerate(lines, 1):
-        stripped = raw.strip()
-        if stripped.startswith("#") or (not stripped and not pending):
+        stripped = raw.lstrip()
+        if stripped.startswith("#") or (not stripped.strip() and not pending):
             continue
         if not pending:
             first = number
-        if stripped.endswith(escape):
-            pending += stripped[: -len(escape)] + " "
+        if ending := continued.search(stripped):
+            pending += stripped[: ending.start()] + " "
             continue
         result.append(_Line(first, number, pending + stripped))
         pending = ""
     if pending.strip():
         result.append(_Line(first, len(lines), pending))
     return result
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines as Docker reads them."""
+    return [line.removesuffix("\r") for line in text.removeprefix(_BOM).split("\n")]
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in _WORDS.split(text) if word]
 
 
 def _flags(words: list[str]) -> list[str]:
@@ -109,9 +124,9 @@ def pin_base_images(
     reference is not one. Raises ``DockerfileError`` naming the line of any other reference.
     """
     stages = _Stages()
-    out = text.splitlines()
+    out = _lines(text)
     for line in _logical_lines(text):
-        words = line.text.split()
+        words = _words(line.text)
         if words[0].upper() == "ONBUILD":
             words = words[1:] or [""]
         keyword, args = words[0].upper(), words[1:]
@@ -129,7 +144,7 @@ def pin_base_images(
             out[line.first - 1 : line.last] = [rewritten] + [""] * (line.last - line.first)
     if not stages.names:
         raise DockerfileError("Dockerfile: no FROM instruction")
-    return "\n".join(out) + "\n"
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _from(

@@ -69,6 +69,21 @@ def docker_client():
 
 
 @pytest.fixture(scope="session")
+def build_engine(docker_client):
+    """A client of the build engine (``PODIUM_BUILD_ENGINE``), where team builds run."""
+    docker = required.module("docker")
+    from workers.build_engine import configured_url
+
+    try:
+        client = docker.DockerClient(base_url=configured_url())
+        client.ping()
+    except Exception as exc:  # scripts/install.sh starts it
+        required.unavailable(f"no build engine at {configured_url()}: {exc}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
     """The agent base image, built (or found up to date) once per session."""
     result = subprocess.run(

@@ -46,15 +46,15 @@ def test_build_has_no_network(docker_client, base_image, tmp_path):
         build_context(context(tmp_path, dockerfile), client=docker_client)
 
 
-def test_build_time_limit(docker_client, base_image, tmp_path):
+def test_build_time_limit(docker_client, build_engine, base_image, tmp_path):
     dockerfile = f"FROM {base_image}\nRUN sleep 45\n"
     started = time.monotonic()
     with pytest.raises(ImageError, match="build failed: over 3 s"):
         build_context(context(tmp_path, dockerfile), timeout_s=3, client=docker_client)
     assert time.monotonic() - started < 15
-    # the engine cancelled the step when the runner hung up
+    # the build engine cancelled the step when the runner hung up (and was emptied after)
     deadline = time.monotonic() + 20
-    while any("sleep 45" in str(c.attrs["Config"]["Cmd"]) for c in docker_client.containers.list()):
+    while any("sleep 45" in str(c.attrs["Config"]["Cmd"]) for c in build_engine.containers.list()):
         assert time.monotonic() < deadline, "the build step still runs"
         time.sleep(0.5)
 
@@ -139,7 +139,9 @@ def _step_containers(docker_client, marker: str) -> list:
     ]
 
 
-def test_a_step_writing_a_huge_layer_is_stopped_and_refused(docker_client, base_image, tmp_path):
+def test_a_step_writing_a_huge_layer_is_stopped_and_refused(
+    docker_client, build_engine, base_image, tmp_path
+):
     """A step that keeps writing (here to 2 GB, then sleeping) is killed once its layer passes
     the limit: the build fails at once, saying so, and leaves no container or image behind."""
     marker = "fill-the-disk"
@@ -160,12 +162,13 @@ def test_a_step_writing_a_huge_layer_is_stopped_and_refused(docker_client, base_
     wrote_mib = float(message.split("a build step wrote ")[1].split(" MiB")[0])
     assert 100 < wrote_mib < 1000  # stopped soon after the limit, far from 2 GB
     deadline = time.monotonic() + 20
-    while _step_containers(docker_client, marker):
+    while _step_containers(build_engine, marker):
         assert time.monotonic() < deadline, "the killed step's container is still there"
         time.sleep(0.5)
     left = [
         image
-        for image in docker_client.images.list(all=True)
+        for engine in (docker_client, build_engine)
+        for image in engine.images.list(all=True)
         if marker in str((image.attrs.get("ContainerConfig") or {}).get("Cmd"))
     ]
     assert not left, "the stopped build left an image of its step behind"
@@ -179,7 +182,9 @@ def test_a_step_under_the_limit_builds(docker_client, base_image, tmp_path):
     docker_client.images.remove(image.image_id, force=True)
 
 
-def test_an_image_over_the_total_size_is_removed_and_refused(docker_client, base_image, tmp_path):
+def test_an_image_over_the_total_size_is_removed_and_refused(
+    docker_client, build_engine, base_image, tmp_path
+):
     base_size = docker_client.images.get(base_image).attrs["Size"]
     marker = "too-big-weights"
     dockerfile = f"FROM {base_image}\nRUN head -c 30000000 /dev/zero > /tmp/{marker}\nLABEL n=1\n"
@@ -191,7 +196,8 @@ def test_an_image_over_the_total_size_is_removed_and_refused(docker_client, base
         )
     kept = [
         image
-        for image in docker_client.images.list(all=True)
+        for engine in (docker_client, build_engine)
+        for image in engine.images.list(all=True)
         if marker in json.dumps(image.attrs.get("ContainerConfig") or {})
         or marker in json.dumps(image.history())
     ]
@@ -199,7 +205,7 @@ def test_an_image_over_the_total_size_is_removed_and_refused(docker_client, base
 
 
 def test_a_build_installs_from_the_package_index_and_reaches_nothing_else(
-    docker_client, base_image, tmp_path
+    docker_client, build_engine, base_image, tmp_path
 ):
     """With a package index, the build's steps reach it through the gate (pip as usual, no
     wheels shipped); any other host, the Docker host included, stays out of reach, and the
@@ -239,7 +245,7 @@ def test_a_build_installs_from_the_package_index_and_reaches_nothing_else(
         "(the build asked for example.org:80: builds reach the challenge's package index and no "
         "other host)" in message
     )
-    assert docker_client.containers.list(all=True, filters={"label": LABEL_GATE}) == []
+    assert build_engine.containers.list(all=True, filters={"label": LABEL_GATE}) == []
 
     # and without an index, the same pip install has no network
     with pytest.raises(ImageError, match="build failed"):

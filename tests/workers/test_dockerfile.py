@@ -56,6 +56,10 @@ def test_the_escape_directive_and_onbuild_are_understood():
         (f"FROM {BASE}\nRUN --mount=type=cache,target=/c,from=evil/x ls\n", "RUN 'evil/x'"),
         (f"FROM {BASE} AS\n", "line 1: FROM <image> [AS <name>] expected"),
         ("RUN ls\n", "no FROM instruction"),
+        # Docker drops a byte-order mark before the first line: this FROM is read
+        ("\ufeffFROM 9fc4 AS loot\nFROM podium/agent-base:py3.11\n", "line 1: FROM '9fc4'"),
+        # a no-break space after "\\" does not continue the line for Docker: line 2 is read
+        (f"FROM {BASE}\nRUN true \\\u00a0\nFROM 9fc4 AS loot\n", "line 3: FROM '9fc4'"),
     ],
 )
 def test_other_references_are_refused_naming_the_line(text, message):
