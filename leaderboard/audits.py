@@ -29,6 +29,7 @@ from leaderboard import permissions
 from leaderboard.models import (
     AuditItem,
     AuditLabel,
+    ChallengeLabeller,
     EvaluationRun,
     Headline,
     ItemVerdict,
@@ -273,7 +274,8 @@ def finish(audit: JudgeAudit, user: User) -> None:
 
 def invite(audit: JudgeAudit, by: User, who: str) -> User:
     """Make the user named ``who`` (user name or verified e-mail address) a labeller of
-    ``audit``; never a member of a team taking part in the challenge."""
+    ``audit``, and of its challenge for good (``ChallengeLabeller``): never someone who takes
+    part in the challenge (``permissions.why_not_label``), who from now on never will."""
     from allauth.account.models import EmailAddress
 
     challenge = audit.split.task.challenge
@@ -286,14 +288,14 @@ def invite(audit: JudgeAudit, by: User, who: str) -> User:
         user = address.user if address else None
     if user is None:
         raise ValidationError({"who": f"no user {who!r} (a user name or a verified address)"})
-    if permissions.takes_part(user, challenge) and not permissions.is_organiser(user, challenge):
-        raise ValidationError(
-            {
-                "who": f"{user.get_username()} is in a team taking part in {challenge}: a "
-                "labeller would read its private split's gold answers"
-            }
+    with transaction.atomic():
+        permissions.hold([user.pk])
+        if refused := permissions.why_not_label(user, challenge):
+            raise ValidationError({"who": refused})
+        audit.labellers.add(user)
+        ChallengeLabeller.objects.get_or_create(
+            challenge=challenge, user=user, defaults={"invited_by": by}
         )
-    audit.labellers.add(user)
     return user
 
 

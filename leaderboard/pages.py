@@ -8,6 +8,8 @@ import hashlib
 
 import nh3
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
@@ -43,8 +45,22 @@ def must_accept_rules(user: permissions.User, challenge: Challenge) -> bool:
     return bool(challenge.rules.strip()) and accepted_rules(user, challenge) is None
 
 
+def labeller_notice(user: permissions.User, challenge: Challenge) -> str:
+    """What the rules tab tells a labeller of the challenge's judge audits instead of taking
+    their acceptance; "" for anyone else."""
+    if not user.is_authenticated:
+        return ""
+    return permissions.labelling_clash([user.pk], [challenge], you=permissions.signed_in(user))
+
+
 def accept_rules(user: User, challenge: Challenge) -> TermsAcceptance:
-    found, _ = TermsAcceptance.objects.get_or_create(
-        user=user, challenge=challenge, rules_sha256=rules_version(challenge)
-    )
+    """``user`` takes part in ``challenge`` under its current rules; ``ValidationError`` saying
+    why not, for a labeller of its judge audits (``permissions.labelling_clash``)."""
+    with transaction.atomic():
+        permissions.hold([user.pk])
+        if clash := permissions.labelling_clash([user.pk], [challenge], you=user):
+            raise ValidationError(clash)
+        found, _ = TermsAcceptance.objects.get_or_create(
+            user=user, challenge=challenge, rules_sha256=rules_version(challenge)
+        )
     return found

@@ -7,20 +7,35 @@
   and per-item answers only for runs on validation and public-test splits.
 - Nobody is ever served a split file: no URL maps to a split bundle.
 - A judge audit's items (questions, gold answers, answers) are labelled by the challenge's
-  organisers and the people they invite, never by a member of a team taking part; the judge's
-  verdicts and the audit's results are the organisers' only.
+  organisers and the people they invite; the judge's verdicts and the audit's results are the
+  organisers' only.
+- Labelling a challenge's audits and taking part in it exclude each other for the challenge's
+  lifetime: nobody who takes part is made a labeller (``why_not_label``), and nobody ever made
+  a labeller takes part, nor does a team they are in (``labelling_clash``, which every way into
+  a challenge asks: submitting, a team's invitation and its acceptance, accepting the rules).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.contrib.auth import models as auth
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
-from leaderboard.models import Challenge, EvaluationRun, JudgeAudit, Split, Submission, Team
+from leaderboard.models import (
+    Challenge,
+    ChallengeLabeller,
+    EvaluationRun,
+    JudgeAudit,
+    Membership,
+    Split,
+    Submission,
+    Team,
+    TermsAcceptance,
+)
 
 User = auth.User | AnonymousUser  # anyone: signed in or not
 
@@ -125,11 +140,103 @@ def can_see_operator_detail(user: User, run: EvaluationRun) -> bool:
     return is_organiser(user, run.submission.challenge)
 
 
-def takes_part(user: User, challenge: Challenge) -> bool:
-    """Whether ``user`` is in a team that submitted to ``challenge``."""
-    if not user.is_authenticated:
-        return False
-    return user_teams(user).filter(submissions__challenge=challenge).exists()
+@dataclass(frozen=True)
+class Participant:
+    """Someone who takes part in a challenge, and why that is so, in words after their name."""
+
+    user_id: int
+    username: str
+    why: str
+
+
+def participants(challenge: Challenge, among: Iterable[int] | None = None) -> list[Participant]:
+    """Who takes part in ``challenge`` (of the user ids ``among``; everyone when None), its
+    organisers apart, by name: members of a team that submitted to it, whoever submitted to it
+    (for a team they may have left since), whoever accepted its rules. None of them labels its
+    judge audits (``why_not_label``). An open invitation to a team is not taking part: anyone
+    can be mailed one, and accepting it is refused to a labeller (``labelling_clash``)."""
+    name = challenge.name
+    organisers = challenge.organisers.values("pk")
+    members = Membership.objects.filter(team__submissions__challenge=challenge)
+    submitters = Submission.objects.filter(challenge=challenge, submitted_by__isnull=False)
+    accepted = TermsAcceptance.objects.filter(challenge=challenge)
+    if among is not None:
+        among = list(among)
+        members = members.filter(user__in=among)
+        submitters = submitters.filter(submitted_by__in=among)
+        accepted = accepted.filter(user__in=among)
+    found: dict[int, Participant] = {}
+    ways = (
+        (members, "user", lambda team: f"is in team {team}, which takes part in {name}"),
+        (submitters, "submitted_by", lambda team: f"submitted to {name} for team {team}"),
+        (accepted, "user", lambda _: f"accepted the rules of {name}"),
+    )
+    for rows, person, why in ways:
+        rows = rows.exclude(**{f"{person}__in": organisers})
+        rows = rows.exclude(**{f"{person}__is_staff": True})
+        team = f"{person}__username" if rows.model is TermsAcceptance else "team__name"
+        named = rows.values_list(f"{person}_id", f"{person}__username", team).order_by(team)
+        for user_id, username, of in named.distinct():
+            found.setdefault(user_id, Participant(user_id, username, why(of)))
+    return sorted(found.values(), key=lambda p: p.username)
+
+
+def why_not_label(user: auth.User, challenge: Challenge) -> str:
+    """Why ``user`` may not label ``challenge``'s judge audits (they take part in it); "" when
+    they may. Inviting a labeller and every labelling page ask it."""
+    if is_organiser(user, challenge):
+        return ""
+    found = participants(challenge, [user.pk])
+    if not found:
+        return ""
+    return (
+        f"{found[0].username} {found[0].why}: a labeller reads its private split's questions "
+        "and gold answers, so nobody taking part labels"
+    )
+
+
+def labelling_clash(
+    user_ids: Iterable[int], challenges: Iterable[Challenge], you: auth.User | None = None
+) -> str:
+    """Why the people ``user_ids`` (a team's members, or one person) may not take part in
+    ``challenges`` (one challenge, or those a team entered): the first of them ever made a
+    labeller of one of its judge audits, named ("you" for ``you``); "" when none was. A
+    labeller is who ``ChallengeLabeller`` records, or any audit of the challenge lists (should
+    something have listed one without the record). Every way into a challenge asks it."""
+    user_ids, challenges = list(user_ids), list(challenges)
+    record = (
+        ChallengeLabeller.objects.filter(user__in=user_ids, challenge__in=challenges)
+        .select_related("user", "challenge")
+        .order_by("invited_at")
+        .first()
+    )
+    if record is not None:
+        labeller, challenge = record.user, record.challenge
+    else:
+        listed = (
+            JudgeAudit.labellers.through.objects.filter(
+                user__in=user_ids, judgeaudit__split__task__challenge__in=challenges
+            )
+            .select_related("user", "judgeaudit__split__task__challenge")
+            .first()
+        )
+        if listed is None:
+            return ""
+        labeller, challenge = listed.user, listed.judgeaudit.split.task.challenge
+    mine = you is not None and labeller.pk == you.pk
+    who = "you label" if mine else f"{labeller.get_username()} labels"
+    return (
+        f"{who} the judge audits of {challenge.name}, reading its private split's questions "
+        "and gold answers: a labeller takes no part in it, nor does a team a labeller is in"
+    )
+
+
+def hold(user_ids: Iterable[int]) -> None:
+    """Lock these people's rows until the transaction ends. Making a labeller and every way
+    into a challenge hold the people concerned before their check, so the two never pass each
+    other's check at once."""
+    rows = auth.User.objects.select_for_update().filter(pk__in=list(user_ids)).order_by("pk")
+    list(rows.values_list("pk", flat=True))
 
 
 def can_label(user: User, audit: JudgeAudit) -> bool:
@@ -140,4 +247,4 @@ def can_label(user: User, audit: JudgeAudit) -> bool:
         return True
     if isinstance(user, AnonymousUser) or not audit.labellers.filter(pk=user.pk).exists():
         return False
-    return not takes_part(user, challenge)
+    return not why_not_label(user, challenge)

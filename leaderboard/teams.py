@@ -6,6 +6,9 @@
   signed-in user who has verified that address (so a forwarded link is no use to anyone else).
 - One team per challenge: a participant may not be in two teams that both take part in the same
   challenge. Accepting an invitation that would break this is refused, and so is a submission.
+- A team belongs to no challenge: it takes part in those it submitted to. Nobody who labels the
+  judge audits of one of them joins it (``permissions.labelling_clash``): the invitation is
+  refused when the address is a labeller's, and accepting it always is.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from leaderboard import permissions
 from leaderboard.models import Challenge, Invitation, Membership, Submission, Team
 
 Role = Membership.Role
@@ -54,6 +58,11 @@ def invite(team: Team, by: User, email: str, link_for) -> Invitation:
     members = EmailAddress.objects.filter(user__memberships__team=team, email__iexact=email)
     if members.exists():
         raise TeamError(f"{email} is already in {team.name}")
+    owners = EmailAddress.objects.filter(email__iexact=email, verified=True)
+    entered = _challenges([team.pk])
+    clash = permissions.labelling_clash(owners.values_list("user", flat=True), entered)
+    if clash:
+        raise TeamError(f"{email} cannot join {team.name}: {clash}")
     open_now = team.invitations.filter(accepted_at=None, expires_at__gt=timezone.now())
     if open_now.count() >= MAX_OPEN_INVITATIONS:
         raise TeamError(
@@ -84,7 +93,14 @@ def accept(invitation: Invitation, user: User) -> Membership:
             "verified that address (or add and verify it in your account)"
         )
     with transaction.atomic():
-        clash = _challenge_clash(invitation.team, [user.pk])
+        # a submission of the team to a challenge, and making ``user`` a labeller, wait or
+        # are waited for: each check below sees what the other did
+        Team.objects.select_for_update().filter(pk=invitation.team_id).first()
+        permissions.hold([user.pk])
+        entered = _challenges([invitation.team_id])
+        clash = _challenge_clash(invitation.team, [user.pk]) or permissions.labelling_clash(
+            [user.pk], entered, you=user
+        )
         if clash:
             raise TeamError(clash)
         try:

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from leaderboard.models import AuditItem, AuditLabel, JudgeAudit
+from leaderboard.models import AuditItem, AuditLabel, ChallengeLabeller, JudgeAudit
 
 
 @admin.register(JudgeAudit)
@@ -57,4 +57,24 @@ class AuditItemAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(ChallengeLabeller)
+class ChallengeLabellerAdmin(admin.ModelAdmin):
+    """Who was made a labeller of a challenge's audits: a record that bars them from taking
+    part in it for the challenge's lifetime, so never added, edited or removed by hand."""
+
+    list_display = ("invited_at", "user", "challenge", "invited_by")
+    list_filter = ("challenge",)
+    list_select_related = ("user", "challenge", "invited_by")
+    search_fields = ("user__username", "challenge__slug")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

@@ -1,6 +1,6 @@
 """Podium's data model; the modules group it by who writes it."""
 
-from leaderboard.models.audit import AuditItem, AuditLabel, JudgeAudit
+from leaderboard.models.audit import AuditItem, AuditLabel, ChallengeLabeller, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Task
 from leaderboard.models.challenge_files import KitFile, SearchCorpus
 from leaderboard.models.challenge_version import ChallengeVersion
@@ -33,6 +33,7 @@ __all__ = [
     "AuditItem",
     "AuditLabel",
     "Challenge",
+    "ChallengeLabeller",
     "ChallengeVersion",
     "EntryComparison",
     "EvaluationRun",

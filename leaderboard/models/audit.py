@@ -3,6 +3,10 @@
 An audit copies what its labellers read (question, gold answers, the answer as judged, the
 image's thumbnail) and the judge's verdict onto its items when it is opened, so it outlives a
 re-judge or a re-run of the runs it sampled and stays a calibration set.
+
+Whoever is made a labeller of a challenge's audit is recorded for the challenge
+(``ChallengeLabeller``): that record outlives the audit and bars them from taking part in the
+challenge (``leaderboard.permissions.labelling_clash``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from leaderboard.models.challenge import Challenge
 from leaderboard.models.results import ItemAnswer
 from leaderboard.models.split import Split
 from leaderboard.models.submission import EvaluationRun
@@ -114,3 +119,28 @@ class AuditLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item}: {self.verdict or 'skipped'} by {self.labeller_id}"
+
+
+class ChallengeLabeller(models.Model):
+    """``user`` was made a labeller of one of ``challenge``'s judge audits: they may have read
+    its private split's questions and gold answers, so they take no part in it. Kept as long as
+    the challenge (an audit deleted, or its labeller list changed, leaves it): no page removes
+    it, and the admin lists it read-only."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="labellers")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="labeller_of"
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    invited_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("challenge", "invited_at")
+        constraints = (
+            models.UniqueConstraint(fields=["challenge", "user"], name="challenge_labeller_once"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.user} labels the judge audits of {self.challenge}"

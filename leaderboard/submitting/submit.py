@@ -150,6 +150,16 @@ def _check_allowed(
         raise PermissionDenied(f"only organisers of {challenge.slug} can mark a baseline")
 
 
+def _check_no_labeller(team: Team, challenge: Challenge, user: User | None) -> None:
+    """Nobody who labels the challenge's judge audits takes part, nor does a team they are in
+    (whoever submits for it: organisers too); the challenge's baseline team apart."""
+    if team.baselines_of_id == challenge.pk:
+        return
+    members = team.memberships.values_list("user_id", flat=True)
+    if clash := permissions.labelling_clash(members, [challenge], you=user):
+        raise ValidationError(clash)
+
+
 def _check_open(challenge: Challenge, now: datetime, organiser: bool) -> None:
     """Submissions are taken while a phase is open (always, for a challenge without phases)."""
     phases = list(challenge.phases.all())
@@ -224,14 +234,15 @@ def admit(
     is_baseline: bool = False,
     now: datetime | None = None,
 ) -> Admission:
-    """Every check of ``submit`` that needs no artifact, quotas apart: membership, one team per
-    challenge, the rules accepted, an open phase, the choice of tasks and splits, the tasks'
-    settings. ``user`` None: the operator, an organiser of every challenge (a bundle imported
-    on the command line submits its baselines so). Raises ``PermissionDenied`` or
-    ``ValidationError``."""
+    """Every check of ``submit`` that needs no artifact, quotas apart: membership, no labeller of
+    the challenge's judge audits in the team, one team per challenge, the rules accepted, an
+    open phase, the choice of tasks and splits, the tasks' settings. ``user`` None: the
+    operator, an organiser of every challenge (a bundle imported on the command line submits
+    its baselines so). Raises ``PermissionDenied`` or ``ValidationError``."""
     now = now or timezone.now()
     organiser = user is None or permissions.is_organiser(user, challenge)
     _check_allowed(user, team, challenge, organiser, is_baseline)
+    _check_no_labeller(team, challenge, user)
     if not organiser:
         assert user is not None
         try:
@@ -297,6 +308,9 @@ def submit(
     try:
         with transaction.atomic():
             Team.objects.select_for_update().filter(pk=team.pk).first()
+            # a member made a labeller meanwhile is seen (``audits.invite`` holds them too)
+            permissions.hold(team.memberships.values_list("user_id", flat=True))
+            _check_no_labeller(team, challenge, user)
             if not organiser:
                 check_quotas(team, tasks, now)
             submission.save()

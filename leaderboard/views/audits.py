@@ -109,6 +109,7 @@ def audit_page(request: HttpRequest, audit_id: int) -> HttpResponse:
         "confusion": list(zip(table["classes"], table["counts"], strict=True)),
         "progress": audits.progress(audit),
         "labellers": audit.labellers.order_by("username"),
+        "participants": permissions.participants(audit.split.task.challenge),
     }
     return render(request, "leaderboard/audit.html", context)
 

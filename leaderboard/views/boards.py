@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -85,8 +85,12 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if tab not in (*written, "leaderboards"):
         raise Http404(f"{challenge.name} has no page {tab!r}")
     if request.method == "POST" and tab == "rules" and request.user.is_authenticated:
-        pages.accept_rules(request.user, challenge)
-        messages.success(request, f"You accepted the rules of {challenge.name}.")
+        try:
+            pages.accept_rules(request.user, challenge)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            messages.success(request, f"You accepted the rules of {challenge.name}.")
         return redirect(f"{request.path}?tab=rules")
     tasks = []
     for task in challenge.tasks.prefetch_related(current_splits()):
@@ -104,6 +108,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "tab": tab,
             "page": pages.rendered(getattr(challenge, tab)) if tab in written else "",
             "accepted": pages.accepted_rules(request.user, challenge),
+            "labeller": pages.labeller_notice(request.user, challenge) if tab == "rules" else "",
         },
     )
 

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from leaderboard import permissions, quotas
+from leaderboard import pages, permissions, quotas
 from leaderboard.models import Split, Submission, Team
 from leaderboard.submitting import (
     Artifact,
@@ -173,6 +173,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
         "challenge": challenge,
         "form": form,
         "has_teams": teams.exists(),
+        "labeller": "" if organiser else pages.labeller_notice(request.user, challenge),
         "organiser": organiser,
         "splits": splits,
         "quota_url": reverse("api:challenge-quota", args=[challenge.slug]),

@@ -8,6 +8,7 @@ from leaderboard.models import (
     AnswerSimilarity,
     AuditItem,
     AuditLabel,
+    ChallengeLabeller,
     ChallengeVersion,
     EvaluationRun,
     Headline,
@@ -55,12 +56,14 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
         # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
-        # image archives: by the workers that build and run agents
+        # image archives: by the workers that build and run agents; a challenge's labellers:
+        # by inviting them to an audit
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
             AuditItem,
             AuditLabel,
+            ChallengeLabeller,
             ChallengeVersion,
             KitFile,
             ImageArchive,

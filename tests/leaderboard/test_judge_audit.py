@@ -228,7 +228,7 @@ def test_who_may_label_see_results_and_be_invited(client, world):
     assert client.get(label_url).status_code == 404
     assert client.get(results_url).status_code == 403
     assert client.get(reverse("leaderboard:audit-json", args=[audit.pk])).status_code == 403
-    with pytest.raises(ValidationError, match="bob is in a team taking part"):
+    with pytest.raises(ValidationError, match="bob is in team beta, which takes part in CRAG-MM"):
         audits.invite(audit, world["org"], "bob")
     audit.labellers.add(bob)  # even if listed (e.g. he joined a team after the invitation)
     assert client.get(label_url).status_code == 404
