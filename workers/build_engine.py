@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import tempfile
@@ -170,7 +171,7 @@ def session(
             bases = _with_bases(client, node, keep)
             _check_isolated(client, url, next(iter(bases.values()), None))
             try:
-                yield BuildSession(url, client, bases, _store(client))
+                yield BuildSession(url, client, bases, _store(client, url))
             finally:
                 empty(client, set(keep.values()))
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
@@ -179,14 +180,19 @@ def session(
             client.close()
 
 
-def _store(client: docker.DockerClient) -> Path | None:
+@functools.cache
+def _store_at(url: str, driver: str, reported_root: str) -> Path | None:
+    root = Path(os.environ.get("PODIUM_BUILD_DATA_ROOT") or reported_root)
+    if driver != "overlay2" or not (root / "image/overlay2/imagedb").is_dir():
+        return None
+    return root if os.access(root / "image/overlay2/imagedb", os.R_OK | os.X_OK) else None
+
+
+def _store(client: docker.DockerClient, url: str) -> Path | None:
     """The engine's overlay2 data root (``PODIUM_BUILD_DATA_ROOT``, else where the engine says
     it is), when this process can read it."""
     info = client.info()
-    root = Path(os.environ.get("PODIUM_BUILD_DATA_ROOT") or info.get("DockerRootDir") or "")
-    if info.get("Driver") != "overlay2" or not (root / "image/overlay2/imagedb").is_dir():
-        return None
-    return root if os.access(root / "image/overlay2/imagedb", os.R_OK | os.X_OK) else None
+    return _store_at(url, str(info.get("Driver")), str(info.get("DockerRootDir") or ""))
 
 
 def _check_apart(client: docker.DockerClient, node: docker.DockerClient, url: str) -> None:
