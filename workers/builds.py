@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
 import dataclasses
 import re
 import tarfile
@@ -35,10 +34,10 @@ import docker
 import docker.errors
 import requests.exceptions
 import urllib3.exceptions
-from docker.types import LogConfig
 
 from workers import build_engine
 from workers.build_engine import BuildSession
+from workers.build_notices import notices as _notices
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
 from workers.images import AgentImage, ImageError, check_tag, copy_tar, full_reference
@@ -51,12 +50,6 @@ DEFAULT_MAX_LAYER_BYTES = 10 * 1024**3  # one step's writes: model weights fit
 DEFAULT_MAX_IMAGE_BYTES = 30 * 1024**3  # the whole image, base included
 WATCH_S = 0.25
 _STEP = re.compile(r"---> Running in ([0-9a-f]{12,64})")
-NOTICE_CHECK_S = 30
-NOTICE_LINES, NOTICE_BYTES = 5, 4096  # what is read of the check's output, at most
-# Run in the built image: any cragmm_search it installs besides Podium's stand-in.
-_FIND_SEARCH = (
-    "from agentkit.server import replaced_search_packages as r; print(*r()[:5], sep='\\n')"
-)
 
 
 def _gib(n: int) -> str:
@@ -220,46 +213,6 @@ def _built(
             raise BaseImageMissing("no base image is in this engine for the index gate")
         with index_gate(engine.client, package_index, gate_image) as gate:
             return _build(tar_path, context, engine, labels, limits, gate)
-
-
-def _notices(client: docker.DockerClient, image_id: str) -> list[str]:
-    """Podium's notices on a built image: an official ``cragmm_search`` it installs, which
-    Podium's stand-in replaces. Run in the image with no network, for at most
-    ``NOTICE_CHECK_S``; an image whose Python does not answer gets no notice."""
-    try:
-        container = client.containers.run(
-            image_id,
-            ["-c", _FIND_SEARCH],
-            entrypoint="python3",
-            detach=True,
-            network_mode="none",
-            user="10001:10001",
-            read_only=True,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            mem_limit="512m",
-            pids_limit=64,
-            environment={"HOME": "/tmp"},
-            # the team's Python may print anything: Docker keeps at most this much of it
-            log_config=LogConfig(type="json-file", config={"max-size": "64k", "max-file": "1"}),
-        )
-    except docker.errors.DockerException:
-        return []
-    try:
-        container.wait(timeout=NOTICE_CHECK_S)
-        output = container.logs(stdout=True, stderr=False, tail=NOTICE_LINES)
-        found = output[:NOTICE_BYTES].decode(errors="replace").splitlines()[:NOTICE_LINES]
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
-        found = []
-    finally:
-        with contextlib.suppress(docker.errors.DockerException):
-            container.remove(force=True)
-    return [
-        f"podium: this image installs its own cragmm_search ({path[:200]}); Podium's "
-        "stand-in (its search client) is imported instead"
-        for path in found
-        if path.strip()
-    ]
 
 
 def _build(
