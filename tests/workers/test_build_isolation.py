@@ -154,3 +154,30 @@ def test_a_built_image_reaches_the_node_with_its_own_layers_only(
     )
     assert out.decode().strip() == hashlib.sha256(payload).hexdigest()
     docker_client.images.remove(image.image_id, force=True)
+
+
+def test_a_wrong_byte_in_the_handed_over_layers_is_refused_and_the_image_moved_whole(
+    docker_client, base_image, tmp_path, caplog, monkeypatch
+):
+    """The node's engine checks each layer against the image's config: a layer put together
+    wrongly is refused, and the image is handed over by ``docker save`` instead."""
+    from workers import layer_archive
+
+    contents = layer_archive._contents
+
+    def flipped(diff, name, size):
+        for chunk in contents(diff, name, size):
+            yield bytes([chunk[0] ^ 1]) + chunk[1:]
+
+    monkeypatch.setattr(layer_archive, "_contents", flipped)
+    dockerfile = f"FROM {BASE_IMAGE}\nCOPY agent.py /agent/agent.py\n"
+    with caplog.at_level("WARNING", logger="podium.builds"):
+        image = build_context(
+            context(tmp_path, dockerfile, {"agent.py": b"A = 1\n"}), client=docker_client
+        )
+    assert "handed over whole (the node refused its layers" in caplog.text
+    out = docker_client.containers.run(
+        image.image_id, ["/agent/agent.py"], entrypoint="cat", network_mode="none", remove=True
+    )
+    assert out == b"A = 1\n"
+    docker_client.images.remove(image.image_id, force=True)
