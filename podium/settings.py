@@ -295,6 +295,11 @@ PODIUM_BUILD_BASE_IMAGES = [
     ).split(",")
     if r.strip()
 ]
+# The build engine a team's build runs on (a unix:// socket; scripts/build-engine.sh starts it):
+# never the node's own engine (workers/build_engine.py, docs/security.md).
+PODIUM_BUILD_ENGINE = _env("PODIUM_BUILD_ENGINE", "unix:///run/podium-build/docker.sock")
+if not PODIUM_BUILD_ENGINE.startswith("unix://"):
+    raise ImproperlyConfigured(f"PODIUM_BUILD_ENGINE={PODIUM_BUILD_ENGINE!r}: a unix:// socket")
 # The seconds a web request gives an upload's check; an archive not checked by then is taken
 # and checked whole in the build stage (leaderboard/submitting/artifacts.py).
 PODIUM_UPLOAD_CHECK_S = _env_int("PODIUM_UPLOAD_CHECK_S", 10, 1)

@@ -112,6 +112,7 @@ def _image(submission: Submission, client: docker.DockerClient) -> AgentImage:
                 max_image_bytes=settings.PODIUM_BUILD_MAX_IMAGE_BYTES,
                 package_index=package_index,
                 client=client,
+                engine_url=settings.PODIUM_BUILD_ENGINE,
             )
         except ImageError as exc:  # name the upload, not a path on Podium's disk
             raise ImageError(str(exc).replace(str(path), UPLOAD_NAME)) from None
