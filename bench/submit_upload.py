@@ -64,7 +64,7 @@ def setup_database(env: dict[str, str]) -> str:
     script = (
         "from django.core.management import call_command; call_command('migrate', verbosity=0)\n"
         "from django.contrib.auth.models import User\n"
-        "from rest_framework.authtoken.models import Token\n"
+        "from leaderboard import api_tokens\n"
         "from leaderboard.models import Challenge, Membership, Split, Task, Team\n"
         "c = Challenge.objects.create(name='Bench', slug='bench', is_published=True)\n"
         "t = Task.objects.create(challenge=c, task_id='multi-turn-qa', name='MT', "
@@ -73,7 +73,7 @@ def setup_database(env: dict[str, str]) -> str:
         "    Split.objects.create(task=t, kind=kind, bundle=f'splits/{kind}.tar', turns=10)\n"
         "u = User.objects.create_user('bench', password='bench-pw-123')\n"
         "Membership.objects.create(team=Team.objects.create(name='bench'), user=u)\n"
-        "print(Token.objects.create(user=u).key)\n"
+        "print(api_tokens.create(u, 'bench')[1])\n"
     )
     result = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", script],

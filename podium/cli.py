@@ -10,10 +10,11 @@
     python -m podium.cli challenge import examples/challenges/crag-mm-demo   # organisers
 
 The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / ``PODIUM_TOKEN``
-(a token from ``POST /api/token/`` or the admin). ``--json`` (anywhere on the line) prints one
-JSON document on stdout, an error as ``{"error": ...}``. ``submit`` asks the server first whether
-the team may submit (quota, phase, rules, the tasks chosen, the file's size) and uploads nothing
-when not. Uploads stream from disk with a progress bar.
+(a token made on your account page, ``/account/``, or by ``POST /api/token/``). ``--json``
+(anywhere on the line) prints one JSON document on stdout, an error as ``{"error": ...}``.
+``submit`` asks the server first whether the team may submit (quota, phase, rules, the tasks
+chosen, the file's size) and uploads nothing when not. Uploads stream from disk with a progress
+bar.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # API tokens: its token model is leaderboard.ApiToken (below)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -416,7 +416,7 @@ PODIUM_JUDGE_ENDPOINTS = judge_endpoints(
 # --- REST API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "leaderboard.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
@@ -437,6 +437,21 @@ REST_FRAMEWORK = {
         "token": _env("PODIUM_API_RATE_TOKEN", "20/min"),
     },
 }
+# API tokens (django-rest-knox, ``leaderboard.api_tokens``): kept as a digest, shown once, named,
+# several per account (at most TOKEN_LIMIT_PER_USER unexpired), each expiring this many days
+# after it is made (no renewal on use: a new one is made on the account page or POST
+# /api/token/), all revoked when the account's password changes. Header: ``Token <key>``.
+PODIUM_API_TOKEN_TTL_DAYS = _env_int("PODIUM_API_TOKEN_TTL_DAYS", 90, minimum=1)
+KNOX_TOKEN_MODEL = "leaderboard.ApiToken"
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=PODIUM_API_TOKEN_TTL_DAYS),
+    "AUTO_REFRESH": False,
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_LIMIT_PER_USER": 20,
+}
+# knox's own token model is swapped for leaderboard.ApiToken: its migrations (which create a
+# table for that unused model) are not run.
+MIGRATION_MODULES = {"knox": None}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Podium API",
     "DESCRIPTION": "Challenges, leaderboards, submissions and evaluation runs.",

@@ -6,11 +6,11 @@ build's ``RUN`` steps share the network namespace of a *gate* container instead:
 network interface but loopback (``network_mode="none"``), and relays each connection made to
 ``127.0.0.1:3128`` over a Unix socket to this process (``IndexProxy``). There, an HTTP proxy
 lets through only connections to the index's own host and port (``CONNECT`` for https,
-absolute-form requests for http) and answers anything else with 403 and a reason. So the steps
-reach the index and no other host: not the internet, not the Docker host's services, not other
-builds. pip finds the index through build arguments (``PIP_INDEX_URL``, the proxy variables;
-``workers.dockerfile`` declares them in every stage) that end with the build: a running agent
-never has a network.
+absolute-form requests for http, sent with the index's own ``Host`` header whatever the build
+named) and answers anything else with 403 and a reason. So the steps reach the index and no
+other host: not the internet, not the Docker host's services, not other builds. pip finds the
+index through build arguments (``PIP_INDEX_URL``, the proxy variables; ``workers.dockerfile``
+declares them in every stage) that end with the build: a running agent never has a network.
 
 The index must serve its files from its own host (devpi, pypiserver, Artifactory and a
 bandersnatch mirror behind one web server all do); a link to another host is refused by the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import socketserver
@@ -47,6 +48,8 @@ CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 120.0  # a relayed connection with no byte either way for this long is closed
 LABEL_GATE = "org.podium.build-gate"
 _SOCKET_NAME = "index.sock"
+_METHOD = re.compile(r"[A-Za-z]+")
+_VERSION = re.compile(r"HTTP/1\.[01]")
 # The gate's program: stdlib only, run by the base image's python3 as the unprivileged user.
 _RELAY = f"""
 import asyncio, sys
@@ -106,12 +109,18 @@ class PackageIndex:
     def secure(self) -> bool:
         return self.url.lower().startswith("https:")
 
+    @property
+    def authority(self) -> str:
+        """``host[:port]`` as a ``Host`` header names the index (no port when the default)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == (443 if self.secure else 80) else f"{host}:{self.port}"
+
     def build_args(self) -> dict[str, str]:
         """What a build step's pip needs: the index, and the gate as its proxy."""
         proxy = f"http://127.0.0.1:{GATE_PORT}"
         args = {"PIP_INDEX_URL": self.url}
         if not self.secure:
-            args["PIP_TRUSTED_HOST"] = self.host if self.port == 80 else f"{self.host}:{self.port}"
+            args["PIP_TRUSTED_HOST"] = self.authority
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
             args[name] = proxy
         return args
@@ -185,6 +194,8 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
             method, target, version = request_line.decode("ascii").split(" ")
         except (UnicodeDecodeError, ValueError):
             return _answer(client, 400, "not an HTTP proxy request")
+        if not (_METHOD.fullmatch(method) and _VERSION.fullmatch(version)):
+            return _answer(client, 400, "not an HTTP/1 request line")
         index = self.server.index
         if method.upper() == "CONNECT":
             host, _, port = target.rpartition(":")
@@ -193,9 +204,13 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
             parts = urllib.parse.urlsplit(target)
             if parts.scheme != "http" or not parts.hostname:
                 return _answer(client, 400, "not an absolute http:// request")
+            headers = _forwarded_headers(rest, index.authority)
+            if headers is None:
+                why = "a folded header line, or a line break other than CR LF, in the headers"
+                return _answer(client, 400, why)
             path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
             destination = (parts.hostname.lower(), str(parts.port or 80))
-            forward = f"{method} {path} {version}\r\n".encode() + _forwarded_headers(rest)
+            forward = f"{method} {path} {version}\r\n".encode() + headers
         if destination != (index.host, str(index.port)):
             refused, asked = self.server.refused, ":".join(destination)
             if asked not in refused and len(refused) < REFUSED_KEPT:
@@ -238,14 +253,24 @@ def _read_head(sock: socket.socket) -> bytes | None:
     return head
 
 
-def _forwarded_headers(rest: bytes) -> bytes:
-    """The client's headers for the index: no proxy headers, and one request per connection."""
+def _forwarded_headers(rest: bytes, authority: str) -> bytes | None:
+    """The client's headers for the index: the index's own ``Host`` in place of the client's (a
+    build may not name another virtual host on the index's address), no proxy headers, and one
+    request per connection. None for a folded header line or a bare CR or LF, which servers may
+    read as another header than this proxy does."""
+    lines = rest.split(b"\r\n")
+    if any(b"\r" in line or b"\n" in line or line[:1] in (b" ", b"\t") for line in lines):
+        return None
+    dropped = (b"host", b"connection", b"keep-alive")
     kept = [
         line
-        for line in rest.split(b"\r\n")
-        if line and not line.lower().startswith((b"proxy-", b"connection:", b"keep-alive:"))
+        for line in lines
+        if line
+        and (name := line.partition(b":")[0].strip().lower()) not in dropped
+        and not name.startswith(b"proxy-")
     ]
-    return b"\r\n".join([*kept, b"Connection: close", b"", b""])
+    host = f"Host: {authority}".encode()
+    return b"\r\n".join([host, *kept, b"Connection: close", b"", b""])
 
 
 def _splice(a: socket.socket, b: socket.socket) -> None:

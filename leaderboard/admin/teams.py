@@ -1,10 +1,10 @@
-"""Admin of teams, memberships and invitations."""
+"""Admin of teams, memberships and invitations; accounts' API tokens."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from leaderboard.models import Invitation, Membership, Team, TermsAcceptance
+from leaderboard.models import ApiToken, Invitation, Membership, Team, TermsAcceptance
 
 
 class MembershipInline(admin.TabularInline):
@@ -50,6 +50,24 @@ class TermsAcceptanceAdmin(admin.ModelAdmin):
     list_filter = ("challenge",)
     search_fields = ("user__username", "challenge__slug")
     list_select_related = ("user", "challenge")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Accounts' API tokens: seen and revoked (deleted) here, never made (a key is shown once, to
+    its owner) nor edited. No key is stored, so none is shown."""
+
+    list_display = ("name", "user", "created", "last_used", "expiry")
+    search_fields = ("user__username", "name")
+    list_select_related = ("user",)
+    fields = ("name", "user", "created", "last_used", "expiry")
+    readonly_fields = fields
 
     def has_add_permission(self, request) -> bool:
         return False

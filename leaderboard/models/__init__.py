@@ -1,5 +1,6 @@
 """Podium's data model; the modules group it by who writes it."""
 
+from leaderboard.models.api_token import ApiToken
 from leaderboard.models.audit import AuditItem, AuditLabel, ChallengeLabeller, JudgeAudit
 from leaderboard.models.challenge import Challenge, Phase, Task
 from leaderboard.models.challenge_files import KitFile, SearchCorpus
@@ -30,6 +31,7 @@ from leaderboard.models.terms import TermsAcceptance
 
 __all__ = [
     "AnswerSimilarity",
+    "ApiToken",
     "AuditItem",
     "AuditLabel",
     "Challenge",

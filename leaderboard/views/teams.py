@@ -1,4 +1,4 @@
-"""Participants' own pages: their account (API token), their teams, a team's page, invitations.
+"""Participants' own pages: their account (API tokens), their teams, a team's page, invitations.
 
 Everything here needs a signed-in user; a team's members, entries and invitations are shown to
 its members only (others see its name and captain), and only its captain invites or passes the
@@ -7,37 +7,55 @@ captaincy on (``leaderboard.teams``).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.authtoken.models import Token
 
-from leaderboard import audits, teams
+from leaderboard import api_tokens, audits, teams
 from leaderboard.models import Invitation, Membership, Team
+from leaderboard.models.api_token import NAME_MAX_LENGTH
 from leaderboard.permissions import signed_in
 from leaderboard.teams import TeamError
 
 
 @login_required
 def account(request: HttpRequest) -> HttpResponse:
-    """The user's account: e-mail addresses (managed by allauth), teams, API token."""
+    """The user's account: e-mail addresses (managed by allauth), teams, API tokens."""
     user = signed_in(request.user)
     new_token = None
     if request.method == "POST":
-        Token.objects.filter(user=user).delete()
-        if request.POST.get("token") == "create":
-            new_token = Token.objects.create(user=user).key
-            messages.success(request, "A new API token: copy it now, it is shown once.")
+        action = request.POST.get("token", "")
+        if action == "create":
+            try:
+                token, new_token = api_tokens.create(user, request.POST.get("name", ""))
+            except api_tokens.TokenError as exc:
+                messages.error(request, f"No token made: {exc}.")
+            else:
+                messages.success(request, f"A new API token, {token.name}: copy it now.")
+        elif action == "revoke-all":
+            count = api_tokens.revoke(user)
+            messages.success(request, f"{count} API token{pluralize(count)} revoked.")
+        elif action == "revoke":
+            if api_tokens.revoke(user, request.POST.get("digest", "")):
+                messages.success(request, "The API token is revoked.")
+            else:
+                messages.error(request, "No such token of yours: was it revoked already?")
         else:
-            messages.success(request, "Your API token is revoked.")
+            messages.error(request, f"Unknown token action {action[:40]!r}.")
+        if new_token is None:  # the key is shown on this answer only; others redirect
+            return redirect("leaderboard:account")
     context = {
         "memberships": Membership.objects.filter(user=user).select_related("team"),
-        "has_token": Token.objects.filter(user=user).exists(),
+        "tokens": api_tokens.live(user),
         "new_token": new_token,
+        "name_max_length": NAME_MAX_LENGTH,
+        "ttl_days": settings.PODIUM_API_TOKEN_TTL_DAYS,
         "audits": audits.to_label(user),
     }
     return render(request, "leaderboard/account.html", context)

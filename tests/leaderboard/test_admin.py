@@ -4,8 +4,10 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
+from leaderboard import api_tokens
 from leaderboard.models import (
     AnswerSimilarity,
+    ApiToken,
     AuditItem,
     AuditLabel,
     ChallengeLabeller,
@@ -45,6 +47,7 @@ def test_every_leaderboard_model_is_registered():
 
 def test_admin_pages_render_with_data(client, superuser, teams, splits, make_entry):
     run = make_entry(teams["alpha"], splits["public-test"], 0.2)
+    token, _ = api_tokens.create(superuser, "a laptop")
     client.force_login(superuser)
     for model, model_admin in admin.site._registry.items():
         if model._meta.app_label != "leaderboard":
@@ -57,10 +60,11 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
         # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
-        # by inviting them to an audit
+        # by inviting them to an audit; API tokens: by their owners (the key is shown once)
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
+            ApiToken,
             AuditItem,
             AuditLabel,
             ChallengeLabeller,
@@ -85,6 +89,8 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert adding.status_code == (200 if addable else 403), model
     detail = reverse("admin:leaderboard_evaluationrun_change", args=[run.pk])
     assert client.get(detail).status_code == 200
+    shown = client.get(reverse("admin:leaderboard_apitoken_change", args=[token.pk]))
+    assert shown.status_code == 200 and "a laptop" in shown.content.decode()
 
 
 def test_marking_baselines_and_refunds_from_the_submission_list(

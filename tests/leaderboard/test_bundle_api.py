@@ -9,10 +9,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluator.archives import write_zip
+from leaderboard import api_tokens
 from leaderboard.models import Challenge, ChallengeVersion
 from podium import cli
 from tests.leaderboard.bundle_support import edit, write_bundle
@@ -93,7 +93,7 @@ def test_the_api_names_every_problem_with_file_line_and_field(bundle, make_user)
 def test_the_cli_imports_a_bundle_directory_and_exports_it(
     bundle, make_user, live_server, capsys, tmp_path
 ):
-    token = Token.objects.create(user=make_user(staff=True)).key
+    token = api_tokens.create(make_user(staff=True), "tests")[1]
     base = ["--url", live_server.url, "--token", token, "challenge"]
     assert cli.main([*base, "import", str(bundle)]) == 0
     assert "imported as version 1" in capsys.readouterr().out

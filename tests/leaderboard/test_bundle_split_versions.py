@@ -14,10 +14,9 @@ from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from leaderboard import board_store
+from leaderboard import api_tokens, board_store
 from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
@@ -311,7 +310,7 @@ def test_the_organisers_page_redoes_runs_when_ticked(bundle, scored, sent, clien
 
 @pytest.mark.django_db(transaction=True)
 def test_the_cli_redoes_runs_with_its_flag(bundle, make_entry, live_server, capsys, sent):
-    token = Token.objects.create(user=User.objects.create_user("staff", is_staff=True)).key
+    token = api_tokens.create(User.objects.create_user("staff", is_staff=True), "tests")[1]
     base = ["--url", live_server.url, "--token", token, "challenge", "import", str(bundle)]
     assert cli.main(base) == 0
     make_entry(Team.objects.create(name="alpha"), current(), 0.4)

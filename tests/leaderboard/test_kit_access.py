@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from leaderboard import pages
+from leaderboard import api_tokens, pages
 
 from .kit_support import kit_challenge, kit_settings
 
@@ -33,9 +32,7 @@ def users(make_user, teams, kit_challenge):
 def _api(user=None) -> APIClient:
     client = APIClient()
     if user is not None:
-        client.credentials(
-            HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}"
-        )
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(user, 'tests')[1]}")
     return client
 
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from evaluator.archives import extract_tar
+from leaderboard import api_tokens
 from leaderboard.kits import archive, contents, downloads
 from leaderboard.models import Task
 from podium import cli
@@ -68,7 +68,7 @@ pytestmark_live = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def token(make_user, teams) -> str:
-    return Token.objects.create(user=make_user("ann", team=teams["alpha"])).key
+    return api_tokens.create(make_user("ann", team=teams["alpha"]), "tests")[1]
 
 
 def _run(live_server, capsys, token, *args):

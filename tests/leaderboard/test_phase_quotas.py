@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from leaderboard import api_tokens
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge, Phase, Submission, Task
@@ -99,7 +99,7 @@ def test_organisers_are_exempt_from_phase_quotas(phases, make_user, teams):
 def test_the_preflight_names_the_phase_limit(phases, member, teams):
     submit(teams["alpha"], Challenge.objects.get(), member, REF, MethodInfo("m"))
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=member).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(member, 'tests')[1]}")
     body = api.get("/api/challenges/crag-mm-2026/quota/").json()
     assert body["allowed"] is False and "of Phase 2 (at most 1 a day" in body["problem"]
     (row,) = body["tasks"]

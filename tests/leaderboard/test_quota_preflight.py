@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from leaderboard import api_tokens
 from leaderboard.models import Challenge, Phase, Split, Submission, Task
 from leaderboard.submitting import Artifact, Choice, MethodInfo, submit
 
@@ -35,7 +35,7 @@ def second_task(open_splits, challenge) -> Task:
 def _api(user=None) -> APIClient:
     api = APIClient()
     if user is not None:
-        key = Token.objects.get_or_create(user=user)[0].key
+        key = api_tokens.create(user, "tests")[1]
         api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return api
 

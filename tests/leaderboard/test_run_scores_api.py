@@ -9,15 +9,15 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from leaderboard import api_tokens
 from leaderboard.models import Challenge, EvaluationRun, Split
 
 
 def _api(user) -> APIClient:
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(user, 'tests')[1]}")
     return api
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from leaderboard import api_tokens
 from leaderboard.models import Challenge, Submission, Task
 
 from .submit_support import build_context, open_splits
@@ -23,7 +23,7 @@ def member(make_user, teams):
 
 def _api(user) -> APIClient:
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(user, 'tests')[1]}")
     return api
 
 

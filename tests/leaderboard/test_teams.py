@@ -15,7 +15,6 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from leaderboard.models import Invitation, Membership, Submission, Team
 from leaderboard.submitting import Artifact, MethodInfo, submit
@@ -140,20 +139,6 @@ def test_one_team_per_challenge(db, challenge, splits, make_user, teams):
     invitation = Invitation.objects.create(team=teams["alpha"], email="bob@example.org")
     with pytest.raises(TeamError, match="bob is also in gamma"):
         accept(invitation, bob)
-
-
-def test_api_tokens_are_made_shown_once_and_revoked(client, make_user):
-    user = make_user("ann")
-    client.force_login(user)
-    page = client.post(reverse("leaderboard:account"), {"token": "create"}).content.decode()
-    key = Token.objects.get(user=user).key
-    assert key in page
-    assert key not in client.get(reverse("leaderboard:account")).content.decode()
-    api = Client(HTTP_AUTHORIZATION=f"Token {key}")
-    assert api.get("/api/submissions/").status_code == 200
-    client.post(reverse("leaderboard:account"), {"token": "revoke"})
-    assert not Token.objects.filter(user=user).exists()
-    assert api.get("/api/submissions/").status_code == 401
 
 
 @pytest.mark.parametrize("name", ["leaderboard:account", "leaderboard:teams"])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,8 @@ def test_an_index_url_is_http_or_https_without_credentials():
     assert "PIP_TRUSTED_HOST" not in args
     plain = PackageIndex.parse("http://10.0.0.5:3141/root/pypi/+simple/")
     assert (plain.port, plain.build_args()["PIP_TRUSTED_HOST"]) == (3141, "10.0.0.5:3141")
+    assert (index.authority, plain.authority) == ("pypi.example.org", "10.0.0.5:3141")
+    assert PackageIndex.parse("http://[FD00::5]:8080/simple/").authority == "[fd00::5]:8080"
     for bad, why in [
         ("ftp://mirror/simple", "http:// or https://"),
         ("pypi.example.org/simple", "http:// or https://"),
@@ -56,14 +60,22 @@ def index(tmp_path) -> Iterator[tuple[str, list[str]]]:
         yield served
 
 
-@pytest.fixture
-def proxy(tmp_path, index) -> Iterator[IndexProxy]:
-    server = IndexProxy(tmp_path / "index.sock", PackageIndex.parse(index[0]))
+@contextmanager
+def serving(path: Path, index_url: str) -> Iterator[IndexProxy]:
+    server = IndexProxy(path, PackageIndex.parse(index_url))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def proxy(tmp_path, index) -> Iterator[IndexProxy]:
+    with serving(tmp_path / "index.sock", index[0]) as server:
+        yield server
 
 
 def ask(path: Path, data: bytes) -> bytes:
@@ -95,6 +107,66 @@ def test_the_index_is_reached_through_the_proxy(proxy, index):
             tunnelled += chunk
     assert tunnelled.startswith(b"HTTP/1.0 200") and b".whl" in tunnelled
     assert proxy.refused == []
+
+
+@contextmanager
+def recording_index() -> Iterator[tuple[str, list[bytes]]]:
+    """An index on 127.0.0.1 that answers every request 200 "ok": its URL, and the request heads
+    it received."""
+    heads: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    head = b""
+                    while b"\r\n\r\n" not in head and (chunk := conn.recv(4096)):
+                        head += chunk
+                    heads.append(head)
+                    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=answer, daemon=True).start()
+    with listener:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/simple/", heads
+
+
+def test_the_index_gets_its_own_host_whatever_host_the_build_sends(tmp_path):
+    """A build's request naming another virtual host on the index's address reaches the index
+    under the index's own name: the Host header is the proxy's, not the build's."""
+    with recording_index() as (url, heads), serving(tmp_path / "p.sock", url) as server:
+        authority = url.split("/")[2]
+        head = (
+            f"GET {url}x/ HTTP/1.1\r\nHost: admin.internal\r\nAccept: */*\r\n"
+            "host:intranet.example\r\nHOST : metadata.internal\r\n\r\n"
+        )
+        assert ask(Path(server.server_address), head.encode()).endswith(b"\r\n\r\nok")
+    [received] = heads
+    lines = received.split(b"\r\n")
+    assert lines[0] == b"GET /simple/x/ HTTP/1.1"
+    assert [line for line in lines if line.lower().startswith(b"host")] == [
+        f"Host: {authority}".encode()
+    ]
+    assert b"Accept: */*" in lines and b"internal" not in received and b"example" not in received
+
+
+@pytest.mark.parametrize(
+    ("smuggled", "why"),
+    [
+        # a folded line: part of X-Note to some servers, a header of its own to others
+        ("GET {url} HTTP/1.1\r\nX-Note: a\r\n Host: admin.internal", b"header line"),
+        ("GET {url} HTTP/1.1\r\nX-Note: a\nHost: admin.internal", b"header line"),  # bare LF
+        ("GET {url} HTTP/1.1\r\nX-Note: a\rHost: admin.internal", b"header line"),  # bare CR
+        ("GET {url} HTTP/1.1\nHost:admin.internal", b"request line"),
+        ("X\nHost:admin.internal\nGET {url} HTTP/1.1", b"request line"),
+    ],
+)
+def test_a_header_that_servers_may_split_differently_is_refused(proxy, index, smuggled, why):
+    head = smuggled.format(url=index[0]) + "\r\n\r\n"
+    answer = ask(Path(proxy.server_address), head.encode())
+    assert answer.startswith(b"HTTP/1.1 400") and why in answer
+    assert index[1] == []
 
 
 @pytest.mark.parametrize(
