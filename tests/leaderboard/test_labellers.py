@@ -15,10 +15,9 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from leaderboard import audits
+from leaderboard import api_tokens, audits
 from leaderboard.models import (
     AuditItem,
     ChallengeLabeller,
@@ -61,7 +60,7 @@ def signed_in(user) -> Client:
 
 def api_as(user) -> APIClient:
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(user, 'tests')[1]}")
     return api
 
 
