@@ -12,7 +12,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluator.archives import write_zip
+from evaluator.zips import write_zip
 from leaderboard.models import Challenge, ChallengeVersion
 from podium import cli
 from tests.leaderboard.bundle_support import edit, write_bundle
