@@ -2,7 +2,8 @@
 
 ``member_problem`` is the rule every archive Podium reads must pass, and ``LinkTracker`` follows
 the links read so far, so that a chain of links cannot walk out (uploads checked as a stream use
-both). ``extract_tar`` is the one way Podium unpacks an archive to disk. It behaves the same on
+both). ``extract_tar`` is the one way Podium unpacks a tar to disk (``evaluator.zips`` a zip, by the
+same rule, limits and ``Extraction``). It behaves the same on
 every supported Python: Debian bookworm's 3.11.2 has no extraction filters (they arrived in
 3.11.4), so Podium writes each member itself and never lets ``tarfile`` do it. Where the
 standard library has ``tarfile.data_filter``, it is asked as a second opinion on every member.
@@ -12,7 +13,9 @@ directories, hard links to files unpacked before them (copied), and symbolic lin
 inside the target. What does not: absolute paths, ``..`` leading out, links that leave the
 target (followed through the links before them, and checked again on disk before each write),
 devices, pipes, sparse files, an entry that appears twice, and more members or bytes than the
-limits allow.
+limits allow: a member whose header takes the archive past its byte budget (``ArchiveLimits``,
+its compression ratio included) is refused before its data is read, and the bytes written are
+counted as well.
 Ownership, times and special mode bits in the archive are ignored.
 """
 
@@ -20,9 +23,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 import tarfile
-import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 _CHUNK = 1024 * 1024
+# The bytes any archive may unpack to whatever its compression ratio (a small archive of text).
+RATIO_FLOOR = 64 * 1024**2
 _T = TypeVar("_T")
 # None on Python < 3.11.4 (and 3.12.0): the old code path, Podium's own checks only.
 _DATA_FILTER: Callable[[tarfile.TarInfo, str], tarfile.TarInfo] | None = getattr(
@@ -46,10 +49,30 @@ class ArchiveError(ValueError):
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """What one extraction may create: members (of any type) and bytes written."""
+    """What one extraction may create: members (of any type) and bytes written; ``max_ratio``:
+    at most that many bytes written per byte of the archive (a compression bomb inflates
+    thousands of times; never under ``RATIO_FLOOR``), None: no ratio."""
 
     max_members: int = 1_000_000
     max_bytes: int = 64 * 1024**3
+    max_ratio: int | None = None
+
+    def budget(self, archive_bytes: int | None) -> int:
+        """The bytes an archive of ``archive_bytes`` bytes (None: unknown) may unpack to."""
+        if self.max_ratio is None or archive_bytes is None:
+            return self.max_bytes
+        return min(self.max_bytes, max(RATIO_FLOOR, self.max_ratio * archive_bytes))
+
+    def too_much(self, archive_bytes: int | None) -> str:
+        """The budget in words: ``the archive unpacks to more than ...``."""
+        budget = self.budget(archive_bytes)
+        said = f"the archive unpacks to more than {budget} bytes"
+        if budget < self.max_bytes:
+            said += (
+                f" (what an archive of {archive_bytes} bytes may: {self.max_ratio} times its "
+                f"size, never under {RATIO_FLOOR})"
+            )
+        return said
 
 
 def member_problem(member: tarfile.TarInfo) -> str | None:
@@ -149,7 +172,17 @@ def extract_tar(
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
     with _read(lambda: _open(source)) as archive:
-        _Extraction(root, limits).run(archive)
+        Extraction(root, limits, _size_of(source)).run(archive)
+
+
+def _size_of(source: str | Path | IO[bytes]) -> int | None:
+    """The archive's size in bytes (what its compression ratio is taken of); None: unknown."""
+    try:
+        if isinstance(source, str | Path):
+            return os.stat(source).st_size
+        return os.fstat(source.fileno()).st_size
+    except (OSError, ValueError):  # a stream with no file under it (io.UnsupportedOperation)
+        return None
 
 
 def _open(source: str | Path | IO[bytes]) -> tarfile.TarFile:
@@ -180,10 +213,14 @@ def _read(read: Callable[[], _T], name: str | None = None) -> _T:
         raise ArchiveError(f"{where}not a usable tar archive ({_why(exc)})") from None
 
 
-class _Extraction:
-    def __init__(self, root: Path, limits: ArchiveLimits) -> None:
+class Extraction:
+    """Members written under ``root``, counted against ``limits`` for an archive of
+    ``archive_bytes`` bytes (tar members by ``run``; zip entries by ``evaluator.zips``)."""
+
+    def __init__(self, root: Path, limits: ArchiveLimits, archive_bytes: int | None) -> None:
         self.root, self.limits = root, limits
-        self.members = self.written = 0
+        self.budget, self.too_much = limits.budget(archive_bytes), limits.too_much(archive_bytes)
+        self.members = self.declared = self.written = 0
         self.links = LinkTracker()
 
     def run(self, archive: tarfile.TarFile) -> None:
@@ -194,6 +231,7 @@ class _Extraction:
                 raise ArchiveError(f"more than {self.limits.max_members} entries")
             if why := member_problem(member) or self.links.problem(member):
                 raise ArchiveError(f"entry {member.name!r} is {why}")
+            self.declare(member.name, member.size if member.isfile() else 0)
             if _DATA_FILTER is not None:  # the standard library's second opinion
                 _read(partial(_DATA_FILTER, member, str(self.root)), member.name)
             self._unpack(archive, member)
@@ -227,97 +265,37 @@ class _Extraction:
             if not os.path.isfile(source):
                 raise ArchiveError(f"entry {member.name!r} links to {member.linkname!r}, no file")
             with open(source, "rb") as linked:
-                self._write(path, linked, member)
+                self.write(path, linked, member)
         else:
             data = _read(lambda: archive.extractfile(member), member.name)
             assert data is not None  # a regular file always has data
-            self._write(path, data, member)
+            self.write(path, data, member)
 
-    def _write(self, path: str, data: IO[bytes], member: tarfile.TarInfo) -> None:
+    def declare(self, name: str, size: int) -> None:
+        """A member's size as its header gives it, before its data is read: past the budget,
+        refused with nothing of it written."""
+        self.declared += size
+        if self.declared > self.budget:
+            raise ArchiveError(f"entry {name!r}: {self.too_much}")
+
+    def write(self, path: str, data: IO[bytes], member: tarfile.TarInfo) -> None:
+        """``data`` to a new file at ``path``, its bytes counted as they are written."""
         mode = 0o755 if member.mode & 0o111 else 0o644
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         with os.fdopen(os.open(path, flags, mode), "wb") as out:
             while chunk := _read(lambda: data.read(_CHUNK), member.name):
                 self.written += len(chunk)
-                if self.written > self.limits.max_bytes:
-                    raise ArchiveError(
-                        f"entry {member.name!r}: the archive unpacks to more than "
-                        f"{self.limits.max_bytes} bytes"
-                    )
+                if self.written > self.budget:
+                    raise ArchiveError(f"entry {member.name!r}: {self.too_much}")
                 out.write(chunk)
 
 
-def extract_zip(
-    source: str | Path | IO[bytes], target: str | Path, limits: ArchiveLimits = ArchiveLimits()
-) -> None:
-    """Unpack the zip ``source`` into the directory ``target`` by the same member rule as a tar
-    (``member_problem``), stricter: no links of any kind, no encrypted entries. The limits count
-    the bytes actually inflated (a zip bomb's declared sizes are not trusted). Raises
-    ``ArchiveError``; what was unpacked before stays in ``target`` for the caller to remove."""
-    root = Path(target)
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ArchiveError(f"not a usable zip archive ({_why(exc)})") from None
-    with archive:
-        entries = archive.infolist()
-        if len(entries) > limits.max_members:
-            raise ArchiveError(f"more than {limits.max_members} entries")
-        extraction = _Extraction(root.resolve(), limits)
-        for entry in entries:
-            if why := _zip_entry_problem(entry):
-                raise ArchiveError(f"entry {entry.filename!r} is {why}")
-            name = posixpath.normpath(entry.filename)
-            path = os.path.join(extraction.root, name)
-            if entry.is_dir():
-                os.makedirs(path, mode=0o755, exist_ok=True)
-                continue
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            if os.path.lexists(path):
-                raise ArchiveError(f"entry {entry.filename!r} appears twice")
-            member = tarfile.TarInfo(entry.filename)
-            member.mode = (entry.external_attr >> 16) & 0o777
-            try:
-                with archive.open(entry) as data:
-                    extraction._write(path, data, member)
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-                raise ArchiveError(f"entry {entry.filename!r}: damaged ({_why(exc)})") from None
-
-
-def write_zip(root: Path, out: IO[bytes]) -> None:
-    """The files under ``root`` as a reproducible zip (sorted, every entry dated 1980-01-01,
-    mode 0644): the same files make the same bytes."""
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                info = zipfile.ZipInfo(path.relative_to(root).as_posix())
-                info.external_attr = 0o644 << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                with path.open("rb") as data, archive.open(info, "w") as entry:
-                    while chunk := data.read(_CHUNK):
-                        entry.write(chunk)
-
-
-def _zip_entry_problem(entry: zipfile.ZipInfo) -> str | None:
-    mode = entry.external_attr >> 16
-    if stat.S_ISLNK(mode):
-        return "a symbolic link (a zip may hold files and directories only)"
-    if entry.flag_bits & 0x1:
-        return "encrypted"
-    member = tarfile.TarInfo(entry.filename)
-    member.type = tarfile.DIRTYPE if entry.is_dir() else tarfile.REGTYPE
-    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
-        return "a device, pipe or socket, not a file"
-    return member_problem(member)
-
-
 __all__ = [
+    "RATIO_FLOOR",
     "ArchiveError",
     "ArchiveLimits",
+    "Extraction",
     "LinkTracker",
     "extract_tar",
-    "extract_zip",
     "member_problem",
-    "write_zip",
 ]

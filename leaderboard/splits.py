@@ -150,11 +150,12 @@ def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> 
         return import_split_dir(task, kind, root, **options)
 
 
-def unpack_upload(upload: IO[bytes], scratch: Path) -> Path:
-    """Unpack an uploaded tar (plain or compressed) of a directory into ``scratch`` within the
-    archive limits; the directory: ``scratch``, or the one folder the tar holds (a tar of the
-    directory itself). Raises :class:`ArchiveError` (unsafe or oversized members)."""
-    extract_tar(upload, scratch, archive_limits())
+def unpack_upload(upload: IO[bytes], scratch: Path, limits: ArchiveLimits | None = None) -> Path:
+    """Unpack an uploaded tar (plain or compressed) of a directory into ``scratch`` within
+    ``limits`` (the archive limits by default); the directory: ``scratch``, or the one folder
+    the tar holds (a tar of the directory itself). Raises :class:`ArchiveError` (unsafe or
+    oversized members)."""
+    extract_tar(upload, scratch, limits or archive_limits())
     entries = list(scratch.iterdir())
     if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "images":
         return entries[0]

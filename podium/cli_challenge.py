@@ -1,7 +1,7 @@
 """``python -m podium.cli challenge validate|diff|import BUNDLE`` and ``challenge export SLUG``:
 challenges as code for organisers, over the REST API (``docs/challenge-bundle.md``).
 
-A bundle directory is zipped on the fly (``evaluator.archives.write_zip``); a zip is sent as
+A bundle directory is zipped on the fly (``evaluator.zips.write_zip``); a zip is sent as
 it is. Problems come back each with its file, line and field, and the command exits 1.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from evaluator.archives import write_zip
+from evaluator.zips import write_zip
 from podium.api_client import Client, CliError
 
 

@@ -284,8 +284,14 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("PODIUM_UPLOAD_TEMP_DIR") or None
 # What unpacking one archive (a split upload, a stored split bundle or search corpus) may create.
 PODIUM_ARCHIVE_MAX_MEMBERS = _env_int("PODIUM_ARCHIVE_MAX_MEMBERS", 1_000_000)
 PODIUM_ARCHIVE_MAX_BYTES = _env_int("PODIUM_ARCHIVE_MAX_BYTES", 64 * 1024**3)
-# The largest single file a challenge bundle may hold (docs/challenge-bundle.md).
+# The largest single file a challenge bundle directory may hold (docs/challenge-bundle.md).
 PODIUM_BUNDLE_MAX_FILE_BYTES = _env_int("PODIUM_BUNDLE_MAX_FILE_BYTES", 8 * 1024**3)
+# What a bundle zip may unpack to, checked from its central directory before anything in it is
+# written (entries, bytes, at most RATIO times the zip's size); the split and corpus tars in a
+# bundle are held to the same bytes and ratio (docs/challenge-bundle.md).
+PODIUM_BUNDLE_MAX_MEMBERS = _env_int("PODIUM_BUNDLE_MAX_MEMBERS", 10_000, 1)
+PODIUM_BUNDLE_MAX_BYTES = _env_int("PODIUM_BUNDLE_MAX_BYTES", 2 * 1024**3, 1)
+PODIUM_BUNDLE_MAX_RATIO = _env_int("PODIUM_BUNDLE_MAX_RATIO", 100, 1)
 # The base images a team's Dockerfile may start from (FROM, COPY --from), pinned to the image ID
 # the engine has for each when the build starts.
 PODIUM_BUILD_BASE_IMAGES = [

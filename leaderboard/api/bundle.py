@@ -5,7 +5,8 @@
   gets a new version again on it); 200 with the changes (and, validating, the publish
   checklist; importing, the new version; ``runs_queued``), 400 with every problem (``file``,
   ``line``, ``field``, ``message``), 403 for someone who does not organise the challenge (a
-  new one: staff);
+  new one: staff), decided before the zip is unpacked; for someone who organises none, before
+  the upload is opened;
 - ``GET /api/challenges/<slug>/bundle/``: the live challenge as a bundle zip, private splits
   included: its organisers only (404 for anyone else).
 """
@@ -25,7 +26,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BooleanField
 from rest_framework.views import APIView
 
-from leaderboard.challenge_bundle import uploads
+from leaderboard.challenge_bundle import admission, uploads
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge
 from leaderboard.permissions import is_organiser, signed_in
@@ -46,6 +47,11 @@ class BundleView(APIView):
         """Validate, diff or import a challenge bundle (a zip)."""
         if action not in uploads.ACTIONS:
             raise Http404
+        user = signed_in(request.user)
+        try:
+            admission.refuse_stranger(user)  # before the upload is opened
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
         upload = request.FILES.get("bundle")
         if upload is None:
             raise ValidationError({"bundle": "attach the bundle as a zip file"})
@@ -54,9 +60,7 @@ class BundleView(APIView):
         except ValidationError:
             raise ValidationError({"redo_runs": "true or false"}) from None
         try:
-            outcome = uploads.run(
-                upload, action, signed_in(request.user), "api", redo_runs=redo_runs
-            )
+            outcome = uploads.run(upload, action, user, "api", redo_runs=redo_runs)
         except BundleInvalid as exc:
             return Response(
                 {"problems": [p.as_json() for p in exc.problems]},

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from ruamel.yaml import YAML
 
-from evaluator.archives import write_zip
+from evaluator.zips import write_zip
 from leaderboard.challenge_bundle import assets, baselines, state
 from leaderboard.challenge_bundle.assets import copy_stored
 from leaderboard.challenge_bundle.loader import moment

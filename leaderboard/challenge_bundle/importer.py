@@ -14,6 +14,8 @@ transaction as a new ``ChallengeVersion`` (or not at all).
   ``SearchCorpus`` row, the baselines' submissions and their runs are in its transaction
   (the runs are queued when it commits).
 - ``dry_run`` (``challenge validate``) does all of it, runs the publish checklist, and rolls back.
+- Who may is decided first (``admission``): from the user, then from the slug in the bundle's
+  manifest, before the bundle is unpacked or its manifest parsed whole.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Max
@@ -35,6 +37,7 @@ from django.utils import timezone
 
 from evaluator.archives import ArchiveError
 from leaderboard.challenge_bundle import (
+    admission,
     assets,
     baselines,
     loader,
@@ -45,7 +48,6 @@ from leaderboard.challenge_bundle import (
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES
 from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
-from leaderboard.permissions import is_organiser
 from leaderboard.publishing import publish_problems
 from leaderboard.splits import (
     PreparedSplit,
@@ -79,16 +81,6 @@ class _DryRun(Exception):
     pass
 
 
-def may_change(user: User | None, challenge: Challenge | None) -> bool:
-    """Who may import, diff or export: the command line (no user), a challenge's organisers;
-    a new challenge: staff."""
-    if user is None:
-        return True
-    if challenge is None:
-        return bool(user.is_authenticated and user.is_staff)
-    return is_organiser(user, challenge)
-
-
 def import_bundle(
     path: str | Path,
     user: User | None = None,
@@ -96,20 +88,28 @@ def import_bundle(
     dry_run: bool = False,
     slug: str | None = None,
     redo_runs: bool = False,
+    shown: str | None = None,
 ) -> Outcome:
     """Import the bundle at ``path`` (a directory or a zip); ``slug``: the challenge it must be
     (an organiser's page); ``redo_runs``: run the submissions of a split that gets a new
-    version on it again. Raises ``BundleInvalid`` (every problem), ``PermissionDenied``."""
-    with source.opened(path) as root, ExitStack() as stack:
-        bundle = loader.load(root, timezone.now(), _kept_phases(root))
-        if slug is not None and bundle.value["challenge"]["slug"] != slug:
-            raise BundleInvalid(
-                [bundle.document.problem(("challenge", "slug"), f"this bundle is not {slug!r}")]
-            )
+    version on it again; ``shown``: the zip's name in problems (an upload's). Raises
+    ``BundleInvalid`` (every problem), ``PermissionDenied``."""
+    admission.refuse_stranger(user)
+    admit = partial(admission.admit, user, slug)
+    with source.opened(path, admit, shown) as (root, head), ExitStack() as stack:
+        bundle = loader.load(root, timezone.now(), _kept_phases(head.slug))
         slug = bundle.value["challenge"]["slug"]
+        if slug != head.slug:  # libyaml (admission) and ruamel.yaml read it alike: not expected
+            raise BundleInvalid(
+                [
+                    bundle.document.problem(
+                        ("challenge", "slug"),
+                        f"read as {slug!r}, and as {head.slug!r} when deciding who may import "
+                        "it: write it as plain text",
+                    )
+                ]
+            )
         existing = Challenge.objects.filter(slug=slug).first()
-        if not may_change(user, existing):
-            raise PermissionDenied(f"only the organisers of {slug!r} may import it")
         splits = _prepare_splits(bundle, stack)
         corpus = _corpus(bundle, stack)
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="podium-baselines-"))
@@ -151,13 +151,8 @@ def import_bundle(
         return outcome
 
 
-def _kept_phases(root: Path) -> list[tuple[str, str | None, str | None]]:
+def _kept_phases(slug: str | None) -> list[tuple[str, str | None, str | None]]:
     """The live challenge's phases (they may lie in the past), by the bundle's slug."""
-    try:
-        head = loader.Document(source.MANIFEST, (root / source.MANIFEST).read_text()).value
-        slug = head["challenge"]["slug"]
-    except (BundleInvalid, KeyError, TypeError, UnicodeDecodeError):
-        return []
     return [
         (p.name, loader.moment(p.starts_at), loader.moment(p.ends_at))
         for p in Phase.objects.filter(challenge__slug=slug)
@@ -166,12 +161,13 @@ def _kept_phases(root: Path) -> list[tuple[str, str | None, str | None]]:
 
 @contextmanager
 def _tree(path: Path) -> Iterator[Path]:
-    """A directory named by the bundle, or a tar of one unpacked (``unpack_upload``)."""
+    """A directory named by the bundle, or a tar of one unpacked (``unpack_upload``, within
+    ``source.tar_limits``)."""
     if path.is_dir():
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="podium-bundle-tree-") as scratch, path.open("rb") as f:
-        yield unpack_upload(f, Path(scratch))
+        yield unpack_upload(f, Path(scratch), source.tar_limits())
 
 
 def _prepare_splits(

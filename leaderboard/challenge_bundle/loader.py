@@ -1,12 +1,13 @@
-"""``challenge.yaml`` checked: the schema, then what a schema cannot say (files that exist
-inside the bundle, unique names, dates, the task rules of ``Task.clean``, API keys written
-in). Every problem is collected and raised at once (``BundleInvalid``), each with its file,
-line and field.
+"""``challenge.yaml`` checked: the schema, then what a schema cannot say (numbers that are
+not finite, files that exist inside the bundle, unique names, dates, the task rules of
+``Task.clean``, the package index as the admin checks it, API keys written in). Every problem is
+collected and raised at once (``BundleInvalid``), each with its file, line and field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
@@ -21,11 +22,10 @@ from evaluator.protocols import protocol_class
 from leaderboard.challenge_bundle import assets
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
-from leaderboard.challenge_bundle.source import MANIFEST
+from leaderboard.challenge_bundle.source import MANIFEST, MAX_MANIFEST_BYTES
 from leaderboard.challenge_bundle.yaml_doc import Document
-from leaderboard.models import Task
+from leaderboard.models import Challenge, Task
 
-MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_PAGE_BYTES = 1024 * 1024
 # keys that would hold a secret: refused with the way to name it instead
 SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization"}
@@ -82,7 +82,7 @@ def load(
     except UnicodeDecodeError as exc:
         raise BundleInvalid([Problem(MANIFEST, None, "(file)", f"not UTF-8 ({exc})")]) from None
     document = Document(MANIFEST, text)
-    problems = _schema_problems(document)
+    problems = _schema_problems(document) + _number_problems(document)
     if not problems:  # the rules below read a document of the schema's shape
         problems = _rule_problems(Bundle(root, document), now, set(kept_phases))
     if problems:
@@ -106,30 +106,38 @@ def _schema_problems(document: Document) -> list[Problem]:
                 document.problem(path, f"{error.instance!r} is not an ISO 8601 date-time with "
                                  "a time zone (e.g. 2027-01-31T23:59:00Z)")
             )  # fmt: skip
-        elif path and path[-1] == "api_key_env" and error.validator == "pattern":
-            problems.append(
-                document.problem(
-                    path,
-                    f"{_masked(error.instance)} is not the name of an environment variable or "
-                    "secret (letters, digits and _): name where the key is, never the key itself",
-                )
-            )
         else:
             problems.append(document.problem(path, error.message))
     return sorted(problems, key=lambda p: (p.line or 0, p.field))
 
 
-def _masked(value: object) -> str:
-    """A value that may be a secret, shown by its first characters only."""
-    text = str(value)
-    return repr(text[:4] + "..." if len(text) > 4 else text)
+def _number_problems(document: Document) -> list[Problem]:
+    """``.nan`` and ``.inf`` (YAML's), wherever they are: no limit, setting or quota is one."""
+    return [
+        document.problem(path, f"{value} is not a number Podium can use: write a finite one")
+        for path, value in _floats(document.value, ())
+        if not math.isfinite(value)
+    ]
+
+
+def _floats(
+    value: Any, path: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    if isinstance(value, float):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _floats(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _floats(item, (*path, index))
 
 
 def _unknown(key: str, allowed: list[str]) -> str:
-    if key.lower().replace("-", "_") in SECRET_KEYS:
+    if key.lower().replace("-", "_") in {*SECRET_KEYS, "api_key_env"}:
         return (
-            "an API key is never written in a bundle: name the environment variable (or "
-            "secret) that holds it, with api_key_env"
+            "an API key is never written in a bundle, nor where one is: a judge endpoint's key "
+            "is configured with the endpoint on the server (PODIUM_JUDGE_ENDPOINTS)"
         )
     return f"unknown key {key!r}; allowed here: {', '.join(allowed) or 'none'}"
 
@@ -138,6 +146,12 @@ def _rule_problems(bundle: Bundle, now: datetime, kept: set[tuple[Any, ...]]) ->
     doc, value = bundle.document, bundle.value
     problems: list[Problem] = []
     challenge = value["challenge"]
+    if challenge.get("package_index"):
+        try:  # the admin's check (``Challenge.package_index``'s validators)
+            Challenge._meta.get_field("package_index").run_validators(challenge["package_index"])
+        except ValidationError as exc:
+            for message in exc.messages:
+                problems.append(doc.problem(("challenge", "package_index"), message))
     for page in PAGES:
         if page in challenge.get("pages", {}):
             problems += _file_problems(bundle, ("challenge", "pages", page), want="page")

@@ -12,15 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import models
+from django.db.backends.base.operations import BaseDatabaseOperations
+
 from evaluator.protocols import PROTOCOLS
-from leaderboard.models import Split, Task
+from leaderboard.models import Phase, Split, Task
 
 BUNDLE_VERSION = 1
 SCHEMA_ID = "urn:podium:challenge-bundle:1"
 PAGES = ("overview", "rules", "evaluation", "data", "participate")
-SLUG = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-# an environment variable or a secret's name: the only way a bundle names an API key
-KEY_REFERENCE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# Patterns end with ``$(?!\n)``: the validator's ``re.search`` lets a bare ``$`` match before a
+# final line break ("slug\n"); an editor's ECMAScript regex reads it the same as ``$``.
+SLUG = r"^[a-z0-9]+(?:-[a-z0-9]+)*$(?!\n)"
+SHA256 = r"^[0-9a-f]{64}$(?!\n)"
 
 # (place in the task's mapping, Task field)
 TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -73,9 +77,27 @@ def _text(description: str = "", **more: Any) -> dict[str, Any]:
     )
 
 
-def _count(minimum: int = 1, nullable: bool = False) -> dict[str, Any]:
+def _count(
+    model: type[models.Model], name: str, minimum: int = 1, nullable: bool = False
+) -> dict[str, Any]:
+    """An integer stored in ``model``'s field ``name``: at most what its column holds."""
     kind: Any = ["integer", "null"] if nullable else "integer"
-    return {"type": kind, "minimum": minimum}
+    return {"type": kind, "minimum": minimum, "maximum": _column_max(model, name)}
+
+
+def _column_max(model: type[models.Model], name: str) -> int:
+    """The largest value the database column of an integer field holds (PostgreSQL's integer:
+    2**31 - 1), whatever the backend."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return BaseDatabaseOperations.integer_field_ranges[field.get_internal_type()][1]
+
+
+def _column_length(model: type[models.Model], name: str) -> int:
+    """The most characters ``model``'s text field ``name`` holds."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.CharField) and field.max_length is not None
+    return field.max_length
 
 
 def _moment(nullable: bool = False) -> dict[str, Any]:
@@ -91,17 +113,17 @@ def _judge() -> dict[str, Any]:
     return _object(
         {
             "kind": {"enum": Task.JudgeKind.values},
-            "endpoint": _text("a judge endpoint configured on the server", minLength=1),
-            "model": _text(),
-            "revision": _text(),
+            "endpoint": _text(
+                "a judge endpoint configured on the server (its key is configured with it)",
+                minLength=1,
+                maxLength=_column_length(Task, "judge_endpoint"),
+            ),
+            "model": _text(maxLength=_column_length(Task, "judge_model")),
+            "revision": _text(maxLength=_column_length(Task, "judge_revision")),
             "vision_endpoint": _text(
                 "a judge endpoint configured on the server whose model sees images: judges the "
-                "prompts that carry images (M2RAG); its model is the endpoint's"
-            ),
-            "api_key_env": _text(
-                "the environment variable (or secret) holding the endpoint's API key; never "
-                "the key itself",
-                pattern=KEY_REFERENCE,
+                "prompts that carry images (M2RAG); its model is the endpoint's",
+                maxLength=_column_length(Task, "vision_judge_endpoint"),
             ),
         },
         ("kind",),
@@ -120,9 +142,7 @@ def _task() -> dict[str, Any]:
         {
             "kind": {"enum": Split.Kind.values},
             "files": _file("the split's directory, or a tar of it (.tar, .tar.gz)"),
-            "sha256": _text(
-                "the stored split bundle's digest, checked on import", pattern=r"^[0-9a-f]{64}$"
-            ),
+            "sha256": _text("the stored split bundle's digest, checked on import", pattern=SHA256),
             "visibility": {"enum": Split.Visibility.values},
             "reveal_at": _moment(nullable=True),
         },
@@ -137,26 +157,30 @@ def _task() -> dict[str, Any]:
             "settings": {"type": "object", "description": "the protocol's own settings"},
             "limits": _object(
                 {
-                    "readiness_s": _count(),
-                    "per_item_s": {"type": "number", "minimum": 0.1},
-                    "max_batch_size": _count(),
-                    "total_wall_s": _count(),
-                    "max_artifact_bytes": _count(),
+                    "readiness_s": _count(Task, "readiness_s"),
+                    "per_item_s": {
+                        "type": "number",
+                        "minimum": 0.1,
+                        "maximum": _column_max(Task, "total_wall_s"),
+                    },
+                    "max_batch_size": _count(Task, "max_batch_size"),
+                    "total_wall_s": _count(Task, "total_wall_s"),
+                    "max_artifact_bytes": _count(Task, "max_artifact_bytes"),
                     "gpu_class": _text(maxLength=32),
                 }
             ),
             "search": _object({"image": {"type": "boolean"}, "web": {"type": "boolean"}}),
             "judge": _judge(),
-            "primary_metric": _text(minLength=1),
+            "primary_metric": _text(minLength=1, maxLength=_column_length(Task, "primary_metric")),
             "entry_rule": {"enum": Task.EntryRule.values},
             "tie_rule": {"enum": Task.TieRule.values},
             "timeout_policy": {"enum": Task.TimeoutPolicy.values},
             "error_policy": {"enum": Task.ErrorPolicy.values},
             "quotas": _object(
                 {
-                    "per_day": _count(0, nullable=True),
-                    "total": _count(0, nullable=True),
-                    "concurrent": _count(0, nullable=True),
+                    "per_day": _count(Task, "quota_per_day", 0, nullable=True),
+                    "total": _count(Task, "quota_total", 0, nullable=True),
+                    "concurrent": _count(Task, "quota_concurrent", 0, nullable=True),
                 }
             ),
             "splits_selectable": {"type": "boolean"},
@@ -176,7 +200,10 @@ def bundle_schema() -> dict[str, Any]:
             "title": _text(minLength=1, maxLength=200),
             "description": _text(),
             "status": {"enum": ["draft", "published"]},
-            "package_index": _text("a PyPI mirror teams' builds may install from"),
+            "package_index": _text(
+                "a PyPI mirror teams' builds may install from: one http(s) URL, no credentials",
+                maxLength=500,
+            ),
             "kit_includes_corpus": {"type": "boolean"},
             "pages": _object({page: _file("a Markdown page") for page in PAGES}),
             "corpus": _file("the search corpus directory, or a tar of it"),
@@ -197,7 +224,10 @@ def bundle_schema() -> dict[str, Any]:
             "starts_at": _moment(),
             "ends_at": _moment(),
             "quotas": _object(
-                {"per_day": _count(0, nullable=True), "total": _count(0, nullable=True)}
+                {
+                    "per_day": _count(Phase, "quota_per_day", 0, nullable=True),
+                    "total": _count(Phase, "quota_total", 0, nullable=True),
+                }
             ),
         },
         ("name", "starts_at", "ends_at"),

@@ -26,6 +26,12 @@ ScoreRows = TypeVar("ScoreRows", "SliceScore", "Headline")
 
 
 def _package_index_url(value: str) -> None:
+    """One http(s) URL without credentials (``PackageIndex.parse``), and nothing after it: no
+    space, line break or control character (``URL --extra-index-url ...``)."""
+    if any(c.isspace() or not c.isprintable() for c in value.strip()):
+        raise ValidationError(
+            "a package index is one URL: no spaces, line breaks or control characters in it"
+        )
     try:
         PackageIndex.parse(value)
     except IndexURLError as exc:

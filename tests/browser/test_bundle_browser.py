@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from evaluator.archives import write_zip
+from evaluator.zips import write_zip
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.models import Challenge, ChallengeVersion, Task
 from tests.browser.test_journeys import Journey, screen  # noqa: F401 - fixture used by name

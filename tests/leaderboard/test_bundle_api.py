@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from evaluator.archives import write_zip
+from evaluator.zips import write_zip
 from leaderboard import api_tokens
 from leaderboard.models import Challenge, ChallengeVersion
 from podium import cli

@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
+from leaderboard.challenge_bundle.source import MAX_MANIFEST_BYTES
 from leaderboard.models import Challenge
 from tests.leaderboard.bundle_support import edit, write_bundle
 
@@ -77,9 +78,10 @@ def test_every_problem_is_named_at_once_with_file_line_and_field(bundle):
         ("kind: validation", "kind: private-test", "tasks[0].splits[1]",
          "split kind 'private-test' appears twice"),
         ("kind: rules", "kind: rules, api_key: sk-live-123", "tasks[0].judge.api_key",
-         "an API key is never written in a bundle: name the environment variable"),
+         "an API key is never written in a bundle, nor where one is: a judge endpoint's key is "
+         "configured with the endpoint on the server (PODIUM_JUDGE_ENDPOINTS)"),
         ("kind: rules", "kind: rules, api_key_env: sk-live-123", "tasks[0].judge.api_key_env",
-         "'sk-l...' is not the name of an environment variable or secret"),
+         "an API key is never written in a bundle, nor where one is"),
         ("kind: rules", "kind: openai, model: gpt-judge, endpoint: nowhere",
          "tasks[0].judge.endpoint", "unknown judge endpoint 'nowhere'"),
         ("bundle_version: 1", "bundle_version: 2", "bundle_version", "1 was expected"),
@@ -135,9 +137,9 @@ def test_an_alias_bomb_is_refused_without_expanding(bundle):
 
 
 def test_a_huge_manifest_is_refused(bundle):
-    (bundle / "challenge.yaml").write_text("# " + "x" * (1024 * 1024) + "\n")
+    (bundle / "challenge.yaml").write_text("# " + "x" * MAX_MANIFEST_BYTES + "\n")
     (found,) = problems(bundle)
-    assert found.startswith("challenge.yaml: (file): ") and "at most 1048576" in found
+    assert found.startswith("challenge.yaml: (file): ") and f"at most {MAX_MANIFEST_BYTES}" in found
 
 
 def test_a_symbolic_link_in_a_bundle_directory_is_refused(bundle, tmp_path):
@@ -175,7 +177,7 @@ def test_a_zip_slip_entry_is_refused(tmp_path):
 
 
 def test_an_absolute_zip_entry_is_refused(tmp_path):
-    bad = _zip(tmp_path / "b.zip", [("/etc/cron.d/evil", b"boom")])
+    bad = _zip(tmp_path / "b.zip", [("challenge.yaml", b"x: 1"), ("/etc/cron.d/evil", b"boom")])
     (found,) = problems(bad)
     assert "entry '/etc/cron.d/evil' is an absolute path" in found
 
@@ -189,7 +191,7 @@ def test_a_symbolic_link_in_a_zip_is_refused(tmp_path):
 
 
 def test_a_zip_bomb_is_stopped_by_the_bytes_it_inflates(tmp_path, settings):
-    settings.PODIUM_ARCHIVE_MAX_BYTES = 1024 * 1024
+    settings.PODIUM_BUNDLE_MAX_BYTES = 1024 * 1024
     bomb = _zip(tmp_path / "b.zip", [("challenge.yaml", b"x: 1"), ("big.bin", bytes(50 << 20))])
     assert bomb.stat().st_size < 100_000  # 50 MiB of zeros in a small file
     (found,) = problems(bomb)
@@ -197,7 +199,7 @@ def test_a_zip_bomb_is_stopped_by_the_bytes_it_inflates(tmp_path, settings):
 
 
 def test_a_zip_with_too_many_entries_is_refused(tmp_path, settings):
-    settings.PODIUM_ARCHIVE_MAX_MEMBERS = 10
+    settings.PODIUM_BUNDLE_MAX_MEMBERS = 10
     many = _zip(tmp_path / "b.zip", [(f"f{i}", b"") for i in range(11)])
     (found,) = problems(many)
     assert "more than 10 entries" in found
@@ -292,3 +294,96 @@ def test_a_hostile_split_tar_in_a_bundle_is_refused_at_its_field(bundle):
     )
     assert "entry '../../escape.txt' is a path leading outside the archive (..)" in found
     assert not (bundle.parent / "escape.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "at", "field", "message"),
+    [
+        ("slug: bundle-test", 'slug: "bundle-test\\n"', "slug:", "challenge.slug",
+         "'bundle-test\\n' does not match"),
+        ("id: multi-turn-qa", 'id: "multi-turn-qa\\n"', "- id:", "tasks[0].id",
+         "'multi-turn-qa\\n' does not match"),
+        ("judge: {kind: rules}", "judge: {kind: rules}\n    limits: {readiness_s: 2147483648}",
+         "limits:", "tasks[0].limits.readiness_s",
+         "2147483648 is greater than the maximum of 2147483647"),
+        ("judge: {kind: rules}", "judge: {kind: rules}\n    limits: {total_wall_s: 9999999999}",
+         "limits:", "tasks[0].limits.total_wall_s",
+         "9999999999 is greater than the maximum of 2147483647"),
+        ("per_day: 3", "per_day: 2147483648", "per_day", "tasks[0].quotas.per_day",
+         "2147483648 is greater than the maximum of 2147483647"),
+        ("name: Phase 1", "name: Phase 1\n    quotas: {total: 4294967296}", "quotas: {total",
+         "phases[0].quotas.total", "4294967296 is greater than the maximum of 2147483647"),
+        ("judge: {kind: rules}", "judge: {kind: rules}\n    limits: {per_item_s: .nan}",
+         "limits:", "tasks[0].limits.per_item_s",
+         "nan is not a number Podium can use: write a finite one"),
+        ("judge: {kind: rules}", "judge: {kind: rules}\n    limits: {per_item_s: .inf}",
+         "limits:", "tasks[0].limits.per_item_s",
+         "inf is not a number Podium can use: write a finite one"),
+        ("judge: {kind: rules}", "judge: {kind: rules, revision: " + "r" * 101 + "}",
+         "revision:", "tasks[0].judge.revision", "is too long"),
+        ("title: Bundle test",
+         "title: Bundle test\n  package_index: https://user:secret@pypi.example.org/simple/",
+         "package_index", "challenge.package_index",
+         "a package index URL may not carry credentials"),
+        ("title: Bundle test", "title: Bundle test\n  package_index: ftp://pypi.example.org/",
+         "package_index", "challenge.package_index",
+         "'ftp://pypi.example.org/': a package index is an http:// or https:// URL"),
+        ("title: Bundle test",
+         "title: Bundle test\n  package_index: --extra-index-url=https://evil.example.org/",
+         "package_index", "challenge.package_index",
+         "a package index is an http:// or https:// URL"),
+        ("title: Bundle test",
+         "title: Bundle test\n  package_index: https://pypi.example.org/simple/ "
+         "--extra-index-url https://evil.example.org/", "package_index",
+         "challenge.package_index",
+         "a package index is one URL: no spaces, line breaks or control characters in it"),
+        ("kind: rules", "kind: rules, api_key_env: PODIUM_JUDGE_API_KEY", "api_key_env",
+         "tasks[0].judge.api_key_env",
+         "an API key is never written in a bundle, nor where one is: a judge endpoint's key is "
+         "configured with the endpoint on the server (PODIUM_JUDGE_ENDPOINTS)"),
+    ],
+    ids=["slug and a line break", "task id and a line break", "readiness_s past integer",
+         "total_wall_s past integer", "quota past integer", "phase quota past integer",
+         ".nan", ".inf", "judge revision past its column", "index with credentials",
+         "ftp index", "index as an option", "index and an option", "api_key_env"],
+)  # fmt: skip
+def test_values_that_crashed_or_slipped_through_the_import_are_named_at_validate(
+    bundle, old, new, at, field, message
+):
+    """Before: a slug or task id ending in a line break passed; integers past the database's
+    columns and .nan/.inf crashed the import (DataError); any package index was stored; a
+    judge's api_key_env was dropped without a word."""
+    edit(bundle, old, new)
+    found = problems(bundle)
+    line = line_of(bundle, at)
+    assert any(p.startswith(f"challenge.yaml:{line}: {field}: ") and message in p for p in found), (
+        found
+    )
+
+
+def test_a_slug_with_a_line_break_makes_no_second_challenge(bundle, client):
+    """Before, it was imported beside the first, and then every page listing challenges
+    failed (NoReverseMatch)."""
+    import_bundle(bundle)
+    edit(bundle, "slug: bundle-test", 'slug: "bundle-test\\n"')
+    with pytest.raises(BundleInvalid):
+        import_bundle(bundle)
+    assert list(Challenge.objects.values_list("slug", flat=True)) == ["bundle-test"]
+    assert client.get("/").status_code == 200
+
+
+def test_a_split_tar_bomb_in_a_bundle_is_refused_at_its_header(bundle):
+    """A split or corpus tar in a bundle is held to the bundle's bytes and ratio: refused at
+    the member's header, nothing of it written."""
+    import tarfile
+
+    with tarfile.open(bundle / "data" / "bomb.tar.gz", "w:gz", compresslevel=1) as tar:
+        info = tarfile.TarInfo("zeros.bin")
+        info.size = 128 * 1024 * 1024
+        tar.addfile(info, io.BytesIO(bytes(info.size)))
+    edit(bundle, "files: data/validation", "files: data/bomb.tar.gz")
+    (found,) = problems(bundle)
+    assert found.startswith(
+        f"challenge.yaml:{line_of(bundle, 'bomb.tar.gz')}: tasks[0].splits[0].files: "
+        "data/bomb.tar.gz: entry 'zeros.bin': the archive unpacks to more than 67108864 bytes"
+    )

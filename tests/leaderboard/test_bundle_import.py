@@ -131,6 +131,9 @@ def test_only_organisers_import_diff_or_export(bundle, tmp_path):
     challenge = Challenge.objects.get()
     assert list(challenge.organisers.all()) == [staff]
     edit(bundle, "per_day: 3", "per_day: 4")
+    with pytest.raises(PermissionDenied, match="you organise none"):
+        import_bundle(bundle, stranger)
+    Challenge.objects.create(name="Other", slug="other").organisers.add(stranger)
     for dry_run in (True, False):
         with pytest.raises(PermissionDenied, match="only the organisers of 'bundle-test'"):
             import_bundle(bundle, stranger, dry_run=dry_run)

@@ -5,7 +5,8 @@
   checklist, by importing in a transaction that is rolled back; exit status 1 on a problem.
 - ``diff BUNDLE``: what importing it would change.
 - ``import BUNDLE [--as USER] [--redo-runs]``: applied as a new version (nothing when
-  unchanged); ``--redo-runs``: a split that gets a new version (its data changed under its
+  unchanged); ``--as``: who may is decided before the bundle is unpacked (``admission``);
+  ``--redo-runs``: a split that gets a new version (its data changed under its
   runs) runs its submissions again on it (``validate`` and ``diff`` take it too: the preview).
 - ``export SLUG OUT [--as USER] [--zip]``: the live challenge as a bundle; private test splits
   only when the user (none: the command line, an operator) organises it.
@@ -20,8 +21,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from leaderboard.challenge_bundle.admission import may_change
 from leaderboard.challenge_bundle.exporter import export, export_zip
-from leaderboard.challenge_bundle.importer import Outcome, import_bundle, may_change
+from leaderboard.challenge_bundle.importer import Outcome, import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
 from leaderboard.models import Challenge
