@@ -2,14 +2,15 @@
 
 Each round builds the demo's example agents (``examples/agents/*``: ``FROM`` the agent base,
 ``COPY`` the agent, ``ENV``) through ``workers.builds.build_context`` as the build stage calls
-it, once with this tree and once with ``--against`` (a checkout of an earlier commit, e.g. a
-``git worktree`` of the commit before the build engine, whose builds run on the node's engine),
-in turn, each tree in a process of its own. Every built image is removed from the node's
-engine afterwards. It prints each tree's median seconds per build over the rounds and their
-ratio; then, for this tree, what the first build after the build engine lost its base images
-costs (the base copied in once) against the builds after it.
+it (with ``--stage``, each after the build stage's check of the stored upload), once with this
+tree and once with ``--against`` (a checkout of an earlier commit, e.g. a ``git worktree`` of
+the commit before the build engine, whose builds run on the node's engine), in turn, each tree
+in a process of its own. Every built image is removed from the node's engine afterwards. It
+prints each tree's median seconds per build over the rounds and their ratio; then, for this
+tree, what the first build after the build engine lost its base images costs (the base copied
+in once) against the builds after it.
 
-    python bench/build_isolation.py --against ../podium-before [--rounds 5]
+    python bench/build_isolation.py --against ../podium-before [--rounds 5] [--stage]
 """
 
 from __future__ import annotations
@@ -30,14 +31,24 @@ EXAMPLES = REPO / "examples" / "agents"
 BASE = "podium/agent-base:py3.11"
 
 # Run in the tree under test: build every context given, print the seconds of each, as JSON.
+# With --stage, each build is preceded by the build stage's check of the stored upload.
 _BUILD = """
-import json, sys, time, docker
+import json, os, sys, time, docker
+from pathlib import Path
 from workers.builds import build_context
 BASE = "podium/agent-base:py3.11"
+stage = os.environ.get("BENCH_STAGE") == "1"
+if stage:
+    import django
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
+    django.setup()
+    from leaderboard.submitting.artifacts import check_stored_archive
 client = docker.from_env()
 times = []
 for path in sys.argv[1:]:
     started = time.perf_counter()
+    if stage:
+        check_stored_archive(Path(path), "build-context", "your upload")
     image = build_context(path, base_images=[BASE], timeout_s=300, client=client)
     times.append(time.perf_counter() - started)
     client.images.remove(image.image_id, force=True)
@@ -56,8 +67,8 @@ def contexts(folder: Path) -> list[str]:
     return paths
 
 
-def build(tree: Path, paths: list[str]) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def build(tree: Path, paths: list[str], stage: bool = False) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "BENCH_STAGE": "1" if stage else "0"}
     done = subprocess.run(
         [sys.executable, "-c", _BUILD, *paths],
         cwd=tree, env=env, capture_output=True, text=True, check=False,
@@ -84,6 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", type=Path, required=True, help="the other tree")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--stage", action="store_true", help="time the build stage's upload check with each build"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="podium-bench-") as folder:
         paths = contexts(Path(folder))
@@ -92,7 +106,7 @@ def main() -> None:
         seconds: dict[str, list[float]] = {name: [] for name in trees}
         for number in range(args.rounds):
             for name, tree in trees.items():
-                times = build(tree, paths)
+                times = build(tree, paths, args.stage)
                 seconds[name].extend(times)
                 print(f"round {number + 1} {name}: {statistics.median(times):.3f} s per build")
         medians = {name: statistics.median(times) for name, times in seconds.items()}

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import logging
 import os
 import tempfile
@@ -76,7 +75,8 @@ class BuildSession:
 
     def api(self) -> docker.APIClient:
         """A client of its own (a streaming build holds one connection; closing it cancels)."""
-        return docker.APIClient(base_url=self.url, timeout=self.client.api.timeout)
+        api = self.client.api
+        return docker.APIClient(base_url=self.url, timeout=api.timeout, version=api.api_version)
 
     def hand_over(
         self, image_id: str, node: docker.DockerClient, tag: str | None = None
@@ -163,7 +163,10 @@ def session(
             f"no build engine at {url} (start it: bash scripts/build-engine.sh)"
         )
     with _locked(socket):
-        client = docker.DockerClient(base_url=url, timeout=node.api.timeout)
+        # the node's API version: a client left to find the engine's asks it first (~10 ms)
+        client = docker.DockerClient(
+            base_url=url, timeout=node.api.timeout, version=node.api.api_version
+        )
         try:
             _check_apart(client, node, url)
             keep = _base_ids(base_images, node)
@@ -180,19 +183,19 @@ def session(
             client.close()
 
 
-@functools.cache
-def _store_at(url: str, driver: str, reported_root: str) -> Path | None:
-    root = Path(os.environ.get("PODIUM_BUILD_DATA_ROOT") or reported_root)
-    if driver != "overlay2" or not (root / "image/overlay2/imagedb").is_dir():
-        return None
-    return root if os.access(root / "image/overlay2/imagedb", os.R_OK | os.X_OK) else None
+_stores: dict[str, Path | None] = {}
 
 
 def _store(client: docker.DockerClient, url: str) -> Path | None:
     """The engine's overlay2 data root (``PODIUM_BUILD_DATA_ROOT``, else where the engine says
-    it is), when this process can read it."""
-    info = client.info()
-    return _store_at(url, str(info.get("Driver")), str(info.get("DockerRootDir") or ""))
+    it is), when this process can read it; found once per engine."""
+    if url not in _stores:
+        info = client.info()
+        root = Path(os.environ.get("PODIUM_BUILD_DATA_ROOT") or info.get("DockerRootDir") or "")
+        found = info.get("Driver") == "overlay2" and (root / "image/overlay2/imagedb").is_dir()
+        readable = found and os.access(root / "image/overlay2/imagedb", os.R_OK | os.X_OK)
+        _stores[url] = root if readable else None
+    return _stores[url]
 
 
 def _check_apart(client: docker.DockerClient, node: docker.DockerClient, url: str) -> None:
