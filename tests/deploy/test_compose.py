@@ -140,7 +140,7 @@ def test_the_gpu_worker_gives_its_agents_the_gpu_it_reserved(services):
     assert device["device_ids"] == [worker["environment"]["PODIUM_AGENT_GPUS"]] == ["0"]
 
 
-def test_only_build_and_gpu_workers_reach_the_docker_engine(services):
+def test_only_build_and_gpu_workers_reach_the_docker_engine_and_the_build_engine(services):
     for name, service in services.items():
         binds = {v["target"]: v for v in service.get("volumes", []) if v["type"] == "bind"}
         if name in ("worker-build", "worker-gpu"):
@@ -150,6 +150,9 @@ def test_only_build_and_gpu_workers_reach_the_docker_engine(services):
             assert volumes["bind"]["propagation"] == "rslave"
             assert binds["/var/lib/podium"]["source"] == "/var/lib/podium"
             assert service["environment"]["TMPDIR"].startswith("/var/lib/podium/")
+            # the build engine: its socket and lock, and its store read-only for the hand-over
+            assert binds["/run/podium-build"]["source"] == "/run/podium-build"
+            assert binds["/var/lib/podium-build"]["read_only"] is True
         else:
             assert not binds, name
 

@@ -149,6 +149,7 @@ def _host_paths(template: dict[str, Any]) -> set[str]:
 
 def test_only_build_and_gpu_workers_reach_the_docker_engine(rendered):
     engine = {"/var/run/docker.sock", "/var/lib/docker/volumes", "/var/lib/podium"}
+    engine |= {"/run/podium-build", "/var/lib/podium-build"}  # the node's build engine
     for where, template in pods(rendered):
         labels = template["metadata"]["labels"]
         queue = labels.get("podium.io/queue", "")
@@ -157,6 +158,7 @@ def test_only_build_and_gpu_workers_reach_the_docker_engine(rendered):
             (container,) = template["spec"]["containers"]
             mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
             assert mounts["/var/lib/docker/volumes"]["mountPropagation"] == "HostToContainer"
+            assert mounts["/var/lib/podium-build"]["readOnly"] is True
         else:
             assert not _host_paths(template), where
 

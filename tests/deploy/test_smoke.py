@@ -85,6 +85,8 @@ class Stack:
         if engine:  # as deploy/compose.yaml mounts them for the build and GPU workers
             volumes = {
                 "/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"},
+                "/run/podium-build": {"bind": "/run/podium-build", "mode": "rw"},
+                "/var/lib/podium-build": {"bind": "/var/lib/podium-build", "mode": "ro"},
                 "/var/lib/docker/volumes": {"bind": "/var/lib/docker/volumes", "mode": "rslave"},
                 str(self.tmp): {"bind": str(self.tmp), "mode": "rw"},
             }
