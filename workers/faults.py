@@ -1,6 +1,6 @@
 """Whose fault a failure is: the one module that says so. Every error the pipeline acts on
 derives from one of these three, or is a library's error that ``is_transient`` names, and the
-stage tasks (``workers/tasks.py``) decide by them.
+stage tasks (``leaderboard/pipeline/stage_tasks.py``) decide by them.
 
 - ``TeamFault``: what the team sent is at fault (its upload, its image, its agent's behaviour).
   The submission or run fails; the team reads the reason, in Podium's words only (never bytes

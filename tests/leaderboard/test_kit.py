@@ -67,8 +67,6 @@ def test_the_kit_holds_the_example_agent_public_splits_tools_and_no_private_data
     assert not [name for name in files if name.startswith("corpus/")], "corpus: off by default"
     assert "tools/evaluator/cli.py" in files and "tools/workers/cli.py" in files
     assert "tools/podium/cli.py" in files and "tools/podium/downloads.py" in files
-    assert not [name for name in files if name.startswith("tools/workers/pipeline")]
-    assert "tools/workers/tasks.py" not in files
     assert b"docker==" in files["tools/requirements.txt"]
     assert b"Django" not in files["tools/requirements.txt"]
     manifest = json.loads(files["kit.json"])

@@ -8,11 +8,11 @@ from django.db.utils import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 from requests.exceptions import ConnectionError as RequestsConnectionError
 
+from leaderboard.pipeline.bundles import BundleError
 from workers.builds import BaseImageMissing
 from workers.faults import PodiumFault, TeamFault, TransientFault, is_transient
 from workers.images import ImageError
 from workers.outcomes import RunFailed, SearchUnavailable
-from workers.pipeline.bundles import BundleError
 
 
 @pytest.mark.parametrize(
