@@ -37,7 +37,8 @@ from leaderboard.pipeline.bundles import corpus_sha256
 
 # The example agent a kit carries for each protocol (``examples/agents/<name>``).
 EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
-# Podium's source the commands need, whole (the pipeline's Django side is leaderboard/pipeline/).
+# Podium's source the commands need, whole: none of these packages imports Django (the import
+# contracts in pyproject.toml, checked by ``lint-imports``).
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
 # podium.cli and what it imports of podium (none of them imports Django)
 CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "downloads.py")
