@@ -16,7 +16,7 @@ before it, beside or before the run).
 ``--build-worker``: the ``build`` queue on a worker of its own (as deployed) beside one on the
 others. ``--quiet``: after each run, wait (up to 120 s) for its image's archive before the next
 submission. ``--another-node``: announce a second GPU node in Redis
-(``workers.pipeline.node.announce``), so ``PODIUM_IMAGE_STORE=auto`` stores images ahead as on
+(``leaderboard.pipeline.node.announce``), so ``PODIUM_IMAGE_STORE=auto`` stores images ahead as on
 a cluster (a no-op before that setting).
 
 Needs a scratch database it may migrate (``DATABASE_URL``) and Redis (``REDIS_URL``; a worker on
@@ -57,18 +57,18 @@ from evaluator.protocols.crag_mm.split import load_split  # noqa: E402
 from leaderboard.demo.setup import context_tar  # noqa: E402
 from leaderboard.kits import store  # noqa: E402
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402
+from leaderboard.pipeline.run import limits_for  # noqa: E402
 from leaderboard.splits import import_split_dir  # noqa: E402
 from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
 from podium.metric_events import events_redis  # noqa: E402
 from tests.e2e.harness import make_task, write_split  # noqa: E402
 from workers.builds import build_context  # noqa: E402
 from workers.image_export import archive_name  # noqa: E402
-from workers.pipeline.run import limits_for  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
 
 ZERO_WORK = REPO / "examples/agents/zero-work"
 QUEUES = "build,gpu-l40s,judge,default"
-NODES_KEY = "podium:nodes:gpu"  # workers.pipeline.node.NODES_KEY
+NODES_KEY = "podium:nodes:gpu"  # leaderboard.pipeline.node.NODES_KEY
 
 
 def runner_alone(image, split, task) -> dict[str, float]:

@@ -3,7 +3,7 @@ uploaded tar of one (the challenge's admin page).
 
 Every image entry and web page is read as the search service reads them before anything is
 stored (a bad line is named, and nothing changes); then the corpus is stored under the
-challenge, named by its sha256 (``workers.pipeline.bundles.store_corpus``): importing the same
+challenge, named by its sha256 (``leaderboard.pipeline.bundles.store_corpus``): importing the same
 files again changes nothing, other files replace it for the runs that start from then on.
 """
 
@@ -16,9 +16,9 @@ from typing import IO
 
 from evaluator.archives import ArchiveError
 from leaderboard.models import Challenge
+from leaderboard.pipeline.bundles import corpus_sha256, store_corpus
 from leaderboard.splits import unpack_upload
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import corpus_sha256, store_corpus
 from workers.search.corpus import Corpus, CorpusError
 
 

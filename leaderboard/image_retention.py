@@ -6,7 +6,7 @@ after the last of them finished (and after it was stored); then the sweep
 
 The image's digest stays on the submission and its record (``ImageArchive``) says the archive
 is gone, so a later re-run does not wait for it: a node whose engine has the image owes it
-again (``workers.pipeline.image_store.offer``), or the build stage makes the image again.
+again (``leaderboard.pipeline.image_store.offer``), or the build stage makes the image again.
 
 Safe against a run starting meanwhile: each archive is removed in one transaction that first
 locks the runs and the submissions of that image and reads their states again; a run's state

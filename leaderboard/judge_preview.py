@@ -3,7 +3,7 @@
 - ``start``: an organiser names a candidate judge (any judge on offer:
   ``leaderboard.judge_choice.judge_options``; the task's own judge again tries Podium's current
   prompt version) for a split; its dry run is ``judge.preview_judge`` on the judge queue
-  (``workers.pipeline.preview``), never the web request. It re-judges only what the judgment
+  (``leaderboard.pipeline.preview``), never the web request. It re-judges only what the judgment
   cache lacks and leaves everything published as it is.
 - Two judges on the same turns: a preview may compare the candidate with another judge (a
   ``baseline``, also graded through the cache) instead of the published verdicts; such a

@@ -15,9 +15,9 @@ from django.core.exceptions import ValidationError
 from evaluator.judges.openai_judge import OpenAIJudge
 from evaluator.records import EvaluatorError
 from leaderboard.models import Challenge, Split, Task, current_splits
+from leaderboard.pipeline.bundles import corpus_sha256
+from leaderboard.pipeline.judge import task_judge, vision_judge
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import corpus_sha256
-from workers.pipeline.judge import task_judge, vision_judge
 
 JUDGE_PROBE_S = 5.0
 

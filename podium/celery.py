@@ -17,7 +17,7 @@ from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
 
-app = Celery("podium", include=["workers.tasks"])
+app = Celery("podium", include=["leaderboard.pipeline.stage_tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 BUILD_QUEUE = "build"

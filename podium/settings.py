@@ -385,7 +385,7 @@ PODIUM_JANITOR_INTERVAL_S = _env_int("PODIUM_JANITOR_INTERVAL_S", 300, minimum=1
 # How long a node lacking a submission's image waits for the building node to store it (the
 # build stage stores it after handing the run over) before building it itself.
 PODIUM_IMAGE_STORE_WAIT_S = _env_int("PODIUM_IMAGE_STORE_WAIT_S", 300, minimum=0)
-# Which agent images go to storage for the other nodes (workers/pipeline/image_store.py):
+# Which agent images go to storage for the other nodes (leaderboard/pipeline/image_store.py):
 # "always" (each new one, once its node runs no timed run, or at once when another node asks),
 # "auto" (so when more than one node serves the GPU queues; else only those another node asks
 # for) or "never" (a node lacking an image makes it itself). An archive no run needs any more

@@ -1,7 +1,7 @@
 """An image of the local Docker engine written out as a ``docker save`` archive, as a stream.
 
 What the starter kit's base image download is made of (``leaderboard/kits/base_image.py``), and
-how an agent image reaches the other nodes (``workers/pipeline/image_store.py``):
+how an agent image reaches the other nodes (``leaderboard/pipeline/image_store.py``):
 ``find`` names the image's content-addressed ID (what the saved archive is keyed by), ``save``
 writes the archive chunk by chunk into a binary file and returns its sha256; nothing is held
 whole in memory.

@@ -19,8 +19,8 @@ from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
 from leaderboard.judge_forecast import forecast_lines
 from leaderboard.models import Challenge, HubModel, Phase, RankedBoard, Split, Task
+from leaderboard.pipeline.bundles import corpus_sha256
 from leaderboard.splits import SplitImportError, import_split_bundle
-from workers.pipeline.bundles import corpus_sha256
 
 
 class PhaseInline(admin.TabularInline):

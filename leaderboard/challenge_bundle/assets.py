@@ -24,9 +24,9 @@ from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
 from leaderboard.models import Challenge, KitFile
+from leaderboard.pipeline.bundles import BundleError
 from podium.downloads import file_sha256
 from podium.storage import stored_name
-from workers.pipeline.bundles import BundleError
 
 LOGO_FORMATS = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
 MAX_LOGO_BYTES = 1024 * 1024

@@ -38,9 +38,9 @@ from leaderboard.challenge_bundle import source
 from leaderboard.challenge_bundle.loader import Bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.models import Challenge, Submission, Team
+from leaderboard.pipeline.bundles import download
 from leaderboard.submitting import Artifact, Choice, MethodInfo, submit
 from podium.storage import stored_name
-from workers.pipeline.bundles import download
 
 FOLDER = "baselines"
 Kind = Submission.ArtifactKind

@@ -20,7 +20,7 @@ from leaderboard.challenge_bundle.loader import moment
 from leaderboard.challenge_bundle.schema import BUNDLE_VERSION, PAGES, TASK_FIELDS
 from leaderboard.challenge_bundle.source import MANIFEST
 from leaderboard.models import Challenge
-from workers.pipeline.bundles import corpus_name, corpus_sha256
+from leaderboard.pipeline.bundles import corpus_name, corpus_sha256
 
 
 def export(challenge: Challenge, out: Path, private: bool) -> list[str]:

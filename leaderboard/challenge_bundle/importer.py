@@ -48,6 +48,7 @@ from leaderboard.challenge_bundle import (
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES
 from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
+from leaderboard.pipeline.bundles import store_corpus, write_corpus
 from leaderboard.publishing import publish_problems
 from leaderboard.splits import (
     PreparedSplit,
@@ -58,7 +59,6 @@ from leaderboard.splits import (
 )
 from podium.storage import stored_name
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import store_corpus, write_corpus
 from workers.search.corpus import Corpus, CorpusError
 
 

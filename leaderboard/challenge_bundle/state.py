@@ -18,7 +18,7 @@ from leaderboard.challenge_bundle.baselines import live as declared_baselines
 from leaderboard.challenge_bundle.loader import Bundle, moment, task_values
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS
 from leaderboard.models import Challenge, Split, current_splits
-from workers.pipeline.bundles import corpus_sha256
+from leaderboard.pipeline.bundles import corpus_sha256
 
 Canonical = dict[str, Any]
 

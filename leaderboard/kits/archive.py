@@ -30,7 +30,7 @@ from leaderboard.kits.contents import (
     tool_requirements,
 )
 from leaderboard.models import KitFile
-from workers.pipeline.bundles import corpus_name
+from leaderboard.pipeline.bundles import corpus_name
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -33,13 +33,13 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from leaderboard.models import Challenge, KitFile, Split, Task
-from workers.pipeline.bundles import corpus_sha256
+from leaderboard.pipeline.bundles import corpus_sha256
 
 # The example agent a kit carries for each protocol (``examples/agents/<name>``).
 EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
-# Podium's source the commands need; the Django side of ``workers`` stays out.
+# Podium's source the commands need, whole: none of these packages imports Django (the import
+# contracts in pyproject.toml, checked by ``lint-imports``).
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
-TOOLS_LEFT_OUT = ("workers/pipeline", "workers/tasks.py")
 # podium.cli and what it imports of podium (none of them imports Django)
 CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "downloads.py")
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
@@ -126,8 +126,6 @@ def _tool_files() -> list[tuple[Path, str]]:
         for path in sorted((root / package).rglob("*")):
             name = path.relative_to(root).as_posix()
             if not path.is_file() or "__pycache__" in name or path.suffix == ".pyc":
-                continue
-            if any(name == out or name.startswith(f"{out}/") for out in TOOLS_LEFT_OUT):
                 continue
             files.append((path, f"tools/{name}"))
     for module in CLI_MODULES:

@@ -25,7 +25,8 @@ class Migration(migrations.Migration):
             name="thumbnail",
             field=models.CharField(
                 blank=True,
-                help_text="the item's image scaled down, in storage (workers.pipeline.thumbnails)",
+                help_text="the item's image scaled down, in storage "
+                "(leaderboard.pipeline.thumbnails)",
                 max_length=300,
             ),
         ),

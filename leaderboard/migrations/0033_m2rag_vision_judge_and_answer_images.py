@@ -39,7 +39,7 @@ class Migration(migrations.Migration):
                 blank=True,
                 default=dict,
                 help_text="the images the answer places in its text, by index: their scaled "
-                "copies in storage (M2RAG; workers.pipeline.thumbnails)",
+                "copies in storage (M2RAG; leaderboard.pipeline.thumbnails)",
             ),
         ),
     ]

@@ -11,7 +11,7 @@ from leaderboard.models.challenge import Challenge
 
 class SearchCorpus(models.Model):
     """The challenge's search corpus: a reproducible tar of its directory, stored under the
-    name of its sha256 (``workers.pipeline.bundles.store_corpus``). The row and the tar are
+    name of its sha256 (``leaderboard.pipeline.bundles.store_corpus``). The row and the tar are
     written in the caller's transaction; a tar replaced is deleted once it commits."""
 
     challenge = models.OneToOneField(

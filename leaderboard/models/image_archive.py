@@ -1,5 +1,5 @@
 """An agent image's archive in storage (``agent-images/<image ID>.tar``): who owes it, whether
-it is there, and whether another node is waiting for it (``workers/pipeline/image_store.py``;
+it is there, and whether another node is waiting for it (``leaderboard/pipeline/image_store.py``;
 removed by the retention sweep, ``leaderboard/image_retention.py``)."""
 
 from __future__ import annotations

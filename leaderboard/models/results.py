@@ -40,13 +40,13 @@ class ItemAnswer(models.Model):
     thumbnail = models.CharField(
         max_length=300,
         blank=True,
-        help_text="the item's image scaled down, in storage (workers.pipeline.thumbnails)",
+        help_text="the item's image scaled down, in storage (leaderboard.pipeline.thumbnails)",
     )
     images = models.JSONField(
         default=dict,
         blank=True,
         help_text="the images the answer places in its text, by index: their scaled copies in "
-        "storage (M2RAG; workers.pipeline.thumbnails)",
+        "storage (M2RAG; leaderboard.pipeline.thumbnails)",
     )
     created_at = models.DateTimeField(default=timezone.now)
 

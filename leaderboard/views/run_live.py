@@ -30,7 +30,7 @@ def _answers_run(request: HttpRequest, run_id: int) -> EvaluationRun:
 
 @login_required
 def answer_thumbnail(request: HttpRequest, run_id: int, answer_id: int) -> HttpResponseBase:
-    """The answer's image, scaled down (``workers.pipeline.thumbnails``), cached privately by
+    """The answer's image, scaled down (``leaderboard.pipeline.thumbnails``), cached privately by
     the browser; a request naming the same version answers 304."""
     run = _answers_run(request, run_id)
     answer = get_object_or_404(ItemAnswer, run=run, pk=answer_id)

@@ -13,6 +13,7 @@ import pytest
 from django.db import connections
 
 from leaderboard.models import EvaluationRun, JudgePreview, RunAction
+from leaderboard.pipeline.preview import dry_run
 from tests.browser.test_journeys import Journey, screen  # noqa: F401 - fixture used by name
 from tests.leaderboard.test_judge_preview import (  # noqa: F401 - fixtures used by name
     fake,
@@ -20,7 +21,6 @@ from tests.leaderboard.test_judge_preview import (  # noqa: F401 - fixtures used
     organiser,
     sent,
 )
-from workers.pipeline.preview import dry_run
 
 T = TypeVar("T")
 

@@ -20,11 +20,11 @@ from django.urls import reverse
 
 from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, Submission
+from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir
 from tests import required
 from tests.e2e.harness import ALL_QUEUES, BROKER, make_task, pipeline, submit_agent, team_member
 from tests.workers.conftest import base_image, docker_client
-from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["base_image", "docker_client", "pipeline", "team_member"]  # fixtures used below

@@ -24,9 +24,9 @@ from leaderboard.models import (
     Submission,
     Team,
 )
+from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_through_form, team_member
-from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["pipeline", "team_member"]  # fixtures used by the test below

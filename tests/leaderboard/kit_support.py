@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from leaderboard.models import Challenge, Split
+from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir
-from workers.pipeline.bundles import store_corpus
 
 from .factories import write_small_split
 

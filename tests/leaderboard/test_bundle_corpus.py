@@ -11,9 +11,9 @@ from django.core.files.storage import default_storage
 from leaderboard.challenge_bundle import importer
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.models import Challenge, SearchCorpus
+from leaderboard.pipeline.bundles import corpus_name, corpus_sha256, store_corpus
 from tests.leaderboard.bundle_support import edit, write_bundle
 from tests.leaderboard.kit_support import write_corpus
-from workers.pipeline.bundles import corpus_name, corpus_sha256, store_corpus
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from leaderboard import image_retention
 from leaderboard.kits import store
 from leaderboard.models import EvaluationRun, ImageArchive
+from leaderboard.pipeline import image_store
 from workers.image_export import archive_name
-from workers.pipeline import image_store
 
 pytestmark = pytest.mark.django_db
 State = EvaluationRun.State

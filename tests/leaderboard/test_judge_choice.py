@@ -14,12 +14,12 @@ from PIL import Image
 from leaderboard import run_actions
 from leaderboard.judge_choice import JudgeSpec, UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import EvaluationRun, ItemAnswer, RunAction, Submission, Task
+from leaderboard.pipeline.judge import judge_stage
+from leaderboard.pipeline.thumbnails import THUMBNAIL_PX, scaled_jpeg
 from leaderboard.splits import import_split_dir
 from podium.celery import app
 from tests.e2e.harness import write_split
 from workers.faults import PodiumFault
-from workers.pipeline.judge import judge_stage
-from workers.pipeline.thumbnails import THUMBNAIL_PX, scaled_jpeg
 
 State = EvaluationRun.State
 ENDPOINTS = {

@@ -20,15 +20,15 @@ from leaderboard.models import (
     Submission,
     Task,
 )
+from leaderboard.pipeline.aggregate import aggregate_stage
+from leaderboard.pipeline.judge import judge_stage
+from leaderboard.pipeline.preview import dry_run
+from leaderboard.pipeline.stage_tasks import preview_judge
 from leaderboard.splits import import_split_dir
 from podium.celery import app
 from tests.e2e.harness import write_split
 from tests.fake_openai import FAKE_JUDGE, FakeOpenAI
 from tests.services import redis_url
-from workers.pipeline.aggregate import aggregate_stage
-from workers.pipeline.judge import judge_stage
-from workers.pipeline.preview import dry_run
-from workers.tasks import preview_judge
 
 State = EvaluationRun.State
 LLM = JudgeSpec("openai", "fake", FAKE_JUDGE["judge_model"])

@@ -13,12 +13,12 @@ from PIL import Image
 from evaluator.protocols.m2rag.agent import stored_reply
 from evaluator.protocols.m2rag.items import M2Prediction
 from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
+from leaderboard.pipeline.judge import judge_stage
 from leaderboard.splits import import_split_dir
 from tests.evaluator.m2rag.test_judging import ANSWER, respond, write_split
 from tests.fake_openai import FakeOpenAI
 from tests.services import redis_url
 from workers.faults import PodiumFault
-from workers.pipeline.judge import judge_stage
 
 
 def image_parts(payload: dict) -> list[str]:

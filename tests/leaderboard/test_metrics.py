@@ -15,6 +15,8 @@ from evaluator.judges import judge_all, make_judge
 from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
 from leaderboard.models import EvaluationRun
+from leaderboard.pipeline import claims
+from leaderboard.pipeline.judge import record_judge_calls
 from leaderboard.tasks import STAGE_TASKS, dispatch_stage
 from podium.celery import app
 from podium.storage import FileSystemStorage
@@ -22,8 +24,6 @@ from tests.fake_openai import GARBAGE, FakeOpenAI
 from tests.leaderboard.broker import broker_at, broker_unreachable
 from tests.services import redis_url
 from workers.faults import TransientFault
-from workers.pipeline import claims
-from workers.pipeline.judge import record_judge_calls
 
 State = EvaluationRun.State
 TOKEN = "metrics-token-0123456789abcdef"

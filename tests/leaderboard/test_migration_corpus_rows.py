@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from leaderboard.models import SearchCorpus
-from workers.pipeline.bundles import corpus_name, corpus_sha256
+from leaderboard.pipeline.bundles import corpus_name, corpus_sha256
 
 NAME = "bundle_logo_phase_quotas"
 

@@ -16,11 +16,11 @@ from django.urls import reverse
 
 from leaderboard import operations
 from leaderboard.models import EvaluationRun, RunAction
+from leaderboard.pipeline import claims
 from leaderboard.tasks import STAGE_TASKS
 from tests.leaderboard.broker import broker_at, broker_unreachable, sent
 from tests.services import redis_url
 from workers.faults import TransientFault
-from workers.pipeline import claims
 
 State = EvaluationRun.State
 PAGE = reverse("leaderboard:operator")

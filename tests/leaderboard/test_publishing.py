@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from leaderboard.models import Challenge, Phase, Split, Task
+from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.publishing import publish, publish_problems
 from tests.fake_openai import FakeOpenAI
-from workers.pipeline.bundles import store_corpus
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_the_admin_imports_a_search_corpus_checked_first(client, draft, make_use
     import tarfile
 
     from evaluator.protocols.crag_mm.sample import write_sample
-    from workers.pipeline.bundles import corpus_sha256
+    from leaderboard.pipeline.bundles import corpus_sha256
 
     admin_user = make_user("root", staff=True)
     admin_user.is_superuser = True

@@ -183,8 +183,8 @@ def test_the_agent_log_is_polled_live_with_the_run_pages_rule(client, world):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_running_stage_stores_the_output_only_while_the_run_is_its_own(world):
-    from workers.pipeline.claims import worker_id
-    from workers.pipeline.run import log_sink
+    from leaderboard.pipeline.claims import worker_id
+    from leaderboard.pipeline.run import log_sink
 
     def from_the_runners_thread(text: str) -> None:  # as OutputWatch calls it
         thread = threading.Thread(target=log_sink(run), args=(text,))

@@ -13,8 +13,8 @@ from evaluator.protocols.crag_mm import CragMM
 from evaluator.protocols.crag_mm.grading import MISSING_RULES
 from evaluator.protocols.crag_mm.metrics import COUNTINGS
 from leaderboard.models import Task
+from leaderboard.pipeline.run import ERROR_POLICIES, TIMEOUT_POLICIES
 from workers.limits import ErrorPolicy, TimeoutPolicy
-from workers.pipeline.run import ERROR_POLICIES, TIMEOUT_POLICIES
 
 
 def test_each_task_choice_is_one_the_evaluator_or_runner_knows():

@@ -42,20 +42,6 @@ TEST_POLICY = SandboxPolicy(
 TEST_LIMITS = Limits(readiness_s=30, per_item_s=2, max_consecutive_timeouts=2, max_restarts=2)
 
 
-@pytest.fixture
-def local_storage(settings, tmp_path) -> Path:
-    """Podium's storage (``media/``) and cache (``var/``) in this test's directory."""
-    settings.VAR_DIR = tmp_path / "var"
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media"), "base_url": None},
-        },
-    }
-    return tmp_path
-
-
 @pytest.fixture(scope="session")
 def docker_client():
     docker = required.module("docker")

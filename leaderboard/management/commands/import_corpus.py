@@ -1,6 +1,6 @@
 """``manage.py import_corpus --challenge SLUG DIR``: check a search corpus directory (every image
 entry and web page read as the search service reads them) and store it as the challenge's
-corpus (``workers.pipeline.bundles.store_corpus``); importing the same files again changes
+corpus (``leaderboard.pipeline.bundles.store_corpus``); importing the same files again changes
 nothing, other files replace it for runs that start from then on."""
 
 from __future__ import annotations

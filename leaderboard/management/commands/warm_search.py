@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.models import Task
-from workers.pipeline.bundles import corpus_dir
+from leaderboard.pipeline.bundles import corpus_dir
 
 
 class Command(BaseCommand):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from workers.outcomes import ItemOutcome, RunFailed, RunReport
-from workers.pipeline.run import (
+from leaderboard.pipeline.run import (
     AGENT_TEXT_SHOWN,
     OPERATOR_DETAIL_CHARS,
     operator_detail,
     team_reason,
 )
+from workers.outcomes import ItemOutcome, RunFailed, RunReport
 
 REASON = "protocol error: /batch: malformed HTTP response (HttpParserInvalidStatusError)"
 QUERIES = " | ".join(f"hidden query {i}: what is the thing in picture {i}?" for i in range(400))

@@ -30,10 +30,10 @@ from django.db import DatabaseError, connections
 from django.db.models import Q
 
 from leaderboard.models import EvaluationRun
+from leaderboard.pipeline import image_store
 from podium.celery import BUILD_QUEUE
 from podium.metric_events import events_redis
 from workers.janitor import Swept, sweep
-from workers.pipeline import image_store
 
 logger = logging.getLogger("podium.pipeline")
 EXPORT_POLL_S = 2.0  # how often the exporter looks for archives owed

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from leaderboard.models import Submission
-from workers.pipeline.run import agent_policy
+from leaderboard.pipeline.run import agent_policy
 
 
 def test_an_agent_gets_this_workers_gpus_and_none_on_a_cpu_worker(settings):

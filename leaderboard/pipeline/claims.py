@@ -32,7 +32,7 @@ from django.utils import timezone
 from tenacity import (
     RetryCallState,
     Retrying,
-    retry_if_exception_type,
+    retry_if_exception,
     stop_after_delay,
     wait_exponential,
 )
@@ -40,7 +40,7 @@ from tenacity import (
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
 from podium.metric_events import STAGE_RETRIES, WORKER_DEAD_TIME, record
-from workers.faults import DATABASE_ERRORS, is_transient
+from workers.faults import is_database_error, is_transient
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -114,7 +114,7 @@ def while_database_returns() -> Retrying:
     """Calls a database write again while the database is unreachable (a restart), for up to
     ``PODIUM_DB_RETRY_S``, reconnecting between tries; then the error is raised."""
     return Retrying(
-        retry=retry_if_exception_type(DATABASE_ERRORS),
+        retry=retry_if_exception(is_database_error),
         stop=stop_after_delay(settings.PODIUM_DB_RETRY_S),
         wait=wait_exponential(multiplier=0.25, max=5),
         before_sleep=_reconnect,

@@ -11,9 +11,9 @@ from django.core.files.base import ContentFile
 
 from evaluator.protocols import get_protocol
 from leaderboard.models import Challenge
+from leaderboard.pipeline.bundles import BundleError, cache_root, split_dir
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import make_task, write_split
-from workers.pipeline.bundles import BundleError, cache_root, split_dir
 
 pytestmark = pytest.mark.django_db
 

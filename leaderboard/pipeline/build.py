@@ -25,14 +25,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
+from leaderboard.pipeline import image_store
+from leaderboard.pipeline.claims import hand_over
 from leaderboard.submitting.artifacts import check_stored_archive
 from leaderboard.submitting.hub_models import allowed_models, image_models
 from workers.builds import BaseImageMissing, build_context
 from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
 from workers.package_index import IndexURLError
-from workers.pipeline import image_store
-from workers.pipeline.claims import hand_over
 
 State = EvaluationRun.State
 Kind = Submission.ArtifactKind

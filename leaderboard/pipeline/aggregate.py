@@ -18,10 +18,10 @@ from evaluator.records import EvaluatorError
 from leaderboard.board_store import entries
 from leaderboard.duplicates import flag_similar_runs
 from leaderboard.models import EvaluationRun, ItemVerdict
+from leaderboard.pipeline.bundles import split_dir
+from leaderboard.pipeline.judge import run_protocol
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import split_dir
-from workers.pipeline.judge import run_protocol
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State

@@ -1,4 +1,4 @@
-"""The evaluation pipeline behind the Celery stage tasks (``workers/tasks.py``).
+"""The evaluation pipeline behind the Celery stage tasks (``leaderboard/pipeline/stage_tasks.py``).
 
 One module per stage: ``build`` (the submission's image, pinned by digest), ``run`` (the agent
 on the split, every answer stored as it arrives), ``judge`` (verdicts through the judgment

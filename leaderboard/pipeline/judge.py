@@ -29,11 +29,11 @@ from evaluator.records import EvaluatorError, Judgment
 from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
+from leaderboard.pipeline.bundles import split_dir
+from leaderboard.pipeline.thumbnails import store_placed_images, store_thumbnails
 from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.judge_slots import judge_slots
-from workers.pipeline.bundles import split_dir
-from workers.pipeline.thumbnails import store_placed_images, store_thumbnails
 
 VERDICT_FIELDS = (
     "verdict",

@@ -1,8 +1,8 @@
 """The Celery stage tasks of an evaluation run (names in ``leaderboard.tasks.STAGE_TASKS``).
 
 Each takes ``run_id``, is acknowledged late and may be delivered twice: it first claims the run
-(``workers.pipeline.claims``) and does nothing when the run is not its own. The work itself
-lives in ``workers.pipeline``; these functions only decide what happens after it:
+(``leaderboard.pipeline.claims``) and does nothing when the run is not its own. The work itself
+lives in ``leaderboard.pipeline``; these functions only decide what happens after it:
 
 - a transient error (``workers.faults.is_transient``: the Docker engine, the database, the
   broker or object storage unreachable) gives the run back and retries the task with
@@ -27,12 +27,9 @@ from django.conf import settings
 
 from leaderboard.judge_preview import PREVIEW_TASK
 from leaderboard.models import EvaluationRun, InvalidTransition, JudgePreview
-from leaderboard.tasks import STAGE_TASKS
-from podium.logs import run_context
-from workers.faults import PodiumFault, is_transient
-from workers.pipeline.aggregate import aggregate_stage
-from workers.pipeline.build import prepare_run as build_stage
-from workers.pipeline.claims import (
+from leaderboard.pipeline.aggregate import aggregate_stage
+from leaderboard.pipeline.build import prepare_run as build_stage
+from leaderboard.pipeline.claims import (
     RunLost,
     claim,
     fail_for_podium,
@@ -42,10 +39,13 @@ from workers.pipeline.claims import (
     stage_ended,
     while_database_returns,
 )
-from workers.pipeline.judge import judge_stage
-from workers.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
-from workers.pipeline.preview import dry_run
-from workers.pipeline.run import run_stage
+from leaderboard.pipeline.judge import judge_stage
+from leaderboard.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
+from leaderboard.pipeline.preview import dry_run
+from leaderboard.pipeline.run import run_stage
+from leaderboard.tasks import STAGE_TASKS
+from podium.logs import run_context
+from workers.faults import PodiumFault, is_transient
 
 logger = logging.getLogger("podium.pipeline")
 State = EvaluationRun.State
@@ -161,7 +161,7 @@ def aggregate_run(self: StageTask, run_id: int) -> str:
 
 @_task(PREVIEW_TASK)
 def preview_judge(self: StageTask, preview_id: int) -> str:
-    """A judge change's dry run (``workers.pipeline.preview``): retried with back-off while
+    """A judge change's dry run (``leaderboard.pipeline.preview``): retried with back-off while
     the candidate leaves items undecided or a service is unreachable, failed (the reason kept
     on the preview) on anything else; resumed from the runs it has not graded."""
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.pipeline.node import runs_containers
+from leaderboard.pipeline.node import runs_containers
 
 
 def test_build_and_gpu_workers_run_the_janitor_judge_and_default_workers_do_not():

@@ -22,9 +22,14 @@ from evaluator.judges.rubric import UNJUDGED
 from leaderboard.judge_choice import JudgeSpec
 from leaderboard.judge_preview import ALL_ITEMS, previewed_runs
 from leaderboard.models import EvaluationRun, ItemAnswer, JudgePreview, PreviewFlip, PreviewRun
+from leaderboard.pipeline.bundles import split_dir
+from leaderboard.pipeline.judge import (
+    grade_answers,
+    run_protocol,
+    stored_predictions,
+    task_protocol,
+)
 from workers.faults import PodiumFault
-from workers.pipeline.bundles import split_dir
-from workers.pipeline.judge import grade_answers, run_protocol, stored_predictions, task_protocol
 
 State = JudgePreview.State
 

@@ -19,10 +19,10 @@ from django.test import Client
 
 from evaluator.protocols.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, ItemAnswer, ItemVerdict
+from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_agent, team_member, write_split
 from tests.fake_openai import FAKE_JUDGE, FakeOpenAI, endpoints_setting
-from workers.pipeline.bundles import store_corpus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["pipeline", "team_member"]  # fixtures used by the tests below

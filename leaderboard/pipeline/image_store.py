@@ -2,7 +2,7 @@
 
 A node whose engine has a submission's image (the one whose build stage loaded or built it, or
 found it there) owes its archive (``offer``: an ``ImageArchive`` row, pending, naming the node);
-the node's exporter (``workers.pipeline.node``) writes it to Podium's storage as a ``docker
+the node's exporter (``leaderboard.pipeline.node``) writes it to Podium's storage as a ``docker
 save`` archive, ``agent-images/<image ID>.tar`` with its sha256 beside it
 (``leaderboard.kits.store``: the sidecar is written last, so an archive without it is not there
 yet). When it does so (``export_owed``), by ``PODIUM_IMAGE_STORE``:
@@ -11,7 +11,7 @@ yet). When it does so (``export_owed``), by ``PODIUM_IMAGE_STORE``:
   otherwise only while another node serves the GPU queues (one node alone never needs the
   archive) and no agent is timed on this node nor waits for one of its GPU workers: the export
   (dockerd's copy of every layer, then our sha256 and upload) never shares the CPUs with an
-  agent being timed (``workers.pipeline.node.ahead_now``);
+  agent being timed (``leaderboard.pipeline.node.ahead_now``);
 - ``always``: every image at once, beside a timed run if there is one (the archive is there
   even if this node is lost during the image's first run);
 - ``never``: none; a node lacking an image makes it itself, without waiting.
@@ -42,10 +42,10 @@ from django.utils import timezone
 
 from leaderboard.kits import store
 from leaderboard.models import ImageArchive
+from leaderboard.pipeline.bundles import download
 from workers import image_export
 from workers.faults import PodiumFault
 from workers.images import AgentImage, ImageError, load_archive
-from workers.pipeline.bundles import download
 
 logger = logging.getLogger("podium.pipeline")
 Owed = ImageArchive.State

@@ -1,7 +1,7 @@
 """The running stage: the agent answers the run's items; each answer is stored on arrival.
 
 A re-delivered or re-queued run resumes: the answers already stored are passed to the runner
-as ``answered`` and never asked again. The sink (``workers.pipeline.answers``) stores them
+as ``answered`` and never asked again. The sink (``leaderboard.pipeline.answers``) stores them
 while the agent answers the next batch and writes progress (heartbeats from the stage task's
 thread cover start-up and long batches); when the run was taken away meanwhile (re-queued,
 cancelled) the sink stops the run.
@@ -20,17 +20,17 @@ from django.db import connections
 
 from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, Submission, Task
+from leaderboard.pipeline.answers import AnswerSink
+from leaderboard.pipeline.build import docker_client, submission_image
+from leaderboard.pipeline.bundles import corpus_dir, split_dir
+from leaderboard.pipeline.claims import beat_if_mine, hand_over, worker_id
+from leaderboard.pipeline.judge import run_protocol
+from leaderboard.pipeline.node import site
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
 from workers.model_store import ModelStoreError, stored
 from workers.outcomes import RunReport
-from workers.pipeline.answers import AnswerSink
-from workers.pipeline.build import docker_client, submission_image
-from workers.pipeline.bundles import corpus_dir, split_dir
-from workers.pipeline.claims import beat_if_mine, hand_over, worker_id
-from workers.pipeline.judge import run_protocol
-from workers.pipeline.node import site
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy, owner_labels
 
@@ -53,7 +53,7 @@ ERROR_POLICIES: dict[str, ErrorPolicy] = {
 def agent_policy(submission: Submission) -> SandboxPolicy:
     """The sandbox of ``submission``'s agent on this worker: its models, this worker's GPUs
     (``PODIUM_AGENT_GPUS``; none on a CPU worker), and labels naming who runs it (the node's
-    janitor reads them: ``workers/pipeline/node.py``)."""
+    janitor reads them: ``leaderboard/pipeline/node.py``)."""
     return SandboxPolicy(
         models=model_folders(submission),
         gpus=settings.PODIUM_AGENT_GPUS or None,
@@ -100,7 +100,7 @@ def search_process(task: Task) -> SearchProcess | None:
     if directory is None and protocol.search_corpus:
         raise PodiumFault(
             f"task {task}: search is enabled but challenge {task.challenge.slug!r} has no "
-            "search corpus stored (workers.pipeline.bundles.store_corpus)"
+            "search corpus stored (leaderboard.pipeline.bundles.store_corpus)"
         )
     from workers.search.engine import SearchEngine  # faiss: only when searching
     from workers.search.process import SearchProcess

@@ -1,4 +1,4 @@
-"""The running stage's sink (``workers.pipeline.answers``): a batch's answers are stored on a
+"""The running stage's sink (``leaderboard.pipeline.answers``): a batch's answers are stored on a
 thread of their own while the runner goes on, one write in flight at most, its error raised in
 the runner's thread, everything stored by ``close``."""
 
@@ -9,10 +9,10 @@ import threading
 import pytest
 
 from leaderboard.models import EvaluationRun, ItemAnswer
+from leaderboard.pipeline import answers
+from leaderboard.pipeline.answers import AnswerSink
+from leaderboard.pipeline.claims import RunLost, worker_id
 from workers.outcomes import ItemResult
-from workers.pipeline import answers
-from workers.pipeline.answers import AnswerSink
-from workers.pipeline.claims import RunLost, worker_id
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the sink's thread has its own connection
 State = EvaluationRun.State

@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from leaderboard.kits import store
 from leaderboard.models import Challenge, EvaluationRun, ImageArchive, Split, Submission, Team
+from leaderboard.pipeline import image_store, node
 from tests.e2e.harness import make_task
 from tests.services import redis_url
 from workers import image_export
 from workers.image_export import archive_name
 from workers.images import AgentImage
-from workers.pipeline import image_store, node
 
 pytestmark = pytest.mark.django_db
 DIGEST = "sha256:" + "ab" * 32
