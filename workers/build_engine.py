@@ -32,7 +32,7 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +90,7 @@ class BuildSession:
         if loaded is None:
             chunks = self.client.images.get(image_id).save(named=False)
             try:
-                loaded = [image.id for image in node.images.load(_stream(chunks))]
+                loaded = [image.id for image in node.images.load(chunks)]
             except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
                 raise PodiumFault(f"the built image did not reach this node: {exc}") from None
         if loaded != [image_id]:
@@ -125,10 +125,6 @@ class BuildSession:
 
     def _base_layers(self, node: docker.DockerClient) -> list[list[str]]:
         return [node.images.get(i).attrs["RootFS"]["Layers"] for i in set(self.bases.values())]
-
-
-def _stream(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    yield from chunks
 
 
 def _unix_path(url: str) -> Path:
@@ -251,7 +247,7 @@ def _with_bases(
     have = set(client.api.images(all=True, quiet=True))
     for name, image_id in keep.items():
         if image_id not in have:
-            loaded = client.images.load(_stream(node.images.get(image_id).save(named=False)))
+            loaded = client.images.load(node.images.get(image_id).save(named=False))
             if [image.id for image in loaded] != [image_id]:
                 raise BuildEngineUnsafe(f"copying {name} into the build engine loaded {loaded}")
             have.add(image_id)
