@@ -21,15 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from evaluator.judges import MemoryCache, RulesJudge
-from evaluator.protocols import get_protocol
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Conversation, Prediction, Split, Turn
-from evaluator.protocols.crag_mm.truncation import (
+from evaluator.benchmarks import get_benchmark
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Conversation, Prediction, Split, Turn
+from evaluator.benchmarks.crag_mm.truncation import (
     FallbackTruncator,
     TokenizerTruncator,
     load_truncator,
 )
+from evaluator.judges import MemoryCache, RulesJudge
 from evaluator.report import read_items, scores_document, write_report
 
 RUBRIC = CragMMRubric()
@@ -106,18 +106,18 @@ def main() -> None:
     print(f"fallback / exact time: {fallback_s / exact_s:.2f}x; answers cut: {shortened}/{n}")
     print(f"characters kept, fallback / exact: {kept_fallback / kept_exact:.3f}")
 
-    protocol = get_protocol("crag-mm", truncator=exact)
+    benchmark = get_benchmark("crag-mm", truncator=exact)
     judge = RulesJudge(RUBRIC)
     grade_s, graded = timed(
-        lambda: protocol.grade(split, predictions, judge, MemoryCache(), progress=False),
+        lambda: benchmark.grade(split, predictions, judge, MemoryCache(), progress=False),
         args.repeat,
     )
     print(f"grade (rules judge, cold memory cache): {grade_s:.2f} s ({n / grade_s:,.0f} turns/s)")
-    score_s, scores = timed(lambda: protocol.score(graded, seed=0), args.repeat)
+    score_s, scores = timed(lambda: benchmark.aggregate(graded, seed=0), args.repeat)
     print(f"score (all blocks, slices, intervals): {score_s:.2f} s")
-    document = scores_document(protocol, scores, judge, [], 0)
+    document = scores_document(benchmark, scores, judge, [], 0)
     with tempfile.TemporaryDirectory() as tmp:
-        write_s, _ = timed(lambda: write_report(tmp, protocol, graded, document), args.repeat)
+        write_s, _ = timed(lambda: write_report(tmp, benchmark, graded, document), args.repeat)
         read_s, back = timed(lambda: read_items(tmp), args.repeat)
         assert back == graded
         sizes = {p.name: p.stat().st_size for p in Path(tmp).iterdir()}

@@ -21,9 +21,9 @@ from functools import partial
 
 import numpy as np
 
-from evaluator.protocols.crag_mm.compare import compare_runs
-from evaluator.protocols.crag_mm.metrics import COUNTINGS, count_turns, score_turns
-from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
+from evaluator.benchmarks.crag_mm.compare import compare_runs
+from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, count_turns, score_turns
+from evaluator.benchmarks.crag_mm.records import GradedTurn, Verdict
 from evaluator.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
 
 LABELS = {

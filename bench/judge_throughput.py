@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
 from evaluator.judges import SQLiteCache, judge_all, make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
 from tests.fake_openai import serve
 

@@ -25,10 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.items import M2Prediction
+from evaluator.benchmarks.m2rag.sample import draw
 from evaluator.judges import SQLiteCache, make_judge
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.items import M2Prediction
-from evaluator.protocols.m2rag.sample import draw
 from tests.fake_openai import FakeOpenAI
 
 
@@ -94,15 +94,15 @@ def main() -> None:
         predictions = write_split(Path(tmp) / "split", args.answers)
         cache = SQLiteCache(Path(tmp) / "cache.sqlite3")
         for label in ("cold", "warm"):
-            protocol = M2RAG(vision_base_url=urls[1], vision_model="fake-judge")
-            split = protocol.load_split(Path(tmp) / "split")
-            judge = make_judge("openai", protocol.rubric, base_url=urls[0], model="fake-judge",
+            benchmark = M2RAG(vision_base_url=urls[1], vision_model="fake-judge")
+            split = benchmark.load_split(Path(tmp) / "split")
+            judge = make_judge("openai", benchmark.rubric, base_url=urls[0], model="fake-judge",
                                api_key="k", concurrency=args.concurrency)  # fmt: skip
             started, cpu = time.perf_counter(), time.process_time()
-            graded = protocol.grade(split, predictions, judge, cache, progress=False)
+            graded = benchmark.grade(split, predictions, judge, cache, progress=False)
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             unjudged = sum(item.grade == "unjudged" for item in graded)
-            calls = protocol.calls
+            calls = benchmark.calls
             print(
                 f"{label}: {args.answers} answers, judge calls predicted {calls['predicted']}, "
                 f"asked {calls['asked']}, made {calls['made']}; {seconds:.1f} s; "

@@ -25,11 +25,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluator.benchmarks.mrag_suite import MragSuite
+from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, first_round
+from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, MragSplit
+from evaluator.benchmarks.mrag_suite.modes import MragAnswer, answer_key, retrieved
 from evaluator.judges import SQLiteCache, make_judge
-from evaluator.protocols.mrag_suite import MragSuite
-from evaluator.protocols.mrag_suite.diagnosis import AnswerCase, first_round
-from evaluator.protocols.mrag_suite.items import Evidence, MragItem, MragSplit
-from evaluator.protocols.mrag_suite.modes import MragAnswer, answer_key, retrieved
 from tests.fake_openai import FakeOpenAI
 
 CLAIMS = [["revenue", "was", "12 million"], ["growth", "was", "steady"], ["chart", "shows", "it"]]
@@ -94,21 +94,21 @@ def main() -> None:
     server.start()
     url = receive.recv()
     split, answers = build(args.items)
-    protocol = MragSuite(("GPD",))
+    benchmark = MragSuite(("GPD",))
     with tempfile.TemporaryDirectory() as tmp:
         for label in ("cold", "warm"):
             cache = SQLiteCache(Path(tmp) / "cache.sqlite3")
             judge = make_judge(
-                "openai", protocol.rubric, base_url=url, model="bench-judge",
+                "openai", benchmark.rubric, base_url=url, model="bench-judge",
                 structured="none", concurrency=args.concurrency, max_retries=0,
             )  # fmt: skip
             started = time.perf_counter()
-            graded = protocol.grade(split, answers, judge, cache, progress=False)
+            graded = benchmark.grade(split, answers, judge, cache, progress=False)
             seconds = time.perf_counter() - started
             cache.close()
             unjudged = sum(item.grade == "unjudged" for item in graded)
-            calls = protocol.calls
-            first = first_round_calls(split, answers, protocol.depth)
+            calls = benchmark.calls
+            first = first_round_calls(split, answers, benchmark.depth)
             rounds = [first, int(calls["requested"]) - first]
             bound = sum(math.ceil(c / args.concurrency) * args.latency for c in rounds)
             print(f"{label}: {args.items} items, {calls['requested']} judge requests "

@@ -53,9 +53,9 @@ REPO = Path(__file__).resolve().parent.parent
 TASK = "single-source-augmentation"
 sys.path.insert(0, str(REPO))
 
-from evaluator.protocols.agent_plan import RequestContext  # noqa: E402
-from evaluator.protocols.crag_mm.agent import TurnPlan  # noqa: E402
-from evaluator.protocols.crag_mm.records import Conversation, Split, Turn  # noqa: E402
+from evaluator.benchmarks.crag_mm.agent import TurnPlan  # noqa: E402
+from evaluator.benchmarks.crag_mm.records import Conversation, Split, Turn  # noqa: E402
+from evaluator.seam.agent_plan import RequestContext  # noqa: E402
 from workers.agent_client import encode_batch  # noqa: E402
 from workers.agent_container import AgentContainer  # noqa: E402
 from workers.builds import build_context  # noqa: E402

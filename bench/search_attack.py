@@ -41,7 +41,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from workers.cpu_quota import CpuQuota
 from workers.limits import SearchLimits
 from workers.search.engine import SearchEngine

@@ -28,7 +28,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from workers.search.corpus import Corpus
 from workers.search.encoders import image_encoder, text_encoder
 from workers.search.engine import SearchEngine

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.judges import MemoryCache, make_judge
-from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.items import (
+from evaluator.benchmarks.visual_rag import VisualRAG
+from evaluator.benchmarks.visual_rag.items import (
     VisualPrediction,
     VisualQuery,
     VisualSplit,
     prediction_key,
 )
+from evaluator.judges import MemoryCache, make_judge
 from evaluator.report import read_items, scores_document, write_report
 
 SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_5")
@@ -82,17 +82,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     split, predictions = build(args.queries, args.seed)
-    protocol = VisualRAG(SETTINGS)
-    judge = make_judge("rules", protocol.rubric)
+    benchmark = VisualRAG(SETTINGS)
+    judge = make_judge("rules", benchmark.rubric)
 
     def grade() -> Any:
-        return protocol.grade(split, predictions, judge, MemoryCache(), progress=False)
+        return benchmark.grade(split, predictions, judge, MemoryCache(), progress=False)
 
     grade_s, graded = timed(grade, args.repeat)
-    score_s, scores = timed(lambda: protocol.score(graded, seed=0), args.repeat)
-    document = scores_document(protocol, scores, judge, [], 0)
+    score_s, scores = timed(lambda: benchmark.aggregate(graded, seed=0), args.repeat)
+    document = scores_document(benchmark, scores, judge, [], 0)
     with tempfile.TemporaryDirectory() as tmp:
-        write_s, _ = timed(lambda: write_report(tmp, protocol, graded, document), args.repeat)
+        write_s, _ = timed(lambda: write_report(tmp, benchmark, graded, document), args.repeat)
         read_s, back = timed(lambda: read_items(tmp), args.repeat)
     assert back == graded
     items = len(graded)

@@ -1,7 +1,8 @@
 """``python -m evaluator``: score a run, compare two runs, write sample data, convert HF data.
 
-Every command works for every protocol (``--protocol``, default ``crag-mm``), through
-``evaluator.protocols.base.Protocol`` only.
+Every command works for every benchmark (``--protocol``, default ``crag-mm``), through the
+seam (``evaluator.seam``) only; only the benchmark named is imported, and ``score`` offers its
+options (``score --protocol NAME --help`` lists them).
 
 Exit codes: 0 done; 2 bad input or configuration (one line on stderr, no traceback);
 3 scored but incomplete (some items unjudged: re-run the same command to judge them).
@@ -16,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from evaluator import benchmarks
 from evaluator.judges import JUDGE_NAMES, JudgmentCache, MemoryCache, SQLiteCache, make_judge
 from evaluator.judges.openai_judge import STRUCTURED_MODES
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
-from evaluator.protocols import PROTOCOLS, get_protocol, protocol_class
 from evaluator.records import EvaluatorError
 from evaluator.report import read_items, read_scores, scores_document, write_report
 
@@ -55,17 +56,42 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _benchmark_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--protocol",
+        dest="benchmark",
+        metavar="BENCHMARK",
+        choices=benchmarks.names(),
+        default=benchmarks.DEFAULT,
+        help=f"the benchmark: {', '.join(benchmarks.names())} (default {benchmarks.DEFAULT})",
+    )
+
+
+def chosen_benchmark(argv: Sequence[str] | None) -> str:
+    """The benchmark ``--protocol`` names in ``argv`` (the default when none, or when it is
+    not one: the full parser then says so)."""
+    found, _ = _chooser().parse_known_args(argv)
+    name: str = found.benchmark
+    return name if benchmarks.is_known(name) else benchmarks.DEFAULT
+
+
+def _chooser() -> argparse.ArgumentParser:
+    chooser = argparse.ArgumentParser(add_help=False)
+    chooser.add_argument("--protocol", dest="benchmark", default=benchmarks.DEFAULT)
+    return chooser
+
+
+def build_parser(benchmark: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; ``score`` carries the options of ``benchmark`` (default: the
+    default benchmark's)."""
     parser = argparse.ArgumentParser(
         prog="python -m evaluator",
-        description=f"Podium's offline evaluator (protocols: {', '.join(PROTOCOLS)}).",
+        description=f"Podium's offline evaluator (benchmarks: {', '.join(benchmarks.names())}).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     score = commands.add_parser("score", help="grade predictions against a split")
-    score.add_argument(
-        "--protocol", choices=tuple(PROTOCOLS), default="crag-mm", help="default crag-mm"
-    )
+    _benchmark_option(score)
     score.add_argument("--split", required=True, help="split directory (or Hugging Face data)")
     score.add_argument("--predictions", required=True, help="predictions JSONL")
     score.add_argument("--out", required=True, help="output directory")
@@ -100,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     cache = score.add_mutually_exclusive_group()
     cache.add_argument("--cache", type=Path, help=f"judgment cache file (default {DEFAULT_CACHE})")
     cache.add_argument("--no-cache", action="store_true", help="judge everything afresh")
-    for name, protocol in PROTOCOLS.items():
-        protocol.add_arguments(score.add_argument_group(f"{name} options"))
+    options = benchmark or benchmarks.DEFAULT
+    benchmarks.benchmark_class(options).add_arguments(
+        score.add_argument_group(f"{options} options (another benchmark's: --protocol NAME --help)")
+    )
     score.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -111,11 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--counting", help="crag-mm: counting order (default: the first run's)")
     compare.add_argument("--seed", type=int, help="default: the first run's seed")
 
-    sample = commands.add_parser("sample", help="write a protocol's generated sample data")
+    sample = commands.add_parser("sample", help="write a benchmark's generated sample data")
     sample.add_argument("out", help="output directory")
-    sample.add_argument(
-        "--protocol", choices=tuple(PROTOCOLS), default="crag-mm", help="default crag-mm"
-    )
+    _benchmark_option(sample)
     sample.add_argument("--seed", type=int, default=0)
 
     convert = commands.add_parser("convert", help="convert Hugging Face CRAG-MM data to a split")
@@ -136,16 +162,16 @@ def _judge_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def score(args: argparse.Namespace) -> int:
-    protocol = protocol_class(args.protocol).from_arguments(args)
-    split = protocol.load_split(args.split)
-    predictions, warnings = protocol.load_predictions(args.predictions, split)
+    benchmark = benchmarks.benchmark_class(args.benchmark).from_arguments(args)
+    split = benchmark.load_split(args.split)
+    predictions, warnings = benchmark.load_predictions(args.predictions, split)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     replay = args.judge == "replay"
     if replay != (args.transcript is not None):
         raise EvaluatorError("--transcript goes with --judge replay, and --judge replay needs it")
     options = {"transcript": args.transcript} if replay else _judge_options(args)
-    judge = make_judge(args.judge, protocol.rubric, **options)
+    judge = make_judge(args.judge, benchmark.rubric, **options)
     cache: JudgmentCache | None = None  # a replay asks its transcript only
     if not replay:
         cache = (
@@ -158,7 +184,7 @@ def score(args: argparse.Namespace) -> int:
     partial = out_dir / f"{TRANSCRIPT}.partial"
     try:
         with partial.open("w", encoding="utf-8") as stream:
-            graded = protocol.grade(
+            graded = benchmark.grade(
                 split,
                 predictions,
                 judge,
@@ -173,12 +199,12 @@ def score(args: argparse.Namespace) -> int:
         asyncio.run(judge.aclose())
         if isinstance(cache, SQLiteCache):
             cache.close()
-    scores = protocol.score(graded, seed=args.seed)
+    scores = dict(benchmark.score(graded, seed=args.seed).document)
     document = scores_document(
-        protocol, scores, judge, [*warnings, *scores.pop("warnings", [])], args.seed
+        benchmark, scores, judge, [*warnings, *scores.pop("warnings", [])], args.seed
     )
-    out = write_report(args.out, protocol, graded, document)
-    print(protocol.summary(document, graded), end="")
+    out = write_report(args.out, benchmark, graded, document)
+    print(benchmark.summary(document, graded), end="")
     print(f"wrote {out}", file=sys.stderr)
     return EXIT_OK if document["complete"] else EXIT_INCOMPLETE
 
@@ -187,7 +213,7 @@ def compare(args: argparse.Namespace) -> int:
     first, second = read_scores(args.a), read_scores(args.b)
     if first["protocol"] != second["protocol"]:
         raise EvaluatorError(
-            f"the runs were scored by different protocols: {first['protocol']} vs "
+            f"the runs were scored by different benchmarks: {first['protocol']} vs "
             f"{second['protocol']}"
         )
     for setting in ("judge", "truncation", "missing_variant"):
@@ -199,21 +225,21 @@ def compare(args: argparse.Namespace) -> int:
             )
     if args.counting:
         first = first | {"counting": args.counting}
-    protocol = protocol_class(first["protocol"]).from_document(first)
+    benchmark = benchmarks.benchmark_class(first["protocol"]).from_document(first)
     seed = first.get("seed", 0) if args.seed is None else args.seed
-    result = protocol.compare(read_items(args.a), read_items(args.b), seed)
-    print(protocol.format_comparison(result, args.a, args.b))
+    result = benchmark.compare(read_items(args.a), read_items(args.b), seed)
+    print(benchmark.format_comparison(result.document, args.a, args.b))
     return EXIT_OK
 
 
 def sample(args: argparse.Namespace) -> int:
-    get_protocol(args.protocol).write_sample(args.out, seed=args.seed)
+    benchmarks.get_benchmark(args.benchmark).write_sample(args.out, seed=args.seed)
     print(f"wrote sample data to {args.out}", file=sys.stderr)
     return EXIT_OK
 
 
 def convert(args: argparse.Namespace) -> int:
-    from evaluator.protocols.crag_mm.hf import convert_hf
+    from evaluator.benchmarks.crag_mm.hf import convert_hf
 
     split = convert_hf(args.src, args.out, hf_split=args.hf_split)
     for note in split.notes:
@@ -226,7 +252,7 @@ COMMANDS = {"score": score, "compare": compare, "sample": sample, "convert": con
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(chosen_benchmark(argv)).parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except EvaluatorError as exc:

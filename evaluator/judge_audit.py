@@ -8,7 +8,7 @@ split's. Within a stratum items are drawn without replacement; the sample is the
 a whole, so the order labellers see says nothing of the judge's verdict.
 
 Agreement (``agreement``): the judge's verdicts against the people's labels on the same items,
-one class each (the protocol's verdict menu). Figures, each ``{"value", "ci95", "n"}`` (``n``:
+one class each (the benchmark's verdict menu). Figures, each ``{"value", "ci95", "n"}`` (``n``:
 the count behind it; ``value`` None when the count is 0 or the figure undefined):
 
 - ``agreement``: the share of items where the judge gave the people's label (Wilson interval);

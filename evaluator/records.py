@@ -1,6 +1,6 @@
-"""The records every protocol shares: what a judge is asked and answers, and the error of bad
-input. Each benchmark's own records live in its protocol package (CRAG-MM:
-``evaluator.protocols.crag_mm.records``)."""
+"""The records every benchmark shares: what a judge is asked and answers, and the error of bad
+input. Each benchmark's own records live in its benchmark package (CRAG-MM:
+``evaluator.benchmarks.crag_mm.records``)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ class JudgeRequest:
     query: str
     ground_truth: str
     response: str
-    # The stable key the protocol gives the call (CRAG-MM: "turn/<interaction_id>"): it names
+    # The stable key the benchmark gives the call (CRAG-MM: "turn/<interaction_id>"): it names
     # the call in transcripts; it is not part of the judgment cache's key.
     key: str = ""
 
 
 @dataclass(frozen=True)
 class Judgment:
-    """A judge's decision on one request: a grade of its protocol's rubric (CRAG-MM:
+    """A judge's decision on one request: a grade of its benchmark's rubric (CRAG-MM:
     ``correct`` / ``hallucinated``), or ``unjudged`` with the reason."""
 
     verdict: str
@@ -36,7 +36,7 @@ class Judgment:
 @dataclass(frozen=True)
 class JudgeForecast:
     """The judge calls one submission's runs on a split will make, predicted before judging
-    (``Protocol.judge_forecast``), at most: the calls of each round (a round's calls go out
+    (``Benchmark.judge_forecast``), at most: the calls of each round (a round's calls go out
     together, the next round waits for them), and the answers they judge."""
 
     rounds: tuple[int, ...]

@@ -1,9 +1,9 @@
 """A run's output directory, read back for comparisons, and the notices every summary carries.
 
-``DIR/<table>.jsonl`` and ``DIR/<table>.csv``: the per-item table (the protocol's columns, then
+``DIR/<table>.jsonl`` and ``DIR/<table>.csv``: the per-item table (the benchmark's columns, then
 extra label columns; CRAG-MM's table is ``turns``, Visual-RAG's ``queries``).
-``DIR/scores.json``: the protocol, the judge (id, prompt version and hash, kind), the
-protocol's settings, the seed, completeness, warnings, and the scores.
+``DIR/scores.json``: the benchmark, the judge (id, prompt version and hash, kind), the
+benchmark's settings, the seed, completeness, warnings, and the scores.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
 from evaluator.records import EvaluatorError
 
-if TYPE_CHECKING:  # the protocols import this module (their summaries' notices)
-    from evaluator.protocols.base import Protocol
+if TYPE_CHECKING:  # the benchmarks import this module (their summaries' notices)
+    from evaluator.seam import Benchmark
 
 SCORES_JSON = "scores.json"
 RULES_PREFIX = "rules"
@@ -40,17 +40,17 @@ def judge_record(judge: Judge) -> dict[str, str]:
 
 
 def scores_document(
-    protocol: Protocol[Any, Any, Any],
+    benchmark: Benchmark[Any, Any, Any],
     scores: Mapping[str, Any],
     judge: Judge,
     warnings: Sequence[str],
     seed: int,
 ) -> dict[str, Any]:
-    """scores.json: the run's provenance first, then the protocol's scores."""
+    """scores.json: the run's provenance first, then the benchmark's scores."""
     head = {
-        "protocol": protocol.name,
+        "protocol": benchmark.name,
         "judge": judge_record(judge),
-        **protocol.settings(),
+        **benchmark.settings(),
         "seed": seed,
     }
     rest = {key: value for key, value in scores.items() if key not in head}
@@ -65,7 +65,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def write_report(
     out_dir: str | Path,
-    protocol: Protocol[Any, Any, Any],
+    benchmark: Benchmark[Any, Any, Any],
     graded: Sequence[Any],
     document: Mapping[str, Any],
 ) -> Path:
@@ -73,16 +73,16 @@ def write_report(
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        rows = [protocol.to_row(item) for item in graded]
-        header = list(protocol.columns)
+        rows = [benchmark.to_row(item) for item in graded]
+        header = list(benchmark.columns)
         header += sorted({key for row in rows for key in row} - set(header))
         table = io.StringIO()
         writer = csv.DictWriter(table, fieldnames=header, restval="", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-        _write_atomically(out / f"{protocol.table}.csv", table.getvalue())
+        _write_atomically(out / f"{benchmark.table}.csv", table.getvalue())
         lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        _write_atomically(out / f"{protocol.table}.jsonl", lines)
+        _write_atomically(out / f"{benchmark.table}.jsonl", lines)
         _write_atomically(
             out / SCORES_JSON, json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         )
@@ -108,20 +108,20 @@ def read_scores(run_dir: str | Path) -> dict[str, Any]:
 
 
 def read_items(run_dir: str | Path) -> list[Any]:
-    """The graded items of a run, read back from its table by its protocol."""
-    from evaluator.protocols import get_protocol
+    """The graded items of a run, read back from its table by its benchmark."""
+    from evaluator.benchmarks import get_benchmark
 
-    protocol = get_protocol(read_scores(run_dir)["protocol"])
-    path = Path(run_dir) / f"{protocol.table}.jsonl"
+    benchmark = get_benchmark(read_scores(run_dir)["protocol"])
+    path = Path(run_dir) / f"{benchmark.table}.jsonl"
     if not path.is_file():
         raise EvaluatorError(f"{path}: not found (is {run_dir} a scored run?)")
-    return [protocol.from_row(row, where) for where, row in json_objects(path)]
+    return [benchmark.from_row(row, where) for where, row in json_objects(path)]
 
 
 def judge_notices(
     document: Mapping[str, Any], judge_errors: Iterable[str | None], units: str, withheld: str
 ) -> list[str]:
-    """What a reader must not miss, for every protocol: a non-LLM judge, an incomplete run
+    """What a reader must not miss, for every benchmark: a non-LLM judge, an incomplete run
     (with its judge errors, most common first; ``units`` names what went unjudged, ``withheld``
     which figures are withheld)."""
     found = []

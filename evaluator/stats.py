@@ -50,7 +50,7 @@ class PairedComparison:
         return low > 0.0 or high < 0.0
 
     def result(self, metric: str, a: float, b: float, seed: int) -> dict[str, Any]:
-        """A protocol's ``compare`` result: the metric, both runs' values, this comparison."""
+        """A benchmark's ``compare`` result: the metric, both runs' values, this comparison."""
         return {
             "metric": metric,
             "a": a,

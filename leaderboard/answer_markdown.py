@@ -1,4 +1,4 @@
-"""A team's markdown answer as a run page shows it (``Protocol.shown_answer``: M2RAG).
+"""A team's markdown answer as a run page shows it (``Benchmark.shown_answer``: M2RAG).
 
 What the team wrote is never trusted: CommonMark without raw HTML (tags are shown as text),
 links kept only for http, https and mailto (``javascript:`` and the like are text), and no
@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from evaluator.protocols.base import ShownAnswer
+from evaluator.seam import ShownAnswer
 
 PODIUM_IMAGE = re.compile(r"image:(\d+)")
 TAGS = {

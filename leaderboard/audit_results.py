@@ -152,7 +152,7 @@ def export_record(audit: JudgeAudit) -> dict[str, Any]:
         "audit": audit.pk,
         "challenge": split.task.challenge.slug,
         "task": split.task.task_id,
-        "protocol": split.task.protocol,
+        "protocol": split.task.benchmark,
         "split": split.kind,
         "judge_id": audit.judge_id,
         "prompt_version": audit.prompt_version,

@@ -24,7 +24,7 @@ from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from evaluator.judge_audit import draw
-from evaluator.protocols.base import Protocol
+from evaluator.seam import Benchmark
 from leaderboard import permissions
 from leaderboard.models import (
     AuditItem,
@@ -81,12 +81,12 @@ def dimensions_of(split: Split) -> list[str]:
 
 
 def menu_of(split: Split) -> tuple[str, ...]:
-    """The verdicts a labeller of this split's task chooses among (the protocol's menu)."""
-    protocol = split.task.declared()
-    menu = protocol.verdict_menu()
+    """The verdicts a labeller of this split's task chooses among (the benchmark's menu)."""
+    benchmark = split.task.declared()
+    menu = benchmark.verdict_menu()
     if not menu:
         raise ValidationError(
-            f"{protocol.title} grades each item with a number, not one of a few verdicts: "
+            f"{benchmark.title} grades each item with a number, not one of a few verdicts: "
             "its judge cannot be audited item by item"
         )
     return menu
@@ -125,15 +125,15 @@ def open_audit(
     if errors:
         raise ValidationError(errors)
     chosen = offered[judge]
-    protocol = split.task.declared()
-    strata = _strata(split, chosen, protocol, dimension, menu)
+    benchmark = split.task.declared()
+    strata = _strata(split, chosen, benchmark, dimension, menu)
     if not strata:
         raise ValidationError({"judge": f"{judge} gave no verdict of {', '.join(menu)}"})
     seed = secrets.randbelow(2**31) if seed is None else seed
     sample = draw(strata, size, seed)
     verdicts = ItemVerdict.objects.select_related("answer").in_bulk([pk for _, pk in sample])
     sample = [(key, pk) for key, pk in sample if pk in verdicts]  # gone since: re-judged
-    question, truth = protocol.shown_fields
+    question, truth = benchmark.shown_fields
     with transaction.atomic():
         audit = JudgeAudit.objects.create(
             split=split, judge_id=chosen.judge_id, prompt_version=chosen.prompt_version,
@@ -152,11 +152,11 @@ def open_audit(
                     run_id=verdict.answer.run_id,
                     item_key=verdict.answer.item_key,
                     slice_value=value,
-                    slices=protocol.item_slices(row),
+                    slices=benchmark.item_slices(row),
                     judge_verdict=grade,
                     question=str(row.get(question) or ""),
                     truth=_gold(row.get(truth)),
-                    response=answer_as_judged(row, protocol, verdict.answer.response),
+                    response=answer_as_judged(row, benchmark, verdict.answer.response),
                     thumbnail=verdict.answer.thumbnail,
                 )
             )
@@ -167,7 +167,7 @@ def open_audit(
 def _strata(
     split: Split,
     judge: JudgeOnSplit,
-    protocol: Protocol[Any, Any, Any],
+    benchmark: Benchmark[Any, Any, Any],
     dimension: str,
     menu: tuple[str, ...],
 ) -> dict[tuple[str, str], list[int]]:
@@ -177,7 +177,7 @@ def _strata(
     judged = split_verdicts(split).filter(
         judge_id=judge.judge_id, prompt_version=judge.prompt_version, verdict__in=menu
     )
-    said = Coalesce(KT(f"detail__{protocol.answer_field}"), "answer__response")
+    said = Coalesce(KT(f"detail__{benchmark.answer_field}"), "answer__response")
     first = Window(RowNumber(), partition_by=[F("answer__item_key"), said], order_by=F("pk").asc())
     rows = judged.annotate(nth=first).filter(nth=1).values_list("pk", "verdict", "answer__item_key")
     distinct = list(rows.order_by("pk").iterator(chunk_size=2000))
@@ -186,7 +186,7 @@ def _strata(
         one_each = {key: pk for pk, _, key in reversed(distinct)}
         rows_of = ItemVerdict.objects.filter(pk__in=list(one_each.values()))
         for key, row in rows_of.values_list("answer__item_key", "detail").iterator(2000):
-            values[key] = protocol.item_slices(row or {}).get(dimension, UNLABELLED)
+            values[key] = benchmark.item_slices(row or {}).get(dimension, UNLABELLED)
     strata: dict[tuple[str, str], list[int]] = {}
     for pk, verdict, key in distinct:
         strata.setdefault((verdict, values.get(key, "")), []).append(pk)
@@ -201,10 +201,10 @@ def _gold(value: object) -> list[str]:
     return [str(value)]
 
 
-def answer_as_judged(row: dict, protocol: Protocol[Any, Any, Any], response: str) -> str:
+def answer_as_judged(row: dict, benchmark: Benchmark[Any, Any, Any], response: str) -> str:
     """The answer as the judge read it: the verdict row's answer field, else the stored reply
     (what an audit item shows, and how its labels are found again for another run's answer)."""
-    said = row.get(protocol.answer_field)
+    said = row.get(benchmark.answer_field)
     return str(said) if said is not None else response
 
 

@@ -9,7 +9,7 @@ that version, so a page never shows results older than the database and no proce
 told to forget anything: every web process (each with its own default cache, or all sharing
 one) stops asking for the old keys, which then expire.
 
-A task whose protocol evaluates several settings (Visual-RAG's ``zero_shot``, ``gt_clue``, ...)
+A task whose benchmark evaluates several settings (Visual-RAG's ``zero_shot``, ``gt_clue``, ...)
 has one leaderboard per setting: boards and fragments are keyed by the setting too, so two
 settings never share one.
 """

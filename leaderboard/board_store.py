@@ -91,7 +91,7 @@ def stored(split: Split, setting: str) -> Ranked:
 
 def board(split: Split, setting: str = "") -> ranking.Board:
     """The whole leaderboard of ``split`` in ``setting`` (the task's settings,
-    ``Task.run_settings``; "" for a protocol without settings): one entry per team by the
+    ``Task.run_settings``; "" for a benchmark without settings): one entry per team by the
     task's rule, plus every baseline, ranked by the task's primary metric (incomplete results
     last); equal scores share a rank, or by the task's ``tie_rule`` the earlier submission
     ranks first. With the entries' slice dimensions, judges and scores across settings."""

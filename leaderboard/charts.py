@@ -6,7 +6,7 @@ comparable: a signed metric's negative side only when a value (or an interval) g
 Ticks are labelled in the table's units (``Metric.shown``); a zero bar is still drawn, as a thin
 mark. The slice chart (``slice_chart``): one group per slice value, one bar per leaderboard
 entry (the first ``MAX_SERIES``); an entry's profile (``views/entry.py``): one group per row of
-the protocol's ``Profile``, one bar per series (MRAG-Suite: all items, image items, text items).
+the benchmark's ``Profile``, one bar per series (MRAG-Suite: all items, image items, text items).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from evaluator.protocols.base import Metric
+from evaluator.seam import Metric
 from leaderboard.ranking import SliceTable
 
 MAX_SERIES = 8

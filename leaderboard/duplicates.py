@@ -2,7 +2,7 @@
 
 When a run is done (the scoring stage), its answers are compared with those of every other
 team's done run on the same split and setting (the ``COMPARED_RUNS`` latest): each item both
-answered (an abstention, in the protocol's terms ``Protocol.abstains``, or an empty answer is
+answered (an abstention, in the benchmark's terms ``Benchmark.abstains``, or an empty answer is
 left out) is alike when the two answers, normalised (case, accents' forms, punctuation,
 spacing), are the same or at least ``NEAR_RATIO`` % similar (rapidfuzz's normalised
 Levenshtein ratio). A pair is flagged (``AnswerSimilarity``) when at least ``FLAG_SHARE`` of at
@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from rapidfuzz import fuzz
 
-from evaluator.protocols.base import Protocol
+from evaluator.seam import Benchmark
 from leaderboard.models import AnswerSimilarity, EvaluationRun, ItemAnswer
 
 FLAG_SHARE = 0.9
@@ -36,7 +36,7 @@ def normalise(text: str) -> str:
     return _SPACES.sub(" ", _PUNCTUATION.sub(" ", text)).strip()
 
 
-def answer_texts(run: EvaluationRun, protocol: Protocol[Any, Any, Any]) -> dict[str, str]:
+def answer_texts(run: EvaluationRun, benchmark: Benchmark[Any, Any, Any]) -> dict[str, str]:
     """The run's given answers, normalised, by item key."""
     rows = ItemAnswer.objects.filter(run=run, outcome=ItemAnswer.Outcome.ANSWERED).values_list(
         "item_key", "response", "verdict__verdict"
@@ -44,7 +44,7 @@ def answer_texts(run: EvaluationRun, protocol: Protocol[Any, Any, Any]) -> dict[
     texts = {}
     for key, response, grade in rows:
         text = normalise(response)
-        if text and not (grade and protocol.abstains(grade)):
+        if text and not (grade and benchmark.abstains(grade)):
             texts[key] = text
     return texts
 
@@ -60,10 +60,10 @@ def likeness(a: dict[str, str], b: dict[str, str]) -> tuple[int, int]:
     return len(shared), alike
 
 
-def flag_similar_runs(run: EvaluationRun, protocol: Protocol[Any, Any, Any]) -> int:
+def flag_similar_runs(run: EvaluationRun, benchmark: Benchmark[Any, Any, Any]) -> int:
     """Compare ``run`` with the other teams' done runs on its split and setting; store the
     flagged pairs (replacing the run's earlier ones). Returns how many are flagged."""
-    mine = answer_texts(run, protocol)
+    mine = answer_texts(run, benchmark)
     others = (
         EvaluationRun.objects.filter(
             split=run.split_id, setting=run.setting, state=EvaluationRun.State.DONE
@@ -74,7 +74,7 @@ def flag_similar_runs(run: EvaluationRun, protocol: Protocol[Any, Any, Any]) -> 
     flagged = []
     if len(mine) >= MIN_ITEMS:
         for other in others:
-            items, alike = likeness(mine, answer_texts(other, protocol))
+            items, alike = likeness(mine, answer_texts(other, benchmark))
             if items >= MIN_ITEMS and alike / items >= FLAG_SHARE:
                 a, b = sorted((run.pk, other.pk))
                 flagged.append(

@@ -1,8 +1,8 @@
 """The judge cost of a task, forecast for its organiser before any submission is judged.
 
-For each imported split, the protocol predicts the judge calls one submission's runs make with
-the task's settings (``Protocol.judge_forecast``: MRAG-Suite's claim extraction and checks;
-None for a protocol that forecasts none) and the least wall time they take: each
+For each imported split, the benchmark predicts the judge calls one submission's runs make with
+the task's settings (``Benchmark.judge_forecast``: MRAG-Suite's claim extraction and checks;
+None for a benchmark that forecasts none) and the least wall time they take: each
 round's calls in waves of ``PODIUM_JUDGE_CONCURRENCY``, at the mean latency this installation
 has measured on the task's judge endpoint (``podium_judge_latency_seconds``), or at
 ``ASSUMED_LATENCY_S`` before it has measured any. A split's forecast is kept in Django's
@@ -33,7 +33,7 @@ CACHE_S = 24 * 3600
 @dataclass(frozen=True)
 class SplitForecast:
     split: Split
-    forecast: JudgeForecast | None  # None: the protocol predicts nothing
+    forecast: JudgeForecast | None  # None: the benchmark predicts nothing
     problem: str = ""  # why there is no forecast: the bundle could not be read
 
 
@@ -51,14 +51,14 @@ def measured_latency_s(endpoint: str) -> float | None:
 def split_forecast(split: Split) -> SplitForecast:
     """What one submission's runs on ``split`` cost its judge, with the task's settings."""
     task = split.task
-    chosen = json.dumps([task.protocol, task.settings], sort_keys=True).encode()
+    chosen = json.dumps([task.benchmark, task.settings], sort_keys=True).encode()
     key = f"judge-forecast:{split.sha256}:{hashlib.sha256(chosen).hexdigest()[:16]}"
     stored = cache.get(key)
     if stored is not None:
         return SplitForecast(split, JudgeForecast(tuple(stored[0]), stored[1]) if stored else None)
     try:
-        protocol = task.scoring()
-        forecast = protocol.judge_forecast(protocol.load_split(split_dir(split)))
+        benchmark = task.scoring()
+        forecast = benchmark.judge_forecast(benchmark.load_split(split_dir(split)))
     except (BundleError, EvaluatorError, OSError) as exc:
         return SplitForecast(split, None, f"the bundle could not be read: {exc}")
     cache.set(key, [list(forecast.rounds), forecast.answers] if forecast else [], CACHE_S)

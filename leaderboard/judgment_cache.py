@@ -1,4 +1,4 @@
-"""The judgment cache on the Django database, behind the evaluator's ``JudgmentCache`` protocol.
+"""The judgment cache on the Django database, behind the evaluator's ``JudgmentCache`` benchmark.
 
 Every stored row doubles as the audit trail of a verdict (judge, prompt version and hash, the
 judge's raw answer). Unjudged judgments are never stored; a key is written once (a second

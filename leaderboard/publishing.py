@@ -5,7 +5,7 @@ one is published only when its checklist finds nothing wrong:
 - a task that lets agents search has a search corpus stored;
 - a private test split has a reveal time, not before the challenge's last phase ends;
 - a task judged by a model: its endpoint answers and serves that model; when some of its
-  prompts carry images (``Protocol.image_prompts``: M2RAG), its vision judge endpoint too.
+  prompts carry images (``Benchmark.image_prompts``: M2RAG), its vision judge endpoint too.
 """
 
 from __future__ import annotations

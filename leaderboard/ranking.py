@@ -21,7 +21,7 @@ from django.db.models import Case, F, QuerySet, TextField, Value, When
 from django.db.models.expressions import Window
 from django.db.models.functions import Cast, RowNumber
 
-from evaluator.protocols.base import Metric
+from evaluator.seam import Metric
 from leaderboard.models import EntryComparison, EvaluationRun, Headline, Split, Task
 
 # What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
@@ -90,18 +90,18 @@ class Entry(NamedTuple):
 
 def columns(task: Task, setting: str = "", split: Split | None = None) -> list[Metric]:
     """The leaderboard's metric columns in ``setting``: the primary metric first, then the
-    protocol's other headline metrics that runs of that setting have, in its order; on
-    ``split``, only those that mean something there (``Protocol.on_board``: no multi-turn
+    benchmark's other headline metrics that runs of that setting have, in its order; on
+    ``split``, only those that mean something there (``Benchmark.on_board``: no multi-turn
     columns on a single-turn split)."""
-    protocol = task.declared()
+    benchmark = task.declared()
     metrics = [
         m
-        for m in protocol.metrics
-        if protocol.in_setting(m, setting)
+        for m in benchmark.metrics
+        if benchmark.in_setting(m, setting)
         and (
             split is None
             or m.name == task.primary_metric
-            or protocol.on_board(m, split.groups, split.items)
+            or benchmark.on_board(m, split.groups, split.items)
         )
     ]
     primary = [m for m in metrics if m.name == task.primary_metric]
@@ -213,7 +213,7 @@ class Board:
     dimensions: list[str]  # slice dimensions in the entries' stored rows
     judges: list[str]  # judges behind the entries' verdicts
     setting: str = ""
-    # per entry's submission: the protocol's scores across its settings' runs (gCUE), by name,
+    # per entry's submission: the benchmark's scores across its settings' runs (gCUE), by name,
     # and why each undefined one (None) is undefined
     derived: dict[int, dict[str, float | None]] = dataclasses.field(default_factory=dict)
     undefined: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
@@ -222,8 +222,8 @@ class Board:
 def derived_scores(
     split: Split, run_ids: Sequence[int]
 ) -> tuple[dict[int, dict[str, float | None]], dict[int, dict[str, str]]]:
-    """Per submission of ``run_ids`` (a board's entries), the protocol's scores across its
-    settings (``Protocol.derived``, e.g. Visual-RAG's gCUE), from the headline rows of its
+    """Per submission of ``run_ids`` (a board's entries), the benchmark's scores across its
+    settings (``Benchmark.derived``, e.g. Visual-RAG's gCUE), from the headline rows of its
     finished runs on ``split`` (only submissions that have some), and why each undefined one is
     undefined."""
     task = split.task
@@ -238,9 +238,9 @@ def derived_scores(
     by_submission: dict[int, dict[str, dict[str, Any]]] = {}
     for submission_id, setting, metrics in rows:
         by_submission.setdefault(submission_id, {})[setting] = metrics
-    protocol = task.scoring()
-    derived = {sid: protocol.derived(settings) for sid, settings in by_submission.items()}
-    undefined = {sid: protocol.undefined(settings) for sid, settings in by_submission.items()}
+    benchmark = task.scoring()
+    derived = {sid: benchmark.derived(settings) for sid, settings in by_submission.items()}
+    undefined = {sid: benchmark.undefined(settings) for sid, settings in by_submission.items()}
     kept = {sid: values for sid, values in derived.items() if values}
     return kept, {sid: undefined[sid] for sid in kept if undefined[sid]}
 

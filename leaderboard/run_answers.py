@@ -1,6 +1,6 @@
 """The answers a run page lists: filtered by verdict, by "wrong answers only" (in the task
-protocol's terms, ``Protocol.falls_short``) and by slice (``Protocol.item_slices`` of each
-verdict's row), a page at a time; a markdown answer (``Protocol.shown_answer``) rendered
+benchmark's terms, ``Benchmark.falls_short``) and by slice (``Benchmark.item_slices`` of each
+verdict's row), a page at a time; a markdown answer (``Benchmark.shown_answer``) rendered
 sanitised with its images (``leaderboard.answer_markdown``). Who may see them is the view's to
 check."""
 
@@ -15,7 +15,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from evaluator.protocols.base import Protocol
+from evaluator.seam import Benchmark
 from leaderboard.answer_markdown import rendered_answer
 from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
 from leaderboard.models.results import ALL
@@ -62,8 +62,8 @@ class AnswerRow:
     question: object
     truth: object
     slice_values: dict[str, str]
-    wrong: bool  # judged short of right (``Protocol.falls_short``)
-    shown: SafeString | None  # the answer as rendered markdown, where the protocol has it so
+    wrong: bool  # judged short of right (``Benchmark.falls_short``)
+    shown: SafeString | None  # the answer as rendered markdown, where the benchmark has it so
 
 
 @dataclass
@@ -87,12 +87,12 @@ def slice_options(run: EvaluationRun) -> list[tuple[str, list[str]]]:
 
 
 def list_answers(
-    run: EvaluationRun, protocol: Protocol[Any, Any, Any], wanted: AnswerFilter
+    run: EvaluationRun, benchmark: Benchmark[Any, Any, Any], wanted: AnswerFilter
 ) -> AnswerList:
     """The page of ``run``'s answers ``wanted`` asks for, in split order."""
     chosen = ItemAnswer.objects.filter(run=run)
     verdicts = sorted(set(chosen.exclude(verdict=None).values_list("verdict__verdict", flat=True)))
-    wrong = [grade for grade in verdicts if protocol.falls_short(grade)]
+    wrong = [grade for grade in verdicts if benchmark.falls_short(grade)]
     slices = slice_options(run)
     problem = ""
     if wanted.verdict:
@@ -108,7 +108,7 @@ def list_answers(
         ids = [
             pk
             for pk, row in rows
-            if protocol.item_slices(row or {}).get(wanted.dimension) == wanted.value
+            if benchmark.item_slices(row or {}).get(wanted.dimension) == wanted.value
         ]
         ids_page = Paginator(ids, ANSWERS_PER_PAGE).get_page(wanted.page)
         page = ids_page
@@ -123,21 +123,21 @@ def list_answers(
         )
         page = answers_page
         answers = list(answers_page.object_list)
-    listed = [_answer_row(answer, protocol) for answer in answers]
+    listed = [_answer_row(answer, benchmark) for answer in answers]
     return AnswerList(page, listed, verdicts, wrong, slices, problem)
 
 
-def _answer_row(answer: ItemAnswer, protocol: Protocol[Any, Any, Any]) -> AnswerRow:
-    question, truth = protocol.shown_fields
+def _answer_row(answer: ItemAnswer, benchmark: Benchmark[Any, Any, Any]) -> AnswerRow:
+    question, truth = benchmark.shown_fields
     judged = hasattr(answer, "verdict")
     row = (answer.verdict.detail if judged else None) or {}
-    shown = protocol.shown_answer(row) if row else None
+    shown = benchmark.shown_answer(row) if row else None
     return AnswerRow(
         answer,
         question=row.get(question),
         truth=row.get(truth),
-        slice_values=protocol.item_slices(row) if row else {},
-        wrong=judged and protocol.falls_short(answer.verdict.verdict),
+        slice_values=benchmark.item_slices(row) if row else {},
+        wrong=judged and benchmark.falls_short(answer.verdict.verdict),
         shown=rendered_answer(shown, _image_url(answer)) if shown else None,
     )
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator.protocols import get_protocol
-from evaluator.protocols.base import Metric, ScoreBlock
+from evaluator.benchmarks import get_benchmark
+from evaluator.seam import Comparison, Metric, Score, ScoreBlock
 from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Split
 from leaderboard.models.results import ALL
 
@@ -62,24 +62,28 @@ def _row(run: EvaluationRun, block: ScoreBlock, metrics: list[Metric], primary: 
 
 @transaction.atomic
 def store_scores(
-    run: EvaluationRun, scores: Mapping[str, Any], scored_with: Mapping[str, Any] | None = None
+    run: EvaluationRun,
+    scores: Score | Mapping[str, Any],
+    scored_with: Mapping[str, Any] | None = None,
 ) -> int:
-    """Replace the run's SliceScore rows with its protocol's blocks of ``scores`` (the
-    protocol's ``score`` result; ``Protocol.score_blocks``); returns the row count.
-    ``scored_with``: the protocol's options (``Protocol.settings()``), kept on the run. Everything
+    """Replace the run's SliceScore rows with its benchmark's blocks of ``scores`` (the
+    benchmark's ``score``, or a scores document as scores.json holds it); returns the row count.
+    ``scored_with``: the benchmark's options (``Benchmark.settings()``), kept on the run. Everything
     is checked before anything is written, so bad input leaves the earlier rows in place."""
+    if isinstance(scores, Score):
+        scores = scores.document
     if not isinstance(scores, Mapping):
         raise ScoresError(f"scores: expected an object, got {type(scores).__name__}")
-    protocol = get_protocol(run.task.protocol)
+    benchmark = get_benchmark(run.task.benchmark)
     try:
-        blocks = protocol.score_blocks(scores)
+        blocks = benchmark.score_blocks(scores)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise ScoresError(f"scores: not a {run.task.protocol} scores dict: {exc!r}") from None
+        raise ScoresError(f"scores: not a {run.task.benchmark} scores dict: {exc!r}") from None
     if not blocks or (blocks[0].dimension, blocks[0].value) != ALL:
         raise ScoresError("scores: the first block must be all/all")
     if any(block.dimension == ALL[0] for block in blocks[1:]):
         raise ScoresError(f"scores.slices: the dimension name {ALL[0]!r} is reserved")
-    numbers = [m for m in protocol.metrics if m.scale != "count"]
+    numbers = [m for m in benchmark.metrics if m.scale != "count"]
     rows = [_row(run, block, numbers, run.task.primary_metric) for block in blocks]
     unjudged = scores.get("unjudged", 0)
     if isinstance(unjudged, bool) or not isinstance(unjudged, int) or unjudged < 0:
@@ -114,13 +118,15 @@ def drop_scores(run: EvaluationRun) -> None:
 
 @transaction.atomic
 def store_comparison(
-    run_a: EvaluationRun, run_b: EvaluationRun, result: Mapping[str, Any]
+    run_a: EvaluationRun, run_b: EvaluationRun, result: Comparison | Mapping[str, Any]
 ) -> EntryComparison:
     """Store ``evaluator.compare.compare_runs(a, b)``'s result for the pair (replacing any).
 
     ``result`` needs ``difference`` (a - b), ``difference_ci95`` ([low, high]) and ``p_value``;
     the pair is kept in id order with the sign flipped as needed, so each pair is stored once.
     """
+    if isinstance(result, Comparison):
+        result = result.document
     if run_a.split_id != run_b.split_id:
         raise ScoresError(f"runs #{run_a.pk} and #{run_b.pk} are not on the same split")
     if run_a.pk == run_b.pk:

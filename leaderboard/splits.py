@@ -1,7 +1,7 @@
-"""Importing a split: validate it with the task's protocol, store it as a tar bundle with its
+"""Importing a split: validate it with the task's benchmark, store it as a tar bundle with its
 sha256.
 
-The bundle holds the files the protocol names (``Protocol.bundle_files``: CRAG-MM's
+The bundle holds the files the benchmark names (``Benchmark.bundle_files``: CRAG-MM's
 ``sessions.jsonl`` and images, also when the source was the Hugging Face layout; Visual-RAG's
 query file and candidate images), enough for ``load_split`` to read it back. Bundles live in
 private storage: no URL serves them.
@@ -26,9 +26,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
-from evaluator.protocols import get_protocol
-from evaluator.protocols.base import Protocol
+from evaluator.benchmarks import get_benchmark
 from evaluator.records import EvaluatorError
+from evaluator.seam import Benchmark
 from leaderboard.models import Split, Task
 
 _CHUNK = 1024 * 1024
@@ -92,9 +92,9 @@ def import_split_dir(
     notes: list[str] | None = None,
 ) -> Split:
     """Validate ``directory`` (Podium's format or the benchmark's released layout) with the
-    task's protocol and store it as the ``kind`` split of ``task`` (``save_split``: in place,
+    task's benchmark and store it as the ``kind`` split of ``task`` (``save_split``: in place,
     or as a new version of a split that has runs). ``hf_split``: CRAG-MM's Hugging Face split
-    to read. ``notes`` gets what loading changed in released data (``Protocol.split_notes``)."""
+    to read. ``notes`` gets what loading changed in released data (``Benchmark.split_notes``)."""
     if kind not in Split.Kind.values:
         raise SplitImportError(
             f"split kind {kind!r}: expected one of {', '.join(Split.Kind.values)}"
@@ -104,7 +104,7 @@ def import_split_dir(
             f"visibility {visibility!r}: expected one of {', '.join(Split.Visibility.values)}"
         )
     root = Path(directory)
-    with prepared_split(task.protocol, root, hf_split=hf_split) as prepared:
+    with prepared_split(task.benchmark, root, hf_split=hf_split) as prepared:
         if notes is not None:
             notes.extend(prepared.notes)
         return save_split(task, kind, prepared, visibility, reveal_at)
@@ -112,32 +112,32 @@ def import_split_dir(
 
 @dataclass(frozen=True)
 class PreparedSplit:
-    """A split read by its protocol and written as its bundle, not yet stored."""
+    """A split read by its benchmark and written as its bundle, not yet stored."""
 
     bundle: IO[bytes]
     sha256: str
-    counts: tuple[int, int]  # groups, items (``Protocol.split_counts``)
+    counts: tuple[int, int]  # groups, items (``Benchmark.split_counts``)
     notes: list[str]  # what loading changed in released data
 
 
 @contextmanager
 def prepared_split(
-    protocol_name: str, root: Path, *, hf_split: str | None = None
+    benchmark_name: str, root: Path, *, hf_split: str | None = None
 ) -> Iterator[PreparedSplit]:
-    """``root`` read by the protocol and written as a bundle to a temporary file, for the
+    """``root`` read by the benchmark and written as a bundle to a temporary file, for the
     block's duration. Raises :class:`SplitImportError`."""
     if not root.exists():
         raise SplitImportError(f"{root}: does not exist")
-    protocol: Protocol[Any, Any, Any] = get_protocol(protocol_name)
+    benchmark: Benchmark[Any, Any, Any] = get_benchmark(benchmark_name)
     with tempfile.TemporaryDirectory(prefix="podium-split-") as scratch:
         try:
-            data = protocol.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
+            data = benchmark.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")
         except EvaluatorError as e:
             raise SplitImportError(str(e)) from e
         with tempfile.TemporaryFile() as bundle:
-            sha256 = write_bundle(data.root, protocol.bundle_files(data), bundle)
-            counts = protocol.split_counts(data)
-            yield PreparedSplit(bundle, sha256, counts, list(protocol.split_notes(data)))
+            sha256 = write_bundle(data.root, benchmark.bundle_files(data), bundle)
+            counts = benchmark.split_counts(data)
+            yield PreparedSplit(bundle, sha256, counts, list(benchmark.split_notes(data)))
 
 
 def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> Split:

@@ -12,7 +12,7 @@ import pytest
 def visual_rag_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Visual-RAG's generated sample (seed 0), written once a session: read it, never write
     into it (tests that write make their own directory)."""
-    from evaluator.protocols.visual_rag.sample import write_sample
+    from evaluator.benchmarks.visual_rag.sample import write_sample
 
     root = tmp_path_factory.mktemp("visual-rag-sample")
     write_sample(root, seed=0)

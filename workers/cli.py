@@ -1,8 +1,8 @@
 """``python -m workers.cli``: run an agent image on a split and write its predictions.
 
 The split is read by ``--protocol`` (CRAG-MM by default; Visual-RAG runs one ``--setting``), and
-the agent is asked as a server run asks it (the protocol's agent plan). Predictions go to
-``--out`` in the protocol's predictions format (``python -m evaluator score`` grades them) the
+the agent is asked as a server run asks it (the benchmark's agent plan). Predictions go to
+``--out`` in the benchmark's predictions format (``python -m evaluator score`` grades them) the
 moment each answer arrives (append + fsync). Every item's outcome (answered / timeout / error /
 invalid) also goes to ``<out>.outcomes.jsonl``; an item without an answer has no prediction, so
 it is scored as missing. Started again with the same ``--out``, the run resumes: items in either
@@ -23,9 +23,9 @@ from typing import IO, TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from agentkit.protocol import MAX_BATCH_SIZE
-from evaluator.protocols import PROTOCOLS, protocol_class
-from evaluator.protocols.base import Protocol
+from evaluator.benchmarks import DEFAULT, benchmark_class, names
 from evaluator.records import EvaluatorError
+from evaluator.seam import Benchmark
 from workers.images import ImageError
 from workers.limits import Limits
 from workers.outcomes import ItemResult, SearchUnavailable
@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--image", required=True, help="image tag or ID in the local engine")
     parser.add_argument("--split", required=True, type=Path, help="split directory")
-    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="crag-mm")
+    parser.add_argument(
+        "--protocol", dest="benchmark", metavar="BENCHMARK", choices=names(), default=DEFAULT
+    )
     parser.add_argument("--setting", default="", help="the setting to run (visual-rag)")
     parser.add_argument(
         "--task", required=True, help="the agent's task id (CRAG-MM: one of its three tasks)"
@@ -124,7 +126,7 @@ def _outcomes_path(out: Path) -> Path:
 
 
 def read_answered(
-    out: Path, protocol: Protocol[Any, Any, Any], split: Any, known: set[str]
+    out: Path, benchmark: Benchmark[Any, Any, Any], split: Any, known: set[str]
 ) -> dict[str, str]:
     """Items recorded by earlier runs into ``out``: key -> stored reply ("" when the item got
     no answer). ``known``: the run's item keys. Bad lines are an EvaluatorError naming file and
@@ -147,8 +149,8 @@ def read_answered(
                 )
             answered[key] = ""
     if out.exists() and out.stat().st_size:
-        predictions, _ = protocol.load_predictions(out, split)
-        answered.update({k: protocol.stored_reply(p) for k, p in predictions.items()})
+        predictions, _ = benchmark.load_predictions(out, split)
+        answered.update({k: benchmark.stored_reply(p) for k, p in predictions.items()})
     return answered
 
 
@@ -156,9 +158,9 @@ class PredictionWriter:
     """The sink of a CLI run: appends each batch's answers and outcomes, then fsyncs both."""
 
     def __init__(
-        self, out: Path, progress: tqdm, protocol: Protocol[Any, Any, Any], split: Any
+        self, out: Path, progress: tqdm, benchmark: Benchmark[Any, Any, Any], split: Any
     ) -> None:
-        self.protocol, self.split = protocol, split
+        self.benchmark, self.split = benchmark, split
         out.parent.mkdir(parents=True, exist_ok=True)
         self.predictions: IO[str] = out.open("a", encoding="utf-8")
         self.outcomes: IO[str] = _outcomes_path(out).open("a", encoding="utf-8")
@@ -166,7 +168,7 @@ class PredictionWriter:
 
     def __call__(self, results: list[ItemResult]) -> None:
         answers = [
-            self.protocol.prediction_record(self.split, r.key, r.response)
+            self.benchmark.prediction_record(self.split, r.key, r.response)
             for r in results
             if r.outcome == "answered"
         ]
@@ -217,11 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             error_policy=args.error_policy,
         )
         policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
-        protocol = protocol_class(args.protocol)().for_setting(args.setting)
-        split = protocol.load_split(args.split)
-        known = set(protocol.split_keys(split))
-        answered = read_answered(args.out, protocol, split, known)
-        plan = protocol.agent_plan(split, args.task, answered)
+        benchmark = benchmark_class(args.benchmark)().for_setting(args.setting)
+        split = benchmark.load_split(args.split)
+        known = set(benchmark.split_keys(split))
+        answered = read_answered(args.out, benchmark, split, known)
+        plan = benchmark.agent_plan(split, args.task, answered)
         search = _search_process(args.corpus) if args.corpus else None
     except (ValueError, EvaluatorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -229,11 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = tqdm(
         total=len(known),
         initial=len(answered),
-        unit=protocol.unit.rstrip("s"),
+        unit=benchmark.unit.rstrip("s"),
         disable=args.no_progress,
         desc=f"{args.task} {args.split.name} {args.setting}".rstrip(),
     )
-    writer = PredictionWriter(args.out, progress, protocol, split)
+    writer = PredictionWriter(args.out, progress, benchmark, split)
     try:
         report = run_agent(
             args.image,

@@ -17,8 +17,8 @@ read-only at ``IMAGE_DIR`` in the container; the runner writes through the volum
    (0755) and closes the one shown before (0700): two ``chmod`` calls.
 
 So the agent can only ever read the images of the batch being asked: no image of a later item,
-never any ground truth. The volume is sized by the protocol's plan
-(``evaluator.protocols.agent_plan.AgentPlan.volume_bytes``) for two batches of the largest
+never any ground truth. The volume is sized by the benchmark's plan
+(``evaluator.seam.agent_plan.AgentPlan.volume_bytes``) for two batches of the largest
 items, so it cannot overflow while only the runner writes; it could only fill up if the agent
 kept removed files open or mapped (their space is freed when the last descriptor or mapping
 goes). agentkit maps a batch's files and copies what the agent keeps just after answering it,

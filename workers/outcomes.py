@@ -10,7 +10,7 @@ from typing import Literal
 
 from workers.faults import TeamFault, TransientFault
 
-# answered; timed out; the agent raised (HTTP 5xx); the reply broke the protocol's schema for
+# answered; timed out; the agent raised (HTTP 5xx); the reply broke the benchmark's schema for
 # this item (``ItemResult.problem`` says how, in Podium's words)
 Outcome = Literal["answered", "timeout", "error", "invalid"]
 AGENT_TEXT_CHARS = 64 * 1024  # of the agent's own words kept behind a failure, for operators
@@ -18,10 +18,10 @@ AGENT_TEXT_CHARS = 64 * 1024  # of the agent's own words kept behind a failure, 
 
 @dataclass(frozen=True)
 class ItemResult:
-    key: str  # the protocol's item key (CRAG-MM: the interaction id)
+    key: str  # the benchmark's item key (CRAG-MM: the interaction id)
     group: str  # where it sits (``AgentPlan.place``: a session, a setting)
     position: int
-    response: str  # as the protocol stores it (``AgentPlan.read_replies``); empty unless answered
+    response: str  # as the benchmark stores it (``AgentPlan.read_replies``); empty unless answered
     outcome: Outcome
     latency_s: float  # wall time of the batch call that carried this item
     problem: str | None = None  # an invalid reply: what was wrong, in Podium's words

@@ -1,7 +1,7 @@
-"""Run one agent image on one run's items: sandboxed, in the protocol's order, under limits.
+"""Run one agent image on one run's items: sandboxed, in the benchmark's order, under limits.
 
 What the items are, their order, their requests and how a reply is stored comes from the
-protocol's plan (``evaluator.protocols.agent_plan.AgentPlan``: CRAG-MM's turns in the official
+benchmark's plan (``evaluator.seam.agent_plan.AgentPlan``: CRAG-MM's turns in the official
 order with their histories, Visual-RAG's queries of one setting). ``run_agent`` starts the
 container, waits for ``/ready``, then sends the plan's batches with a deadline of
 ``per_item_s`` x the agent's batch size (its ``get_batch_size()`` as clipped, the official
@@ -15,7 +15,7 @@ so an interrupted run resumes from ``answered`` without asking anything twice. D
   the run resumes at the first unanswered item; more than ``max_restarts`` restarts fail the run;
 - the agent raised (HTTP 5xx from ``/batch``): the items are recorded as ``error``, or the run
   fails when ``error_policy`` is "abort" (as the official evaluation);
-- a reply that breaks the protocol's schema for one item: that item is ``invalid`` (no answer),
+- a reply that breaks the benchmark's schema for one item: that item is ``invalid`` (no answer),
   the rest of the batch and the run go on;
 - the image directory full (only if the agent keeps removed images open): a fresh container;
 - out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import docker
 
-from evaluator.protocols.agent_plan import AgentPlan, BatchRefused, Reply, RequestContext
+from evaluator.seam.agent_plan import AgentPlan, BatchRefused, Reply, RequestContext
 from workers.agent_client import (
     AgentTimeout,
     AgentUnavailable,
@@ -386,7 +386,7 @@ class _Run:
 def _earlier_objects_frozen() -> Iterator[None]:
     """The process's objects from before the run out of the garbage collector's reach while
     it runs (``gc.freeze``), then back (unless something had frozen objects before): a full
-    collection of a worker's heap (Django, the Docker client, the protocols: 180,000 objects
+    collection of a worker's heap (Django, the Docker client, the benchmarks: 180,000 objects
     and more) takes about 0.1 s, set off now and then by the objects a batch makes, and it
     would fall between two batches, while the agent waits. The run's own objects are
     collected as usual."""

@@ -1,4 +1,4 @@
-"""Judges, each on a protocol's rubric (``evaluator.judges.rubric``):
+"""Judges, each on a benchmark's rubric (``evaluator.judges.rubric``):
 ``make_judge("rules", rubric)`` (deterministic, offline), ``make_judge("openai", rubric, ...)``,
 or ``make_judge("replay", rubric, transcript=...)`` (the calls of a transcript, no model call).
 
@@ -134,7 +134,7 @@ def _openai_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_judge(name: str, rubric: Rubric, **options: Any) -> Judge:
-    """Build the judge called ``name`` for a protocol's ``rubric``: "rules", "openai", or
+    """Build the judge called ``name`` for a benchmark's ``rubric``: "rules", "openai", or
     "replay" (``transcript=`` a transcript file: ``evaluator.judges.transcript``)."""
     if name == "replay":
         from evaluator.judges.transcript import ReplayJudge

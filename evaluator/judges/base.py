@@ -11,7 +11,7 @@ from evaluator.records import JudgeRequest, Judgment
 
 
 class Judge(abc.ABC):
-    """Grades an answer against the ground truth, on its protocol's rubric
+    """Grades an answer against the ground truth, on its benchmark's rubric
     (``evaluator.judges.rubric``).
 
     A judge that cannot decide (server down, time-out, off-menu answer) returns an UNJUDGED

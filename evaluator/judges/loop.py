@@ -128,7 +128,7 @@ def judge_and_transcribe(
     transcript: TranscriptWriter | None,
     progress: bool = True,
 ) -> list[Judgment]:
-    """A protocol's judge calls: ``judge_all`` (no call at all when there is no request), one
+    """A benchmark's judge calls: ``judge_all`` (no call at all when there is no request), one
     judgment per request checked, every call written to ``transcript``."""
     judgments: list[Judgment] = (
         judge_all(judge, requests, cache, progress=progress) if requests else []

@@ -23,7 +23,7 @@ Structured output (``structured``):
 - ``none``: plain text.
 
 Whatever the mode, the reply is read by the rubric (``Rubric.read``), so a server that ignores
-the structured-output field still works: each protocol's prompt asks for its answer in words.
+the structured-output field still works: each benchmark's prompt asks for its answer in words.
 """
 
 from __future__ import annotations

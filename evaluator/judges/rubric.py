@@ -1,11 +1,11 @@
-"""A rubric: what one protocol asks of its judge, so every judge kind serves every protocol.
+"""A rubric: what one benchmark asks of its judge, so every judge kind serves every benchmark.
 
-A protocol gives its judges a rubric (``Protocol.rubric``): the prompt (chat messages for one
+A benchmark gives its judges a rubric (``Benchmark.rubric``): the prompt (chat messages for one
 request, with its version and hash), the words a structured judge may answer (``choices``),
 how a reply is read into a grade (``read``: ``None`` for an off-menu reply, which leaves the
 item unjudged), and the deterministic rules behind the offline ``rules`` judge. Grades are the
-protocol's own strings (CRAG-MM: ``correct`` / ``hallucinated``; Visual-RAG: ``1``, ``0.5``,
-``0``, ``no_answer``); ``UNJUDGED`` is the one grade every protocol shares.
+benchmark's own strings (CRAG-MM: ``correct`` / ``hallucinated``; Visual-RAG: ``1``, ``0.5``,
+``0``, ``no_answer``); ``UNJUDGED`` is the one grade every benchmark shares.
 
 The ``rules`` judge's reply is the JSON an LLM's structured reply has
 (``{"verdict": <one of choices>, "reason": ...}``), so ``read`` decides every judge kind's
@@ -43,9 +43,9 @@ def hash_rule_set(rule_set: Any) -> str:
 
 
 class Rubric(ABC):
-    """The judge's side of one protocol."""
+    """The judge's side of one benchmark."""
 
-    protocol: str  # the protocol's name, for messages
+    benchmark: str  # the benchmark's name, for messages
     prompt_version: str
     prompt_hash: str
     choices: tuple[str, ...]  # what a structured-output judge may answer
@@ -53,7 +53,7 @@ class Rubric(ABC):
     rules_prompt_version: str
     rules_hash: str
     off_menu: str  # the reason an unreadable reply leaves an item unjudged
-    # True: replies are free text read by the protocol (M2RAG's statements and verdict lists),
+    # True: replies are free text read by the benchmark (M2RAG's statements and verdict lists),
     # so an LLM judge sends no structured-output field constraining them to ``choices``
     free_text: ClassVar[bool] = False
 
@@ -79,7 +79,7 @@ class Rubric(ABC):
 
     def menu(self) -> tuple[str, ...]:
         """The grades a judge's ``choices`` read as, in the choices' order, each once: what a
-        person auditing the judge may answer (``Protocol.verdict_menu`` adds the protocol's
+        person auditing the judge may answer (``Benchmark.verdict_menu`` adds the benchmark's
         own); empty for a free-text rubric, whose grades are not a menu."""
         if self.free_text:
             return ()

@@ -1,4 +1,4 @@
-"""The ``rules`` judge: a protocol's deterministic rules (its rubric's ``rules``), offline.
+"""The ``rules`` judge: a benchmark's deterministic rules (its rubric's ``rules``), offline.
 
 Its id says "rules" (``rules@<version>``) so no report mistakes it for an LLM. Its reply is the
 JSON an LLM's structured reply has, ``{"verdict": <a choice>, "reason": ...}``, read by the

@@ -11,7 +11,7 @@ the three texts for the rules judge); ``reply`` is its raw answer (an LLM's mess
 rules judge's ``{"verdict", "reason"}``). A call answered from the judgment cache is written as
 the original call was answered. ``ReplayJudge`` re-grades from such a file with no model call:
 each request is looked up by its key, must be for the same question, ground truth and answer,
-and its reply gives the grade the way the original judge read it (the protocol's rubric). A
+and its reply gives the grade the way the original judge read it (the benchmark's rubric). A
 key the file lacks, or a line for another answer, is an ``EvaluatorError`` naming it.
 """
 

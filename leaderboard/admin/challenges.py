@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from evaluator.protocols import PROTOCOLS
+from evaluator import benchmarks
 from leaderboard import publishing
 from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
@@ -31,7 +31,7 @@ class PhaseInline(admin.TabularInline):
 class TaskInline(admin.TabularInline):
     model = Task
     extra = 0
-    fields = ("task_id", "name", "protocol", "judge_kind", "entry_rule", "order")
+    fields = ("task_id", "name", "benchmark", "judge_kind", "entry_rule", "order")
     show_change_link = True
 
 
@@ -121,17 +121,17 @@ class ChallengeAdmin(admin.ModelAdmin):
 class TaskAdmin(admin.ModelAdmin):
     list_display = (
         "__str__",
-        "protocol",
+        "benchmark",
         "judge_kind",
         "judge_model",
         "primary_metric",
         "entry_rule",
         "gpu_class",
     )
-    list_filter = ("protocol", "judge_kind", "entry_rule", "challenge")
+    list_filter = ("benchmark", "judge_kind", "entry_rule", "challenge")
     search_fields = ("task_id", "name", "challenge__slug")
     fieldsets = (
-        (None, {"fields": ("challenge", "task_id", "name", "description", "protocol", "order")}),
+        (None, {"fields": ("challenge", "task_id", "name", "description", "benchmark", "order")}),
         (
             "Limits",
             {
@@ -185,20 +185,20 @@ class TaskAdmin(admin.ModelAdmin):
         (``leaderboard.judge_forecast``), with the task's saved settings."""
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in forecast_lines(task)))
 
-    def _protocol(self, request: HttpRequest, obj: Task | None) -> str:
-        chosen = request.POST.get("protocol") or request.GET.get("protocol")
-        if chosen in PROTOCOLS:
+    def _benchmark(self, request: HttpRequest, obj: Task | None) -> str:
+        chosen = request.POST.get("benchmark") or request.GET.get("benchmark")
+        if chosen and benchmarks.is_known(chosen):
             return chosen
-        return obj.protocol if obj is not None else Task.Protocol.CRAG_MM
+        return obj.benchmark if obj is not None else benchmarks.DEFAULT
 
     def get_form(
         self, request: HttpRequest, obj: Task | None = None, change: bool = False, **kwargs: Any
     ) -> type[forms.ModelForm]:
-        kwargs["form"] = task_form(self._protocol(request, obj))
+        kwargs["form"] = task_form(self._benchmark(request, obj))
         return super().get_form(request, obj, change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
-        generated = tuple(settings_fields(self._protocol(request, obj)))
+        generated = tuple(settings_fields(self._benchmark(request, obj)))
         return (*self.fieldsets, ("Protocol settings", {"fields": generated}))
 
 

@@ -1,6 +1,6 @@
-"""A task's protocol settings as form fields, generated from the protocol's JSON Schema.
+"""A task's benchmark settings as form fields, generated from the benchmark's JSON Schema.
 
-Each property of ``Protocol.settings_schema`` becomes one field (``setting_<name>``): an enum a
+Each property of ``Benchmark.settings_schema`` becomes one field (``setting_<name>``): an enum a
 choice, a number or integer a number field with its bounds, a boolean a checkbox, an array of
 strings a comma-separated text, a string a text (optional when the schema allows null: left
 blank, the setting is left out); title, description and default become label, help and initial.
@@ -14,7 +14,7 @@ from typing import Any
 
 from django import forms
 
-from evaluator.protocols import get_protocol, protocol_class
+from evaluator.benchmarks import benchmark_class, get_benchmark
 from leaderboard.models import Task
 
 PREFIX = "setting_"
@@ -42,13 +42,13 @@ def _field(spec: dict[str, Any]) -> forms.Field:
     return forms.CharField(**common)
 
 
-def settings_fields(protocol: str) -> dict[str, forms.Field]:
-    schema = protocol_class(protocol).settings_schema
+def settings_fields(benchmark: str) -> dict[str, forms.Field]:
+    schema = benchmark_class(benchmark).settings_schema
     return {PREFIX + name: _field(spec) for name, spec in schema["properties"].items()}
 
 
 class TaskForm(forms.ModelForm):
-    """The task's fields, plus its protocol's settings (subclassed per protocol by the admin)."""
+    """The task's fields, plus its benchmark's settings (subclassed per benchmark by the admin)."""
 
     class Meta:
         model = Task
@@ -59,7 +59,7 @@ class TaskForm(forms.ModelForm):
         primary = self.fields.get("primary_metric")
         if self.instance.pk is None and isinstance(primary, forms.ChoiceField):
             self.initial["primary_metric"] = primary.initial  # not the model's default
-        schema = protocol_class(self.instance.protocol).settings_schema["properties"]
+        schema = benchmark_class(self.instance.benchmark).settings_schema["properties"]
         for name, value in (self.instance.settings or {}).items():
             if PREFIX + name in self.fields:
                 shown = ", ".join(value) if schema[name].get("type") == "array" else value
@@ -68,8 +68,8 @@ class TaskForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         super().clean()  # ModelForm.clean returns self.cleaned_data, never None
         cleaned = self.cleaned_data
-        protocol = cleaned.get("protocol") or self.instance.protocol
-        schema = protocol_class(protocol).settings_schema["properties"]
+        benchmark = cleaned.get("benchmark") or self.instance.benchmark
+        schema = benchmark_class(benchmark).settings_schema["properties"]
         settings: dict[str, Any] = {}
         for name, spec in schema.items():
             value = cleaned.get(PREFIX + name)
@@ -82,11 +82,11 @@ class TaskForm(forms.ModelForm):
         return cleaned
 
 
-def primary_metric_field(protocol: str) -> forms.ChoiceField:
-    """The primary metric as a choice among the metrics that rank ``protocol``'s entries with
-    its default settings (``Protocol.ranking_metrics``; ``Task.clean`` checks the choice
-    against the task's own settings), the protocol's ``primary`` first chosen."""
-    declared = get_protocol(protocol)
+def primary_metric_field(benchmark: str) -> forms.ChoiceField:
+    """The primary metric as a choice among the metrics that rank ``benchmark``'s entries with
+    its default settings (``Benchmark.ranking_metrics``; ``Task.clean`` checks the choice
+    against the task's own settings), the benchmark's ``primary`` first chosen."""
+    declared = get_benchmark(benchmark)
     return forms.ChoiceField(
         choices=[(m.name, f"{m.label} ({m.name})") for m in declared.ranking_metrics()],
         initial=declared.primary,
@@ -94,11 +94,11 @@ def primary_metric_field(protocol: str) -> forms.ChoiceField:
     )
 
 
-def task_form(protocol: str) -> type[TaskForm]:
-    """A TaskForm class carrying ``protocol``'s setting fields and its primary metric's
+def task_form(benchmark: str) -> type[TaskForm]:
+    """A TaskForm class carrying ``benchmark``'s setting fields and its primary metric's
     choices."""
     fields: dict[str, Any] = {
-        **settings_fields(protocol),
-        "primary_metric": primary_metric_field(protocol),
+        **settings_fields(benchmark),
+        "primary_metric": primary_metric_field(benchmark),
     }
-    return type(f"TaskForm_{protocol.replace('-', '_')}", (TaskForm,), fields)
+    return type(f"TaskForm_{benchmark.replace('-', '_')}", (TaskForm,), fields)

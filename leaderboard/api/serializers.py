@@ -40,6 +40,8 @@ class TaskSerializer(serializers.ModelSerializer):
     )
     judge = serializers.CharField(source="judge_label", read_only=True)
     settings = serializers.DictField(source="effective_settings", read_only=True)
+    # the API's name for the task's benchmark, as in challenge.yaml and scores.json
+    protocol = serializers.CharField(source="benchmark", read_only=True)
 
     class Meta:
         model = Task
@@ -121,7 +123,7 @@ class LeaderboardEntrySerializer(serializers.Serializer):
 
 
 class MetricSerializer(serializers.Serializer):
-    """A metric as the task's protocol declares it (``evaluator.protocols.base.Metric``)."""
+    """A metric as the task's benchmark declares it (``evaluator.benchmarks.base.Metric``)."""
 
     name = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a field, popped by DRF's metaclass: not Field.label
@@ -139,7 +141,7 @@ class LeaderboardSerializer(serializers.Serializer):
     split = SplitSerializer()
     setting = serializers.CharField(allow_blank=True)
     settings = serializers.ListField(child=serializers.CharField(allow_blank=True))
-    protocol = serializers.CharField()
+    protocol = serializers.CharField()  # the API key naming the benchmark
     primary_metric = serializers.CharField()
     entry_rule = serializers.CharField()
     metrics = MetricSerializer(many=True)
@@ -156,7 +158,7 @@ def runs_with_scores() -> QuerySet[EvaluationRun]:
 
 class RunScoreSerializer(serializers.Serializer):
     """A done run's score: the task's primary metric on the whole split, with its 95 %
-    interval, as its protocol declares it (``scale``: how to show the value)."""
+    interval, as its benchmark declares it (``scale``: how to show the value)."""
 
     metric = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a field, popped by DRF's metaclass: not Field.label

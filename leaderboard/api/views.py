@@ -97,7 +97,7 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
             "split": split,
             "setting": setting,
             "settings": split.task.run_settings(),
-            "protocol": split.task.protocol,
+            "protocol": split.task.benchmark,
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
             "metrics": split.task.declared().metrics,

@@ -173,7 +173,7 @@ def _tree(path: Path) -> Iterator[Path]:
 def _prepare_splits(
     bundle: loader.Bundle, stack: ExitStack
 ) -> dict[tuple[str, str], PreparedSplit]:
-    """Every split read by its task's protocol; every problem collected."""
+    """Every split read by its task's benchmark; every problem collected."""
     prepared, problems = {}, []
     for t, task in enumerate(bundle.value.get("tasks", [])):
         for s, split in enumerate(task.get("splits", [])):

@@ -18,7 +18,7 @@ import jsonschema
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from evaluator.protocols import protocol_class
+from evaluator.benchmarks import benchmark_class
 from leaderboard.challenge_bundle import assets
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
@@ -231,14 +231,14 @@ def model_task(task: dict[str, Any], **more: Any) -> Task:
 
 def task_values(task: dict[str, Any]) -> dict[str, Any]:
     """The Task fields ``task`` (as written) sets, each field's default where it is silent
-    (the primary metric: the protocol's)."""
+    (the primary metric: the benchmark's)."""
     values = {}
     for place, field in TASK_FIELDS:
         found: Any = task
         for key in place:
             found = found.get(key, _MISSING) if isinstance(found, dict) else _MISSING
         if found is _MISSING and field == "primary_metric":
-            found = protocol_class(task["protocol"]).primary  # the protocol's own ranking
+            found = benchmark_class(task["protocol"]).primary  # the benchmark's own ranking
         elif found is _MISSING:
             model_field = Task._meta.get_field(field)
             assert isinstance(model_field, models.Field)  # TASK_FIELDS are columns, no relations

@@ -1,5 +1,5 @@
 """The JSON Schema of ``challenge.yaml`` (``BUNDLE_VERSION`` 1), built from Podium's own models
-and every protocol's ``settings_schema``, so an editor checks the file as it is written
+and every benchmark's ``settings_schema``, so an editor checks the file as it is written
 (``/schemas/challenge-bundle.json``, ``manage.py challenge schema``) and the loader enforces the
 same document. Unknown keys are refused everywhere (``additionalProperties: false``).
 
@@ -15,7 +15,7 @@ from typing import Any
 from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
-from evaluator.protocols import PROTOCOLS
+from evaluator.benchmarks import benchmark_class, names
 from leaderboard.models import Phase, Split, Task
 
 BUNDLE_VERSION = 1
@@ -30,7 +30,7 @@ SHA256 = r"^[0-9a-f]{64}$(?!\n)"
 TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("name",), "name"),
     (("description",), "description"),
-    (("protocol",), "protocol"),
+    (("protocol",), "benchmark"),
     (("settings",), "settings"),
     (("limits", "readiness_s"), "readiness_s"),
     (("limits", "per_item_s"), "per_item_s"),
@@ -131,12 +131,12 @@ def _judge() -> dict[str, Any]:
 
 
 def _task() -> dict[str, Any]:
-    by_protocol = [
+    by_benchmark = [
         {
             "if": {"properties": {"protocol": {"const": name}}},
-            "then": {"properties": {"settings": protocol.settings_schema}},
+            "then": {"properties": {"settings": benchmark_class(name).settings_schema}},
         }
-        for name, protocol in sorted(PROTOCOLS.items())
+        for name in names()
     ]
     split = _object(
         {
@@ -153,8 +153,8 @@ def _task() -> dict[str, Any]:
             "id": _text("the task's id, e.g. multi-turn-qa", pattern=SLUG, maxLength=100),
             "name": _text(minLength=1, maxLength=200),
             "description": _text(),
-            "protocol": {"enum": Task.Protocol.values},
-            "settings": {"type": "object", "description": "the protocol's own settings"},
+            "protocol": {"enum": list(names())},
+            "settings": {"type": "object", "description": "the benchmark's own settings"},
             "limits": _object(
                 {
                     "readiness_s": _count(Task, "readiness_s"),
@@ -188,7 +188,7 @@ def _task() -> dict[str, Any]:
         },
         ("id", "name", "protocol"),
     )
-    task["allOf"] = by_protocol
+    task["allOf"] = by_benchmark
     return task
 
 

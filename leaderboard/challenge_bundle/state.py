@@ -3,7 +3,7 @@ splits and corpus have been digested (``wanted``), and the diff of two of them.
 
 Equal documents mean an import changes nothing. Pages appear by their text's sha256, splits
 and the corpus by their stored bundle's sha256, dates in UTC, a task's settings with the
-protocol's defaults filled in, every field with its default where the bundle is silent.
+benchmark's defaults filled in, every field with its default where the bundle is silent.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from evaluator.protocols import protocol_class
+from evaluator.benchmarks import benchmark_class
 from evaluator.records import EvaluatorError
 from leaderboard.challenge_bundle.assets import file_sha256
 from leaderboard.challenge_bundle.baselines import live as declared_baselines
@@ -27,16 +27,16 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else ""
 
 
-def _settings(protocol: str, settings: Any) -> Any:
+def _settings(benchmark: str, settings: Any) -> Any:
     try:
-        return protocol_class(protocol).check_settings(settings)
+        return benchmark_class(benchmark).check_settings(settings)
     except EvaluatorError:
         return settings
 
 
 def _task(values: dict[str, Any], splits: list[Canonical]) -> Canonical:
     flat = {".".join(place): values[field] for place, field in TASK_FIELDS}
-    flat["settings"] = _settings(values["protocol"], values["settings"])
+    flat["settings"] = _settings(values["benchmark"], values["settings"])
     return {**flat, "splits": sorted(splits, key=lambda s: s["kind"])}
 
 

@@ -5,7 +5,7 @@ as an organiser imports one: CRAG-MM (three tasks, each with validation, public-
 private-test splits, and the search corpus), Visual-RAG (one task evaluated in five settings,
 with gCUE), MRAG-Suite (one task on the validation split in the three retrieval modes, with
 the GPD - GO gap and each entry's MM-RAGChecker profile) and M2RAG (one task, its validation
-split, judged by the rules judge). Their data is each protocol's generated sample
+split, judged by the rules judge). Their data is each benchmark's generated sample
 (``write_sample``), written once into a copy of the bundle under
 ``<PODIUM_VAR_DIR>/demo/bundles/``.
 
@@ -28,7 +28,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from evaluator.protocols import get_protocol
+from evaluator.benchmarks import get_benchmark
 from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.models import Challenge, Membership, Submission, Team
 from leaderboard.pages import accept_rules, must_accept_rules
@@ -98,7 +98,7 @@ MRAG_AGENTS = (
 )
 
 
-def bundle(name: str, protocol: str, under: Path | None = None) -> Path:
+def bundle(name: str, benchmark: str, under: Path | None = None) -> Path:
     """``examples/challenges/<name>`` copied into ``under`` (default
     ``<PODIUM_VAR_DIR>/demo/bundles/``), with ``protocol``'s generated sample as its ``data/``
     (written once; the bundle's own files copied afresh)."""
@@ -106,7 +106,7 @@ def bundle(name: str, protocol: str, under: Path | None = None) -> Path:
     data, written = out / "data", out / ".data-written"
     if not written.exists():
         shutil.rmtree(data, ignore_errors=True)
-        get_protocol(protocol).write_sample(data)
+        get_benchmark(benchmark).write_sample(data)
         written.write_text("")
     for path in (REPO / "examples" / "challenges" / name).iterdir():
         if path.is_dir():

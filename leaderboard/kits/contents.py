@@ -3,8 +3,8 @@
 A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
 
 - ``README.md``: the steps, from the base image to a submission, with the local evaluation
-  commands written out for each task (its limits, its protocol's settings);
-- ``agents/<example>/``: the example agent fitting each protocol the challenge's tasks use;
+  commands written out for each task (its limits, its benchmark's settings);
+- ``agents/<example>/``: the example agent fitting each benchmark the challenge's tasks use;
 - ``data/<task>/<split>/``: the public splits (validation and public test) whose data the
   organisers let be seen (``kit_splits``); never a private test;
 - ``corpus/``: the challenge's search corpus, only when the organisers allow it
@@ -35,7 +35,7 @@ from django.template.loader import render_to_string
 from leaderboard.models import Challenge, KitFile, Split, Task
 from leaderboard.pipeline.bundles import corpus_sha256
 
-# The example agent a kit carries for each protocol (``examples/agents/<name>``).
+# The example agent a kit carries for each benchmark (``examples/agents/<name>``).
 EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
 # Podium's source the commands need, whole: none of these packages imports Django (the import
 # contracts in pyproject.toml, checked by ``lint-imports``).
@@ -176,7 +176,7 @@ def plan(challenge: Challenge) -> KitPlan:
     splits, withheld = kit_splits(challenge)
     stored_corpus = corpus_sha256(challenge)
     corpus = stored_corpus if challenge.kit_includes_corpus else None
-    agents = tuple(sorted({EXAMPLE_AGENTS[t.protocol] for t in tasks}))
+    agents = tuple(sorted({EXAMPLE_AGENTS[t.benchmark] for t in tasks}))
     files = tuple(challenge.kit_files.order_by("path"))
     manifest = {
         "format": KIT_FORMAT,
@@ -184,10 +184,10 @@ def plan(challenge: Challenge) -> KitPlan:
         "tasks": [
             {
                 "task_id": task.task_id,
-                "protocol": task.protocol,
+                "protocol": task.benchmark,
                 "settings": task.effective_settings,
                 "run_settings": list(task.run_settings()),
-                "example_agent": EXAMPLE_AGENTS.get(task.protocol),
+                "example_agent": EXAMPLE_AGENTS.get(task.benchmark),
             }
             for task in tasks
         ],
@@ -244,7 +244,7 @@ class TaskCommands:
 
 
 def _score_options(task: Task, setting: str) -> list[str]:
-    """The task's protocol settings as ``python -m evaluator score`` options, scoring the one
+    """The task's benchmark settings as ``python -m evaluator score`` options, scoring the one
     setting run (``evaluated`` is the list of settings a server run covers)."""
     options = [f"--settings {setting}"] if setting else []
     for key, value in task.effective_settings.items():
@@ -257,10 +257,10 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
     mine = [s for s in splits if s.task_id == task.pk]
     directory = split_path(mine[0]) if mine else f"data/{task.task_id}/validation"
     setting = task.run_settings()[0]
-    protocol = f" --protocol {task.protocol}" if task.protocol != "crag-mm" else ""
+    benchmark = f" --protocol {task.benchmark}" if task.benchmark != "crag-mm" else ""
     out = f"runs/{task.task_id}{'-' + setting if setting else ''}"
     run = [
-        f"python -m workers.cli --image my-agent{protocol} --task {task.task_id}",
+        f"python -m workers.cli --image my-agent{benchmark} --task {task.task_id}",
         f"--split {directory}" + (f" --setting {setting}" if setting else ""),
         f"--out {out}/predictions.jsonl --report {out}/report.json",
         f"--batch-size-max {task.max_batch_size} --per-turn-s {task.per_item_s:g} "
@@ -271,7 +271,7 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
     if corpus and task.declared().search_corpus and task.declared().searches:
         run.append("--corpus corpus")
     score = [
-        f"python -m evaluator score{protocol} --split {directory}",
+        f"python -m evaluator score{benchmark} --split {directory}",
         " ".join(
             [
                 f"--predictions {out}/predictions.jsonl --out {out}/scores",

@@ -30,7 +30,7 @@ class JudgeAudit(models.Model):
     """An organiser's audit of one judge (``judge_id`` and ``prompt_version`` as its verdicts
     record them) on one split: ``size`` verdicts sampled by verdict and by the value of
     ``dimension`` (a slice dimension; blank: by verdict only), each to be labelled by
-    ``labels_wanted`` people. ``menu``: the protocol's verdicts a labeller chooses among."""
+    ``labels_wanted`` people. ``menu``: the benchmark's verdicts a labeller chooses among."""
 
     split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="audits")
     judge_id = models.CharField(max_length=200)

@@ -12,9 +12,10 @@ from django.db import models
 from django.utils import timezone
 
 from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
-from evaluator.protocols import get_protocol, protocol_class
-from evaluator.protocols.base import Protocol as BenchmarkProtocol
+from evaluator import benchmarks
+from evaluator.benchmarks import benchmark_class, get_benchmark
 from evaluator.records import EvaluatorError
+from evaluator.seam import Benchmark
 from workers.package_index import IndexURLError, PackageIndex
 
 if TYPE_CHECKING:
@@ -140,12 +141,6 @@ class Phase(models.Model):
 class Task(models.Model):
     """One task of a challenge, e.g. CRAG-MM ``multi-turn-qa``, with its limits and judge."""
 
-    class Protocol(models.TextChoices):
-        CRAG_MM = "crag-mm", "CRAG-MM"
-        VISUAL_RAG = "visual-rag", "Visual-RAG"
-        MRAG_SUITE = "mrag-suite", "MRAG-Suite"
-        M2RAG = "m2rag", "M2RAG"
-
     class JudgeKind(models.TextChoices):
         RULES = "rules", "rules (deterministic, no model)"
         OPENAI = "openai", "OpenAI-compatible LLM endpoint"
@@ -171,7 +166,11 @@ class Task(models.Model):
     task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    protocol = models.CharField(max_length=32, choices=Protocol, default=Protocol.CRAG_MM)
+    # One of the registry's benchmarks (``evaluator.benchmarks``), checked against it: a new
+    # benchmark needs no migration.
+    benchmark = models.CharField(
+        max_length=32, choices=benchmarks.choices, default=benchmarks.DEFAULT
+    )
     order = models.PositiveSmallIntegerField(default=0)
     # limits
     readiness_s = models.PositiveIntegerField(default=600, validators=[MinValueValidator(1)])
@@ -198,14 +197,14 @@ class Task(models.Model):
         help_text="a name in PODIUM_JUDGE_ENDPOINTS whose model sees images: judges the prompts "
         "that carry images (M2RAG); blank: none",
     )
-    # The protocol's own settings (``Protocol.settings_schema``: CRAG-MM's counting and missing
+    # The benchmark's own settings (``Benchmark.settings_schema``: CRAG-MM's counting and missing
     # rule, Visual-RAG's evaluated settings...), checked by ``clean``; {} means its defaults.
     settings = models.JSONField(default=dict, blank=True)
     timeout_policy = models.CharField(
         max_length=16, choices=TimeoutPolicy, default=TimeoutPolicy.MISSING
     )
     error_policy = models.CharField(max_length=16, choices=ErrorPolicy, default=ErrorPolicy.ABORT)
-    # One of the protocol's metrics (``Protocol.metrics``): it ranks the entries.
+    # One of the benchmark's metrics (``Benchmark.metrics``): it ranks the entries.
     primary_metric = models.CharField(max_length=64, default="truthfulness")
     entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)
     tie_rule = models.CharField(max_length=16, choices=TieRule, default=TieRule.SHARED)
@@ -238,6 +237,8 @@ class Task(models.Model):
         return self.gpu_class or settings.PODIUM_DEFAULT_GPU_CLASS
 
     def clean(self) -> None:
+        if not benchmarks.is_known(self.benchmark):  # the field's own check names it
+            raise ValidationError({"benchmark": f"{self.benchmark!r}: no such benchmark"})
         errors = {}
         if self.gpu_class and self.gpu_class not in settings.PODIUM_GPU_CLASSES:
             errors["gpu_class"] = (
@@ -280,19 +281,19 @@ class Task(models.Model):
     def primary_metric_problem(self) -> str:
         """Why ``primary_metric`` cannot rank this task's entries ("" when it can): it must be
         one of the metrics each run is scored on with the task's settings
-        (``Protocol.ranking_metrics``)."""
+        (``Benchmark.ranking_metrics``)."""
         try:
-            protocol = self.scoring()
+            benchmark = self.scoring()
         except EvaluatorError:
-            protocol = self.declared()  # the settings' own error is reported beside
+            benchmark = self.declared()  # the settings' own error is reported beside
         name = self.primary_metric
-        ranking = [m.name for m in protocol.ranking_metrics()]
+        ranking = [m.name for m in benchmark.ranking_metrics()]
         if name in ranking:
             return ""
         choices = f"choose one of {', '.join(ranking)}"
-        declared = next((m for m in protocol.metrics if m.name == name), None)
+        declared = next((m for m in benchmark.metrics if m.name == name), None)
         if declared is None:
-            return f"{name!r} is not a metric of {self.protocol}: {choices}"
+            return f"{name!r} is not a metric of {self.benchmark}: {choices}"
         if declared.scale == "count":
             return f"{name!r} ({declared.label}) is a count, it cannot rank entries: {choices}"
         return (
@@ -316,25 +317,25 @@ class Task(models.Model):
             return f"judge endpoint {name!r} names no model (PODIUM_JUDGE_ENDPOINTS)"
         return None
 
-    def declared(self) -> BenchmarkProtocol[Any, Any, Any]:
-        """The task's protocol: its metrics, primary metric, how its scores are stored."""
-        return get_protocol(self.protocol)
+    def declared(self) -> Benchmark[Any, Any, Any]:
+        """The task's benchmark: its metrics, primary metric, how its scores are stored."""
+        return get_benchmark(self.benchmark)
 
     @property
     def effective_settings(self) -> dict[str, Any]:
-        """The task's protocol settings with the protocol's defaults filled in."""
+        """The task's benchmark settings with the benchmark's defaults filled in."""
         try:
             return self.declared().check_settings(self.settings)
         except EvaluatorError:
             return dict(self.settings)
 
-    def scoring(self) -> BenchmarkProtocol[Any, Any, Any]:
-        """The task's protocol with the task's settings (what grades and scores its runs)."""
-        return protocol_class(self.protocol).from_settings(self.settings)
+    def scoring(self) -> Benchmark[Any, Any, Any]:
+        """The task's benchmark with the task's settings (what grades and scores its runs)."""
+        return benchmark_class(self.benchmark).from_settings(self.settings)
 
     def run_settings(self) -> tuple[str, ...]:
         """The settings each submission is run in on each split, one run each (``("",)`` for
-        a protocol without settings)."""
+        a benchmark without settings)."""
         return self.scoring().run_settings()
 
     def save(self, *args: Any, **kwargs: Any) -> None:

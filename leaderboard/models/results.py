@@ -16,10 +16,10 @@ ALL = ("all", "all")
 
 class ItemAnswer(models.Model):
     """An agent's answer to one item, stored once, the moment it arrives: ``item_key`` is the
-    protocol's key for it (CRAG-MM: the interaction id; Visual-RAG: ``<setting>/<query id>``),
+    benchmark's key for it (CRAG-MM: the interaction id; Visual-RAG: ``<setting>/<query id>``),
     ``group`` and ``position`` where the item sits (``AgentPlan.place``: a CRAG-MM session and
-    turn, a Visual-RAG setting and query index); ``response`` as the protocol stores it
-    (``Protocol.stored_prediction`` reads it back)."""
+    turn, a Visual-RAG setting and query index); ``response`` as the benchmark stores it
+    (``Benchmark.stored_prediction`` reads it back)."""
 
     class Outcome(models.TextChoices):
         ANSWERED = "answered", "answered"
@@ -61,10 +61,10 @@ class ItemAnswer(models.Model):
 
 
 class ItemVerdict(models.Model):
-    """An answer's grade, in its protocol's words (CRAG-MM: correct / missing / hallucinated;
-    Visual-RAG: a score or no_answer), and ``detail``: the protocol's per-item row
-    (``Protocol.to_row``), from which aggregation rebuilds the graded item
-    (``Protocol.from_row``)."""
+    """An answer's grade, in its benchmark's words (CRAG-MM: correct / missing / hallucinated;
+    Visual-RAG: a score or no_answer), and ``detail``: the benchmark's per-item row
+    (``Benchmark.to_row``), from which aggregation rebuilds the graded item
+    (``Benchmark.from_row``)."""
 
     answer = models.OneToOneField(ItemAnswer, on_delete=models.CASCADE, related_name="verdict")
     verdict = models.CharField(max_length=32)
@@ -100,7 +100,7 @@ class ScoreRow(models.Model):
 
 class SliceScore(ScoreRow):
     """A run's metric block for one slice value (``all``/``all`` is the whole run), as its
-    protocol gives it (``Protocol.score_blocks``)."""
+    benchmark gives it (``Benchmark.score_blocks``)."""
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="slice_scores")
     dimension = models.CharField(max_length=100)

@@ -54,7 +54,7 @@ class Split(models.Model):
     kind = models.CharField(max_length=16, choices=Kind)
     bundle = models.FileField(upload_to=split_bundle_path, max_length=500, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, help_text="of the bundle's bytes")
-    # its size in its protocol's words (``Protocol.split_counts``): CRAG-MM's conversations and
+    # its size in its benchmark's words (``Benchmark.split_counts``): CRAG-MM's conversations and
     # turns, Visual-RAG's species and queries
     groups = models.PositiveIntegerField(default=0)
     items = models.PositiveIntegerField(default=0)

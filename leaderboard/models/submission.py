@@ -100,7 +100,7 @@ class InvalidTransition(Exception):
 
 class EvaluationRun(models.Model):
     """One submission evaluated on one (task, split, setting): ``setting`` is one of the task
-    protocol's ``run_settings`` ("" for a protocol without settings, as CRAG-MM). Its state
+    benchmark's ``run_settings`` ("" for a benchmark without settings, as CRAG-MM). Its state
     only moves through ``move_to``."""
 
     class State(models.TextChoices):

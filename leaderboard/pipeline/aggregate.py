@@ -1,9 +1,9 @@
 """The scoring stage: slice scores and paired comparisons, computed once and stored.
 
 The graded items are read back from the stored verdicts (each verdict's ``detail`` is its
-protocol's per-item row, ``Protocol.from_row``), in the split's order, so every number on a page
+benchmark's per-item row, ``Benchmark.from_row``), in the split's order, so every number on a page
 traces back to those rows. Each finished run is compared with the other current entries of its
-split, on the protocol's primary metric, and its answers with other teams' runs there
+split, on the benchmark's primary metric, and its answers with other teams' runs there
 (``leaderboard.duplicates``); pages only read the stored results.
 """
 
@@ -13,13 +13,13 @@ import logging
 
 from django.db import transaction
 
-from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
 from evaluator.records import EvaluatorError
+from evaluator.seam.benchmark import Benchmark, ItemT, PredictionT, SplitT
 from leaderboard.board_store import entries
 from leaderboard.duplicates import flag_similar_runs
 from leaderboard.models import EvaluationRun, ItemVerdict
 from leaderboard.pipeline.bundles import split_dir
-from leaderboard.pipeline.judge import run_protocol
+from leaderboard.pipeline.judge import run_benchmark
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
 
@@ -28,7 +28,7 @@ State = EvaluationRun.State
 
 
 def graded_items(
-    run: EvaluationRun, protocol: Protocol[SplitT, PredictionT, ItemT], keys: list[str]
+    run: EvaluationRun, benchmark: Benchmark[SplitT, PredictionT, ItemT], keys: list[str]
 ) -> list[ItemT]:
     """The run's graded items, in split order (``keys``), from its verdict rows."""
     verdicts = {
@@ -46,7 +46,7 @@ def graded_items(
                 "kept their protocol row): judge the run again"
             )
         try:
-            graded.append(protocol.from_row(verdict.detail, f"run #{run.pk} verdict {key}"))
+            graded.append(benchmark.from_row(verdict.detail, f"run #{run.pk} verdict {key}"))
         except EvaluatorError as exc:
             raise PodiumFault(str(exc)) from exc
     return graded
@@ -54,10 +54,10 @@ def graded_items(
 
 def aggregate_stage(run: EvaluationRun) -> None:
     """Stage ``scoring``: store slice scores and comparisons, then the run is done."""
-    protocol = run_protocol(run)
-    keys = protocol.split_keys(protocol.load_split(split_dir(run.split)))
-    graded = graded_items(run, protocol, keys)
-    scores = protocol.score(graded)
+    benchmark = run_benchmark(run)
+    keys = benchmark.split_keys(benchmark.load_split(split_dir(run.split)))
+    graded = graded_items(run, benchmark, keys)
+    scores = benchmark.score(graded)
     other_ids = [
         entry.run_id for entry in entries(run.split, run.setting) if entry.run_id != run.pk
     ]
@@ -65,17 +65,17 @@ def aggregate_stage(run: EvaluationRun) -> None:
     comparisons = []
     for other in others:
         try:
-            result = protocol.compare(graded, graded_items(other, protocol, keys))
+            result = benchmark.compare(graded, graded_items(other, benchmark, keys))
         except (EvaluatorError, PodiumFault) as exc:
             logger.warning("run #%s vs run #%s: no comparison: %s", run.pk, other.pk, exc)
             continue
         comparisons.append((other, result))
     with transaction.atomic():
-        store_scores(run, scores, protocol.settings())
+        store_scores(run, scores, benchmark.settings())
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)
     try:  # advisory, for organisers: never the run's failure
-        flag_similar_runs(run, protocol)
+        flag_similar_runs(run, benchmark)
     except Exception:
         logger.exception("run #%s: near-identical answers not checked", run.pk)

@@ -1,4 +1,4 @@
-"""The judging stage: stored answers graded by the task's protocol and judge, through the cache.
+"""The judging stage: stored answers graded by the task's benchmark and judge, through the cache.
 
 Ground truth is read here (and in aggregation) from the split bundle, never by the agent.
 Items the judge could not decide (its endpoint down) get no verdict row; the stage reports how
@@ -19,13 +19,13 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
 
+from evaluator.benchmarks import benchmark_class
 from evaluator.judges import make_judge
 from evaluator.judges.base import Judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
-from evaluator.protocols import protocol_class
-from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
 from evaluator.records import EvaluatorError, Judgment
+from evaluator.seam.benchmark import Benchmark, ItemT, PredictionT, SplitT
 from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
@@ -52,7 +52,7 @@ def task_judge(task: Task) -> Judge:
 def make_spec_judge(spec: JudgeSpec, task: Task, concurrency: int | None = None) -> Judge:
     """The judge ``spec`` names (a task's, or one chosen for a run) on the task's rubric;
     ``concurrency``: the endpoint slots this process holds (``judge_slots``)."""
-    rubric = protocol_class(task.protocol).rubric
+    rubric = benchmark_class(task.benchmark).rubric
     if spec.kind == RULES:
         return make_judge("rules", rubric)
     return endpoint_judge(task, spec.endpoint, spec.model, spec.revision, concurrency)
@@ -78,7 +78,7 @@ def endpoint_judge(
     key_env = endpoint.get("api_key_env")
     return make_judge(
         "openai",
-        protocol_class(task.protocol).rubric,
+        benchmark_class(task.benchmark).rubric,
         base_url=endpoint["base_url"],
         model=model or endpoint.get("model"),
         api_key=os.environ.get(key_env) if key_env else None,
@@ -114,8 +114,8 @@ def endpoint_slots(names: list[str]) -> Iterator[dict[str, int]]:
 
 
 def run_judges(task: Task, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
-    """The judge that grades a run of ``task`` with ``spec``, within ``slots``: for a protocol
-    whose prompts carry images, routed with the task's vision judge (``Protocol.vision_routed``;
+    """The judge that grades a run of ``task`` with ``spec``, within ``slots``: for a benchmark
+    whose prompts carry images, routed with the task's vision judge (``Benchmark.vision_routed``;
     an endpoint serving both shares its slots between them)."""
     text = make_spec_judge(spec, task, slots.get(spec.endpoint))
     vision_name = task.vision_judge_endpoint
@@ -159,8 +159,8 @@ def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
         run.transcript.storage.delete(old)
 
 
-def task_protocol(task: Task) -> Protocol[Any, Any, Any]:
-    """The task's protocol with its settings; settings it refuses are Podium's fault (the
+def task_benchmark(task: Task) -> Benchmark[Any, Any, Any]:
+    """The task's benchmark with its settings; settings it refuses are Podium's fault (the
     admin checks them when they are saved)."""
     try:
         return task.scoring()
@@ -168,10 +168,10 @@ def task_protocol(task: Task) -> Protocol[Any, Any, Any]:
         raise PodiumFault(f"task {task}: {exc}") from exc
 
 
-def run_protocol(run: EvaluationRun) -> Protocol[Any, Any, Any]:
-    """The protocol that plans, grades and scores ``run``: its task's, for its setting."""
+def run_benchmark(run: EvaluationRun) -> Benchmark[Any, Any, Any]:
+    """The benchmark that plans, grades and scores ``run``: its task's, for its setting."""
     try:
-        return task_protocol(run.task).for_setting(run.setting)
+        return task_benchmark(run.task).for_setting(run.setting)
     except EvaluatorError as exc:
         raise PodiumFault(f"run #{run.pk}: {exc}") from exc
 
@@ -179,27 +179,27 @@ def run_protocol(run: EvaluationRun) -> Protocol[Any, Any, Any]:
 def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
-    protocol = run_protocol(run)
+    benchmark = run_benchmark(run)
     root = split_dir(run.split)
-    data = protocol.load_split(root)
+    data = benchmark.load_split(root)
     answers = {answer.item_key: answer for answer in run.answers.all()}
-    store_thumbnails(run.split, root, protocol, data, list(answers.values()))
-    unanswered = [key for key in protocol.split_keys(data) if key not in answers]
+    store_thumbnails(run.split, root, benchmark, data, list(answers.values()))
+    unanswered = [key for key in benchmark.split_keys(data) if key not in answers]
     if unanswered:
         raise PodiumFault(
             f"run #{run.pk} reached judging with {len(unanswered)} item(s) without an answer "
             f"row, e.g. {unanswered[0]}"
         )
-    predictions = stored_predictions(protocol, data, answers)
+    predictions = stored_predictions(benchmark, data, answers)
     spec = run_judge(run)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
-        graded, judge, _ = grade_answers(spec, task, protocol, data, predictions, transcript)
+        graded, judge, _ = grade_answers(spec, task, benchmark, data, predictions, transcript)
         _store_transcript(run, transcript)
-    decided = [item for item in graded if protocol.item_grade(item) != UNJUDGED]
-    store_placed_images(run.split, root, protocol, data, decided, answers)
+    decided = [item for item in graded if benchmark.item_grade(item) != UNJUDGED]
+    store_placed_images(run.split, root, benchmark, data, decided, answers)
     with transaction.atomic():
         ItemVerdict.objects.bulk_create(
-            [verdict_row(protocol, answers[protocol.item_key(item)], item) for item in decided],
+            [verdict_row(benchmark, answers[benchmark.item_key(item)], item) for item in decided],
             update_conflicts=True,
             unique_fields=["answer"],
             update_fields=list(VERDICT_FIELDS),
@@ -213,12 +213,12 @@ def judge_stage(run: EvaluationRun) -> int:
 
 
 def stored_predictions(
-    protocol: Protocol[SplitT, PredictionT, ItemT], data: SplitT, answers: dict[str, ItemAnswer]
+    benchmark: Benchmark[SplitT, PredictionT, ItemT], data: SplitT, answers: dict[str, ItemAnswer]
 ) -> dict[str, PredictionT]:
-    """The predictions of the answered items among ``answers`` (by item key), as the protocol
+    """The predictions of the answered items among ``answers`` (by item key), as the benchmark
     reads them back; the other items are graded as unanswered."""
     return {
-        key: protocol.stored_prediction(data, key, answer.response)
+        key: benchmark.stored_prediction(data, key, answer.response)
         for key, answer in answers.items()
         if answer.outcome == ItemAnswer.Outcome.ANSWERED
     }
@@ -227,7 +227,7 @@ def stored_predictions(
 def grade_answers(
     spec: JudgeSpec,
     task: Task,
-    protocol: Protocol[SplitT, PredictionT, ItemT],
+    benchmark: Benchmark[SplitT, PredictionT, ItemT],
     data: SplitT,
     predictions: dict[str, PredictionT],
     transcript: IO[str] | None = None,
@@ -242,7 +242,7 @@ def grade_answers(
         judge = run_judges(task, spec, slots)
         judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
         try:
-            graded = protocol.grade(
+            graded = benchmark.grade(
                 data,
                 predictions,
                 judge,
@@ -265,14 +265,14 @@ def record_judge_calls(judge: str, calls: list[tuple[float, Judgment]]) -> None:
 
 
 def verdict_row(
-    protocol: Protocol[SplitT, PredictionT, ItemT], answer: ItemAnswer, item: ItemT
+    benchmark: Benchmark[SplitT, PredictionT, ItemT], answer: ItemAnswer, item: ItemT
 ) -> ItemVerdict:
-    """The stored verdict of a graded item: its grade and the protocol's row as detail (the
-    audit fields come from the row, which every protocol's table carries)."""
-    row = protocol.to_row(item)
+    """The stored verdict of a graded item: its grade and the benchmark's row as detail (the
+    audit fields come from the row, which every benchmark's table carries)."""
+    row = benchmark.to_row(item)
     return ItemVerdict(
         answer=answer,
-        verdict=protocol.item_grade(item),
+        verdict=benchmark.item_grade(item),
         detail=row,
         judge_id=row["judge_id"],
         prompt_version=row["prompt_version"],

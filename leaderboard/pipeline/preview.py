@@ -25,9 +25,9 @@ from leaderboard.models import EvaluationRun, ItemAnswer, JudgePreview, PreviewF
 from leaderboard.pipeline.bundles import split_dir
 from leaderboard.pipeline.judge import (
     grade_answers,
-    run_protocol,
+    run_benchmark,
     stored_predictions,
-    task_protocol,
+    task_benchmark,
 )
 from workers.faults import PodiumFault
 
@@ -46,7 +46,7 @@ def dry_run(preview_id: int) -> int:
     JudgePreview.objects.filter(pk=preview.pk).update(
         state=State.JUDGING, runs_total=len(runs), runs_done=len(graded_ids), error=""
     )
-    data = task_protocol(task).load_split(split_dir(split))
+    data = task_benchmark(task).load_split(split_dir(split))
     left = 0
     for run in runs:
         if run.pk in graded_ids:
@@ -70,10 +70,10 @@ def _grade_run(
     """Grade ``run`` with the candidate and store it beside its published verdicts (or the
     ``baseline`` judge's on the same turns); False when some of its items stay undecided
     (nothing is stored then)."""
-    protocol = run_protocol(run)
+    benchmark = run_benchmark(run)
     answers = {a.item_key: a for a in run.answers.select_related("verdict")}
-    predictions = stored_predictions(protocol, data, answers)
-    graded, judge, calls = grade_answers(spec, run.task, protocol, data, predictions)
+    predictions = stored_predictions(benchmark, data, answers)
+    graded, judge, calls = grade_answers(spec, run.task, benchmark, data, predictions)
     JudgePreview.objects.filter(pk=preview.pk).update(
         judge_calls=F("judge_calls") + calls,
         candidate_judge_id=judge.judge_id,
@@ -84,23 +84,23 @@ def _grade_run(
         old_judge_id, old_metrics = run.judge_id, run.headline.metrics
     else:
         base, base_judge, base_calls = grade_answers(
-            baseline, run.task, protocol, data, predictions
+            baseline, run.task, benchmark, data, predictions
         )
         JudgePreview.objects.filter(pk=preview.pk).update(judge_calls=F("judge_calls") + base_calls)
-        if any(protocol.item_grade(item) == UNJUDGED for item in base):
+        if any(benchmark.item_grade(item) == UNJUDGED for item in base):
             return False
-        old_grades = {protocol.item_key(item): protocol.item_grade(item) for item in base}
+        old_grades = {benchmark.item_key(item): benchmark.item_grade(item) for item in base}
         old_judge_id = base_judge.judge_id
-        old_metrics = protocol.score_blocks(protocol.score(base))[0].metrics
-    if any(protocol.item_grade(item) == UNJUDGED for item in graded):
+        old_metrics = benchmark.score(base).headline.metrics
+    if any(benchmark.item_grade(item) == UNJUDGED for item in graded):
         return False
     pairs: dict[str, dict[str, Counter[str]]] = {}
     flips = []
     for item in graded:
-        key = protocol.item_key(item)
-        answer, old, new = answers.get(key), old_grades.get(key, ""), protocol.item_grade(item)
-        row = protocol.to_row(item)
-        slices = {ALL_ITEMS[0]: ALL_ITEMS[1], **protocol.item_slices(row)}
+        key = benchmark.item_key(item)
+        answer, old, new = answers.get(key), old_grades.get(key, ""), benchmark.item_grade(item)
+        row = benchmark.to_row(item)
+        slices = {ALL_ITEMS[0]: ALL_ITEMS[1], **benchmark.item_slices(row)}
         for dimension, value in slices.items():
             pairs.setdefault(dimension, {}).setdefault(value, Counter())[f"{old}|{new}"] += 1
         if old != new and answer is not None:
@@ -110,8 +110,7 @@ def _grade_run(
                     new_detail=row,
                 )
             )  # fmt: skip
-    scores = protocol.score(graded)
-    new_metrics = protocol.score_blocks(scores)[0].metrics
+    new_metrics = benchmark.score(graded).headline.metrics
     with transaction.atomic():
         _, created = PreviewRun.objects.get_or_create(
             preview=preview,

@@ -24,7 +24,7 @@ from leaderboard.pipeline.answers import AnswerSink
 from leaderboard.pipeline.build import docker_client, submission_image
 from leaderboard.pipeline.bundles import corpus_dir, split_dir
 from leaderboard.pipeline.claims import beat_if_mine, hand_over, worker_id
-from leaderboard.pipeline.judge import run_protocol
+from leaderboard.pipeline.judge import run_benchmark
 from leaderboard.pipeline.node import site
 from workers.faults import PodiumFault
 from workers.images import ImageError
@@ -90,14 +90,14 @@ _search_lock = threading.Lock()
 
 def search_process(task: Task) -> SearchProcess | None:
     """The search process over the challenge's corpus (``workers.search.process``; for a
-    protocol that searches items' candidates, one with no corpus), kept per worker process and
-    started again if it stopped; None when the task enables no search (or its protocol has
+    benchmark that searches items' candidates, one with no corpus), kept per worker process and
+    started again if it stopped; None when the task enables no search (or its benchmark has
     none)."""
-    protocol = task.declared()
-    if not (task.image_search_enabled or task.web_search_enabled) or not protocol.searches:
+    benchmark = task.declared()
+    if not (task.image_search_enabled or task.web_search_enabled) or not benchmark.searches:
         return None
-    directory = corpus_dir(task.challenge) if protocol.search_corpus else None
-    if directory is None and protocol.search_corpus:
+    directory = corpus_dir(task.challenge) if benchmark.search_corpus else None
+    if directory is None and benchmark.search_corpus:
         raise PodiumFault(
             f"task {task}: search is enabled but challenge {task.challenge.slug!r} has no "
             "search corpus stored (leaderboard.pipeline.bundles.store_corpus)"
@@ -173,11 +173,11 @@ def operator_detail(report: RunReport) -> str:
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every item not answered yet, then hand over to judging."""
     task = run.task
-    protocol = run_protocol(run)
-    data = protocol.load_split(split_dir(run.split))
+    benchmark = run_benchmark(run)
+    data = benchmark.load_split(split_dir(run.split))
     answered = dict(run.answers.values_list("item_key", "response"))
     try:
-        plan = protocol.agent_plan(data, task.task_id, answered)
+        plan = benchmark.agent_plan(data, task.task_id, answered)
     except (EvaluatorError, ValueError) as exc:
         raise PodiumFault(f"task {task}: {exc}") from exc
     EvaluationRun.objects.filter(pk=run.pk).update(

@@ -1,11 +1,11 @@
 """Each answer's image, scaled down for the run page (``leaderboard.views.run_live``).
 
-The judging stage has the split loaded: for every answer, the protocol names the image the
-agent was shown first (``Protocol.item_image``); it is scaled to at most ``THUMBNAIL_PX`` a
+The judging stage has the split loaded: for every answer, the benchmark names the image the
+agent was shown first (``Benchmark.item_image``); it is scaled to at most ``THUMBNAIL_PX`` a
 side, stored once per split and image (``thumbnails/<split sha256>/<sha1 of its path>.jpg``,
 so the conversations of a split share one file per image and a second run stores nothing), and
 its storage name kept on the answer. The images an answer places within its text (M2RAG,
-``Protocol.placed_images``) are stored the same way, larger (``PLACED_PX``), by index on the
+``Benchmark.placed_images``) are stored the same way, larger (``PLACED_PX``), by index on the
 answer (``ItemAnswer.images``) once it is graded. Who may see them is the run page's rule:
 nothing here is served, the view checks.
 """
@@ -21,7 +21,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image, ImageOps
 
-from evaluator.protocols.base import ItemT, PredictionT, Protocol, SplitT
+from evaluator.seam.benchmark import Benchmark, ItemT, PredictionT, SplitT
 from leaderboard.models import ItemAnswer, Split
 
 THUMBNAIL_PX = 160
@@ -50,7 +50,7 @@ def scaled_jpeg(image: Path, px: int = THUMBNAIL_PX) -> bytes:
 def store_thumbnails(
     split: Split,
     root: Path,
-    protocol: Protocol[SplitT, PredictionT, ItemT],
+    benchmark: Benchmark[SplitT, PredictionT, ItemT],
     data: SplitT,
     answers: list[ItemAnswer],
 ) -> int:
@@ -59,7 +59,7 @@ def store_thumbnails(
     names: dict[Path, str] = {}
     changed = []
     for answer in answers:
-        image = protocol.item_image(data, answer.item_key)
+        image = benchmark.item_image(data, answer.item_key)
         if image is None:
             continue
         if image not in names:
@@ -74,17 +74,17 @@ def store_thumbnails(
 def store_placed_images(
     split: Split,
     root: Path,
-    protocol: Protocol[SplitT, PredictionT, ItemT],
+    benchmark: Benchmark[SplitT, PredictionT, ItemT],
     data: SplitT,
     graded: list[ItemT],
     answers: dict[str, ItemAnswer],
 ) -> int:
-    """Give each graded answer the images it places (``Protocol.placed_images``), scaled and
+    """Give each graded answer the images it places (``Benchmark.placed_images``), scaled and
     stored once per split and image; returns how many answers changed."""
     changed = []
     for item in graded:
-        answer = answers[protocol.item_key(item)]
-        placed = protocol.placed_images(data, item)
+        answer = answers[benchmark.item_key(item)]
+        placed = benchmark.placed_images(data, item)
         images = {str(i): _stored(split, root, path, PLACED_PX) for i, path in placed.items()}
         images = {index: name for index, name in images.items() if name}
         if images != answer.images:

@@ -1,4 +1,4 @@
-"""Template filters for showing stored metrics, each as its protocol declares it."""
+"""Template filters for showing stored metrics, each as its benchmark declares it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from django import template
 
-from evaluator.protocols.base import Metric
+from evaluator.seam import Metric
 
 register = template.Library()
 

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from django.http import Http404, QueryDict
 from django.utils.safestring import SafeString, mark_safe
 
-from evaluator.protocols.base import Metric
+from evaluator.seam import Metric
 from leaderboard.charts import cell_interval, cell_value
 from leaderboard.ranking import Entry, SliceCell, SliceTable
 

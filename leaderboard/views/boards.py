@@ -4,7 +4,7 @@ Every page reads stored rows (``leaderboard.ranking``) through ``leaderboard.boa
 keeps a split's leaderboard and rendered fragments until its results change; visibility comes
 from ``leaderboard.permissions`` and is checked on every request, before any cached part.
 
-A task whose protocol evaluates several settings (``Task.run_settings``) has a leaderboard per
+A task whose benchmark evaluates several settings (``Task.run_settings``) has a leaderboard per
 setting: ``?setting=`` picks one (the first by default), the pages show a selector and keep the
 setting in their links. A task without settings (CRAG-MM) has neither.
 """
@@ -32,7 +32,7 @@ from leaderboard.views import board_nav, board_page, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
-# The CSV export: these, then the primary metric's interval, then every metric of the protocol.
+# The CSV export: these, then the primary metric's interval, then every metric of the benchmark.
 EXPORT_HEAD = ("rank", "team", "method_name", "is_baseline", "count", "complete", "judge_id")
 EXPORT_TAIL = ("paper_url", "code_url", "submission_id", "run_id", "submitted_at")
 
@@ -298,7 +298,7 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
             "version": split.version,
             "setting": setting,
             "settings": list(task.run_settings()),
-            "protocol": task.protocol,
+            "protocol": task.benchmark,
             "metrics": [dataclasses.asdict(m) for m in task.declared().metrics],
             "primary_metric": task.primary_metric,
             "entry_rule": task.entry_rule,

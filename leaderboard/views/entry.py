@@ -1,4 +1,4 @@
-"""One leaderboard entry's page: its headline scores, its protocol's profile (``Profile``:
+"""One leaderboard entry's page: its headline scores, its benchmark's profile (``Profile``:
 MRAG-Suite's claim metrics over all, image and text items as a chart and a table, and the
 GPD - GO gap beside) and, per slice dimension, a chart of its score on each slice value with
 the 95 % interval where stored, and the table behind it.
@@ -16,7 +16,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from evaluator.protocols.base import Metric, Protocol
+from evaluator.seam import Benchmark, Metric
 from leaderboard import board_cache, ranking
 from leaderboard.charts import NUMBER, Chart, Point, bar_chart, slice_chart
 from leaderboard.views import board_nav, board_settings, board_table
@@ -42,15 +42,15 @@ class ProfileShown:
 
 
 def _profile(
-    protocol: Protocol[Any, Any, Any], entry: ranking.Entry, board: ranking.Board
+    benchmark: Benchmark[Any, Any, Any], entry: ranking.Entry, board: ranking.Board
 ) -> ProfileShown | None:
-    """The entry's profile (``Protocol.profile``) from its headline metrics; None when the
-    protocol has none."""
-    profile = protocol.profile()
+    """The entry's profile (``Benchmark.profile``) from its headline metrics; None when the
+    benchmark has none."""
+    profile = benchmark.profile()
     if profile is None:
         return None
     metrics = entry.metrics
-    axis = protocol.metric(next(n for _, names in profile.rows for n in names if n))
+    axis = benchmark.metric(next(n for _, names in profile.rows for n in names if n))
 
     def number(name: str | None) -> float | None:
         value = metrics.get(name) if name else None
@@ -69,7 +69,7 @@ def _profile(
     why = board.undefined.get(entry.submission_id, {})
     figures = []
     for name in profile.derived:
-        metric, value = protocol.metric(name), derived.get(name)
+        metric, value = benchmark.metric(name), derived.get(name)
         text = metric.shown(value) if value is not None else why.get(name, "not computed")
         figures.append((metric.label, text))
     chart = bar_chart(axis, list(profile.series), groups) if drawn else None

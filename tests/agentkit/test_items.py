@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
-from evaluator.judges import MemoryCache, make_judge
-from evaluator.protocols.agent_plan import RequestContext
-from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.agent import (
+from evaluator.benchmarks.visual_rag import VisualRAG
+from evaluator.benchmarks.visual_rag.agent import (
     MAX_ANSWER_CHARS,
     AgentItem,
     SettingPlan,
@@ -21,7 +19,9 @@ from evaluator.protocols.visual_rag.agent import (
     given_images,
     read_response,
 )
-from evaluator.protocols.visual_rag.items import VisualSplit
+from evaluator.benchmarks.visual_rag.items import VisualSplit
+from evaluator.judges import MemoryCache, make_judge
+from evaluator.seam.agent_plan import RequestContext
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = ("retrieval", "zero_shot", "gt_clue", "non_clue", "one_in_3", "topk_5")
@@ -33,7 +33,7 @@ def split(visual_rag_sample: Path) -> VisualSplit:
 
 
 def request_item(split: VisualSplit, item: AgentItem) -> dict[str, Any]:
-    """The item as the runner sends it (the protocol's plan builds it), with its files'
+    """The item as the runner sends it (the benchmark's plan builds it), with its files'
     absolute paths on this machine in place of the container's."""
     plan = SettingPlan(split, item.setting)
     paths = [str(path.resolve()) for path in plan.image_files(item)]
@@ -111,10 +111,10 @@ def run_agent(start_agent: Any, split: VisualSplit, example: str) -> dict[str, A
             prediction, problem = read_response(item, response)
             assert problem is None, problem
             predictions[item.item_id] = prediction
-    protocol = VisualRAG(SETTINGS)
-    judge = make_judge("rules", protocol.rubric)
-    graded = protocol.grade(split, predictions, judge, MemoryCache(), progress=False)
-    return protocol.score(graded)
+    benchmark = VisualRAG(SETTINGS)
+    judge = make_judge("rules", benchmark.rubric)
+    graded = benchmark.grade(split, predictions, judge, MemoryCache(), progress=False)
+    return benchmark.aggregate(graded)
 
 
 def test_the_colour_agent_retrieves_and_answers_colour_questions(

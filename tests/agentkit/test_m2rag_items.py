@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.agent import QueryPlan, read_response
+from evaluator.benchmarks.m2rag.items import M2Split
+from evaluator.benchmarks.m2rag.sample import write_sample
 from evaluator.judges import MemoryCache, make_judge
-from evaluator.protocols.agent_plan import RequestContext
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.agent import QueryPlan, read_response
-from evaluator.protocols.m2rag.items import M2Split
-from evaluator.protocols.m2rag.sample import write_sample
+from evaluator.seam.agent_plan import RequestContext
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,10 +58,10 @@ def run_agent(start_agent: Any, split: M2Split, example: str, spec: str) -> dict
             prediction, problem = read_response(query.query_id, response)
             assert problem is None, problem
             predictions[query.query_id] = prediction
-    protocol = M2RAG()
-    graded = protocol.grade(split, predictions, make_judge("rules", protocol.rubric),
+    benchmark = M2RAG()
+    graded = benchmark.grade(split, predictions, make_judge("rules", benchmark.rubric),
                             MemoryCache(), progress=False)  # fmt: skip
-    return protocol.score(graded)["all"]
+    return benchmark.aggregate(graded)["all"]
 
 
 def test_the_image_agent_places_relevant_images_and_the_text_agent_none(

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from evaluator.benchmarks.mrag_suite import MragSuite
+from evaluator.benchmarks.mrag_suite.items import MragSplit
+from evaluator.benchmarks.mrag_suite.modes import MODES, MragAnswer
 from evaluator.judges import MemoryCache, make_judge
-from evaluator.protocols.agent_plan import RequestContext
-from evaluator.protocols.mrag_suite import MragSuite
-from evaluator.protocols.mrag_suite.items import MragSplit
-from evaluator.protocols.mrag_suite.modes import MODES, MragAnswer
+from evaluator.seam.agent_plan import RequestContext
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = {"mrag-grounded": "agent:GroundedAgent", "mrag-no-evidence": "agent:NoEvidenceAgent"}
@@ -44,10 +44,10 @@ def run_agent(start_agent: Any, split: MragSplit, example: str) -> dict[str, Any
                                    strict=True):  # fmt: skip
                 assert stored.problem is None, stored.problem
                 answers[ref.key] = MragSuite().stored_prediction(split, ref.key, stored.text)
-    protocol = MragSuite()
-    graded = protocol.grade(split, answers, make_judge("rules", protocol.rubric), MemoryCache(),
+    benchmark = MragSuite()
+    graded = benchmark.grade(split, answers, make_judge("rules", benchmark.rubric), MemoryCache(),
                             progress=False)  # fmt: skip
-    return protocol.score(graded)
+    return benchmark.aggregate(graded)
 
 
 def test_the_grounded_agent_answers_from_the_gold_and_is_faithful(

@@ -1,5 +1,5 @@
 """The labelling page in a real browser, driven by the keyboard only: a digit labels the item
-with that verdict of the protocol's menu and brings the next, "n" opens the note (keys typed
+with that verdict of the benchmark's menu and brings the next, "n" opens the note (keys typed
 there are the note's, Esc leaves it), "s" skips, "u" goes back to change a label; the page
 passes axe."""
 

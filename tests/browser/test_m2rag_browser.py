@@ -9,8 +9,8 @@ import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.record import GradedAnswer, to_row
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.record import GradedAnswer, to_row
 from leaderboard.models import ItemAnswer, ItemVerdict, Split, Task
 from tests.leaderboard.test_m2rag_answers import HOSTILE, graded
 from tests.leaderboard.test_run_page import jpeg
@@ -32,7 +32,7 @@ def answer(quality: float) -> GradedAnswer:
 @pytest.fixture
 def m2rag_board(challenge, teams, make_entry, make_user):
     task = Task.objects.create(
-        challenge=challenge, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        challenge=challenge, task_id="m2rag", name="M2RAG", benchmark="m2rag",
         primary_metric="overall", image_search_enabled=False, web_search_enabled=False,
     )  # fmt: skip
     split = Split.objects.create(task=task, kind=Split.Kind.PUBLIC_TEST, items=1)
@@ -42,7 +42,7 @@ def m2rag_board(challenge, teams, make_entry, make_user):
     for team, method, quality in (("alpha", "places-images", 0.9), ("beta", "text-only", 0.4)):
         item = answer(quality)
         runs[team] = make_entry(
-            teams[team], split, None, method=method, scores=M2RAG().score([item])
+            teams[team], split, None, method=method, scores=M2RAG().aggregate([item])
         )
         stored = default_storage.save(f"thumbnails/m2rag/{team}.jpg", ContentFile(jpeg()))
         row = ItemAnswer.objects.create(

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, Submission
 from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir

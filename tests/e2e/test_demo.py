@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from evaluator.protocols.mrag_suite.modes import MODES as MRAG_MODES
+from evaluator.benchmarks.mrag_suite.modes import MODES as MRAG_MODES
 from leaderboard.demo.setup import (
     AGENTS,
     M2RAG_AGENTS,

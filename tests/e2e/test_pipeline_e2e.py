@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from leaderboard.models import (
     Challenge,
     EntryComparison,

@@ -15,9 +15,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.metrics import gcue
-from evaluator.protocols.visual_rag.sample import write_sample
+from evaluator.benchmarks.visual_rag import VisualRAG
+from evaluator.benchmarks.visual_rag.metrics import gcue
+from evaluator.benchmarks.visual_rag.sample import write_sample
 from leaderboard import board_store
 from leaderboard.models import (
     Challenge,
@@ -76,7 +76,7 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
     task = make_task(
         challenge,
         "visual-rag",
-        protocol="visual-rag",
+        benchmark="visual-rag",
         primary_metric="accuracy",
         settings={"evaluated": list(SETTINGS)},
     )
@@ -98,10 +98,10 @@ def test_a_visual_rag_challenge_from_the_web_form_to_its_leaderboards(
             assert run.answers.count() == split.items == 28
             runs[method, run.setting] = run
 
-    protocol = VisualRAG.from_settings(task.settings)
+    benchmark = VisualRAG.from_settings(task.settings)
     for (method, setting), run in runs.items():
         expected = _cli_scores(run, split_dir, tmp_path)
-        blocks = protocol.for_setting(setting).score_blocks(expected)
+        blocks = benchmark.for_setting(setting).score_blocks(expected)
         rows = {(r.dimension, r.value): r for r in SliceScore.objects.filter(run=run)}
         assert set(rows) == {(b.dimension, b.value) for b in blocks}, (method, setting)
         for block in blocks:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
+from evaluator.benchmarks.crag_mm.records import GradedTurn, Verdict
 
 PARITY_DIR = Path(__file__).parent / "data" / "parity"
 

@@ -1,4 +1,4 @@
-"""The protocols' agent plans: what the runner asks, in which order, and how replies are kept."""
+"""The benchmarks' agent plans: what the runner asks, in which order, and how replies are kept."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.protocols.agent_plan import MARGIN_BYTES, BatchRefused, RequestContext, cap_text
-from evaluator.protocols.crag_mm.agent import TurnPlan
-from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
-from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.agent import MAX_IMAGE_ID_CHARS, MAX_RANKING, SettingPlan
-from evaluator.protocols.visual_rag.items import VisualSplit
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.records import Conversation, Split, Turn
+from evaluator.benchmarks.visual_rag import VisualRAG
+from evaluator.benchmarks.visual_rag.agent import MAX_IMAGE_ID_CHARS, MAX_RANKING, SettingPlan
+from evaluator.benchmarks.visual_rag.items import VisualSplit
 from evaluator.records import EvaluatorError
+from evaluator.seam.agent_plan import MARGIN_BYTES, BatchRefused, RequestContext, cap_text
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +140,8 @@ def test_a_setting_plan_keeps_replies_as_predictions_and_names_problems(
     assert replies[1].problem == "the retrieval setting needs a ranking"
     assert replies[2].problem == "the response is not an object {answer, ranking}"
     assert json.loads(replies[2].text) == {"answer": "", "ranking": []}
-    protocol = VisualRAG(("retrieval",))
-    stored = protocol.stored_prediction(visual, plan.key(batch[0]), replies[0].text)
+    benchmark = VisualRAG(("retrieval",))
+    stored = benchmark.stored_prediction(visual, plan.key(batch[0]), replies[0].text)
     assert stored.answer == "red" and stored.ranking == ("a", "x" * MAX_IMAGE_ID_CHARS)
 
 
@@ -157,14 +157,14 @@ def test_the_setting_plan_volume_never_exceeds_every_image(visual: VisualSplit) 
     assert plan.volume_bytes(1) >= biggest + MARGIN_BYTES
 
 
-def test_a_protocol_runs_one_setting_at_a_time(visual: VisualSplit) -> None:
-    protocol = VisualRAG.from_settings({"evaluated": ["gt_clue", "zero_shot"]})
-    assert protocol.run_settings() == ("gt_clue", "zero_shot")
+def test_a_benchmark_runs_one_setting_at_a_time(visual: VisualSplit) -> None:
+    benchmark = VisualRAG.from_settings({"evaluated": ["gt_clue", "zero_shot"]})
+    assert benchmark.run_settings() == ("gt_clue", "zero_shot")
     with pytest.raises(EvaluatorError, match="one setting"):
-        protocol.agent_plan(visual, "t", {})
+        benchmark.agent_plan(visual, "t", {})
     with pytest.raises(EvaluatorError, match="not evaluated here"):
-        protocol.for_setting("one_in_5")
-    run = protocol.for_setting("zero_shot")
+        benchmark.for_setting("one_in_5")
+    run = benchmark.for_setting("zero_shot")
     assert run.split_keys(visual) == run.agent_plan(visual, "t", {}).keys()
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.sample import SPLITS
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, main
-from evaluator.protocols.crag_mm.sample import SPLITS
 from evaluator.report import SCORES_JSON, read_items
 from tests.fake_openai import FakeOpenAI
 

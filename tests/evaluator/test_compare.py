@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from evaluator.protocols.crag_mm.compare import compare_runs, format_comparison
-from evaluator.protocols.crag_mm.metrics import score_turns
-from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison
+from evaluator.benchmarks.crag_mm.metrics import score_turns
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.records import EvaluatorError
 from tests.evaluator.crag_mm_runs import graded_turn, load_parity_fixture, run
 

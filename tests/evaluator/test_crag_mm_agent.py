@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluator.protocols.crag_mm.agent import message_history, turn_batches
-from evaluator.protocols.crag_mm.records import Conversation, Turn
+from evaluator.benchmarks.crag_mm.agent import message_history, turn_batches
+from evaluator.benchmarks.crag_mm.records import Conversation, Turn
 
 
 def conversations(turn_counts: list[int]) -> list[Conversation]:

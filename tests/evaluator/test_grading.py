@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.judges import MemoryCache, OpenAIJudge, RulesJudge, SQLiteCache
-from evaluator.protocols import PROTOCOLS, get_protocol
-from evaluator.protocols.crag_mm import CragMM
-from evaluator.protocols.crag_mm.grading import (
+from evaluator.benchmarks import get_benchmark, names
+from evaluator.benchmarks.crag_mm import CragMM
+from evaluator.benchmarks.crag_mm.grading import (
     grade,
     is_exact_match,
     is_missing_kit_a,
     is_missing_kit_b,
 )
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Conversation, Prediction, Split, Turn, Verdict
-from evaluator.protocols.crag_mm.truncation import TokenizerTruncator, load_truncator
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Conversation, Prediction, Split, Turn, Verdict
+from evaluator.benchmarks.crag_mm.truncation import TokenizerTruncator, load_truncator
+from evaluator.judges import MemoryCache, OpenAIJudge, RulesJudge, SQLiteCache
 from evaluator.records import EvaluatorError
 from tests.fake_openai import FakeOpenAI
 
@@ -207,37 +207,37 @@ def test_unknown_missing_variant_is_an_error(truncator):
         grade(split, {}, RulesJudge(RUBRIC), None, truncator, "kit-c", progress=False)
 
 
-def test_protocol_registry_and_settings(truncator):
-    assert sorted(PROTOCOLS) == ["crag-mm", "m2rag", "mrag-suite", "visual-rag"]
-    protocol = get_protocol("crag-mm", truncator=truncator, missing_variant="kit-a")
-    assert isinstance(protocol, CragMM)
-    assert protocol.settings() == {
+def test_benchmark_registry_and_settings(truncator):
+    assert list(names()) == ["crag-mm", "m2rag", "mrag-suite", "visual-rag"]
+    benchmark = get_benchmark("crag-mm", truncator=truncator, missing_variant="kit-a")
+    assert isinstance(benchmark, CragMM)
+    assert benchmark.settings() == {
         "truncation": truncator.name,
         "missing_variant": "kit-a",
         "counting": "paper",
     }
     with pytest.raises(
-        EvaluatorError, match="unknown; known protocols: crag-mm, m2rag, mrag-suite, visual-rag"
+        EvaluatorError, match="unknown; known benchmarks: crag-mm, m2rag, mrag-suite, visual-rag"
     ):
-        get_protocol("mrag")
+        get_benchmark("mrag")
     with pytest.raises(EvaluatorError, match="counting 'kit-z'"):
-        get_protocol("crag-mm", counting="kit-z")
+        get_benchmark("crag-mm", counting="kit-z")
 
 
-def test_protocol_grades_and_scores_a_split(truncator):
+def test_benchmark_grades_and_scores_a_split(truncator):
     split = make_split(
         ("s1", True, [("t1", "Q?", "Paris")]),
         ("s2", False, [("t2", "Q?", "Rome")]),
     )
-    protocol = get_protocol("crag-mm", truncator=truncator)
-    graded = protocol.grade(
+    benchmark = get_benchmark("crag-mm", truncator=truncator)
+    graded = benchmark.grade(
         split,
         answers(split, t1="Paris", t2="I don't know"),
         RulesJudge(RUBRIC),
         None,
         progress=False,
     )
-    scores = protocol.score(graded, seed=0)
+    scores = benchmark.aggregate(graded, seed=0)
     assert scores["complete"] and scores["unjudged"] == 0
     assert scores["all"]["turns"] == 2 and scores["all"]["correct"] == 1
     assert scores["all"]["miss"] == 1 and scores["ego"]["turns"] == 1

@@ -10,9 +10,9 @@ import pytest
 from datasets import ClassLabel, Features, Value
 from PIL import Image
 
-from evaluator.protocols.crag_mm.hf import convert_hf, is_hf_layout
-from evaluator.protocols.crag_mm.official_data import IMAGE_URL_UPDATES, SKIPPED_SESSIONS
-from evaluator.protocols.crag_mm.split import load_split
+from evaluator.benchmarks.crag_mm.hf import convert_hf, is_hf_layout
+from evaluator.benchmarks.crag_mm.official_data import IMAGE_URL_UPDATES, SKIPPED_SESSIONS
+from evaluator.benchmarks.crag_mm.split import load_split
 from evaluator.records import EvaluatorError
 
 # Names deliberately not in alphabetical order: the loader must read them, not assume them.

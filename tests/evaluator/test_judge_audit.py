@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evaluator.benchmarks import get_benchmark
 from evaluator.judge_audit import agreement, allocate, confusion, draw, kappa
-from evaluator.protocols import get_protocol
 
 MENU = ("correct", "missing", "hallucinated")
 
@@ -106,7 +106,7 @@ def test_a_draw_keeps_the_allocation_and_shuffles_the_strata_together():
 
 
 @pytest.mark.parametrize(
-    ("protocol", "menu"),
+    ("benchmark", "menu"),
     [
         ("crag-mm", ("correct", "missing", "hallucinated")),
         ("visual-rag", ("1", "0.5", "0", "no_answer")),
@@ -114,7 +114,7 @@ def test_a_draw_keeps_the_allocation_and_shuffles_the_strata_together():
         ("m2rag", ()),  # a number per answer: no menu
     ],
 )
-def test_each_protocols_verdict_menu_comes_from_its_rubric(protocol, menu):
-    found = get_protocol(protocol)
+def test_each_benchmarks_verdict_menu_comes_from_its_rubric(benchmark, menu):
+    found = get_benchmark(benchmark)
     assert found.verdict_menu() == menu
     assert set(found.rubric.menu()) <= set(menu) | {"unjudged"}

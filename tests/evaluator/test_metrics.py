@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from evaluator.protocols.crag_mm.metrics import (
+from evaluator.benchmarks.crag_mm.metrics import (
     COUNTINGS,
     RATE_KEYS,
     UNLABELLED,
     official_scores,
     score_turns,
 )
-from evaluator.protocols.crag_mm.records import Verdict
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.records import EvaluatorError
 from tests.evaluator.crag_mm_runs import (
     PARITY_DIR,

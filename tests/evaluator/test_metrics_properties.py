@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.protocols.crag_mm.metrics import COUNTINGS, count_turns, score_turns
+from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, count_turns, score_turns
 from tests.evaluator.crag_mm_runs import conversation
 
 N_BOOT = 200

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaluator.protocols.crag_mm.predictions import load_predictions, write_predictions
-from evaluator.protocols.crag_mm.records import Conversation, Prediction, Split, Turn
+from evaluator.benchmarks.crag_mm.predictions import load_predictions, write_predictions
+from evaluator.benchmarks.crag_mm.records import Conversation, Prediction, Split, Turn
 from evaluator.records import EvaluatorError
 
 LABELS = {"domain": "food", "query_category": "reasoning", "dynamism": "static"}

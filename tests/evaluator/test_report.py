@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from evaluator.benchmarks import get_benchmark
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import GradedTurn, Verdict
+from evaluator.benchmarks.crag_mm.summary import format_summary
+from evaluator.benchmarks.crag_mm.truncation import FallbackTruncator
 from evaluator.judges import RulesJudge
-from evaluator.protocols import get_protocol
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
-from evaluator.protocols.crag_mm.summary import format_summary
-from evaluator.protocols.crag_mm.truncation import FallbackTruncator
 from evaluator.records import EvaluatorError
 from evaluator.report import (
     SCORES_JSON,
@@ -80,10 +80,10 @@ def graded() -> list[GradedTurn]:
 
 
 def written(tmp_path, graded, truncator=None):
-    protocol = get_protocol("crag-mm", truncator=truncator or FallbackTruncator("no tokenizer"))
+    benchmark = get_benchmark("crag-mm", truncator=truncator or FallbackTruncator("no tokenizer"))
     judge = RulesJudge(RUBRIC)
-    document = scores_document(protocol, protocol.score(graded), judge, ["1 turn lacks x"], 7)
-    write_report(tmp_path / "run", protocol, graded, document)
+    document = scores_document(benchmark, benchmark.aggregate(graded), judge, ["1 turn lacks x"], 7)
+    write_report(tmp_path / "run", benchmark, graded, document)
     return tmp_path / "run", document
 
 
@@ -110,7 +110,7 @@ def test_turns_read_back_equal_what_was_written(tmp_path, graded):
     assert read_items(run) == graded
 
 
-def test_scores_document_names_protocol_judge_and_settings(tmp_path, graded):
+def test_scores_document_names_benchmark_judge_and_settings(tmp_path, graded):
     run, document = written(tmp_path, graded)
     scores = read_scores(run)
     assert scores == json.loads(json.dumps(document))
@@ -207,7 +207,7 @@ def test_missing_or_foreign_run_directories(tmp_path):
     with pytest.raises(EvaluatorError, match=r"scores\.json: not found"):
         read_items(tmp_path)
     (tmp_path / SCORES_JSON).write_text('{"protocol": "mrag"}')
-    with pytest.raises(EvaluatorError, match="protocol 'mrag': unknown"):
+    with pytest.raises(EvaluatorError, match="benchmark 'mrag': unknown"):
         read_items(tmp_path)
     (tmp_path / SCORES_JSON).write_text("[]")
     with pytest.raises(EvaluatorError, match="field 'protocol': missing"):

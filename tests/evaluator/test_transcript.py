@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_OK
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.report import SCORES_JSON, read_items
 from tests.evaluator.test_cli import (
     openai_flags,

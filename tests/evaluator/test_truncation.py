@@ -8,8 +8,8 @@ import shutil
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from evaluator.protocols.crag_mm import truncation
-from evaluator.protocols.crag_mm.truncation import (
+from evaluator.benchmarks.crag_mm import truncation
+from evaluator.benchmarks.crag_mm.truncation import (
     ENV_TOKENIZER,
     FallbackTruncator,
     TokenizerTruncator,

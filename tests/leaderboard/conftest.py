@@ -84,7 +84,7 @@ def splits(task) -> dict[str, Split]:
 @pytest.fixture
 def make_entry(db):
     """A submission of ``team`` with a done run on ``split`` and stored scores (CRAG-MM's
-    from ``truthfulness`` and ``slices``, else the ``scores`` given: another protocol's)."""
+    from ``truthfulness`` and ``slices``, else the ``scores`` given: another benchmark's)."""
 
     def make(
         team: Team,

@@ -8,8 +8,8 @@ from typing import Any
 
 from PIL import Image
 
-from evaluator.protocols.crag_mm.records import Conversation, Turn
-from evaluator.protocols.crag_mm.split import write_split
+from evaluator.benchmarks.crag_mm.records import Conversation, Turn
+from evaluator.benchmarks.crag_mm.split import write_split
 
 
 def block(truthfulness: float | None, turns: int = 20, **overrides: Any) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def test_runs_for_splits_imported_since_are_added_from_the_submission_list(
     ]  # fmt: skip
 
 
-def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, superuser, task):
+def test_the_task_form_is_generated_from_the_benchmarks_settings_schema(client, superuser, task):
     from django.forms import model_to_dict
 
     from leaderboard.admin.settings_form import task_form
@@ -141,7 +141,7 @@ def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, s
     page = client.get(reverse("admin:leaderboard_task_change", args=[task.pk])).content.decode()
     assert 'name="setting_counting"' in page and 'name="setting_missing_variant"' in page
     assert "Protocol settings" in page
-    visual = client.get(reverse("admin:leaderboard_task_add"), {"protocol": "visual-rag"})
+    visual = client.get(reverse("admin:leaderboard_task_add"), {"benchmark": "visual-rag"})
     assert 'name="setting_evaluated"' in visual.content.decode()
     assert 'name="setting_gcue_lambda"' in visual.content.decode()
 
@@ -156,8 +156,8 @@ def test_the_task_form_is_generated_from_the_protocols_settings_schema(client, s
     }
     bad = task_form("crag-mm")(data={**data, "setting_counting": "kit-z"}, instance=task)
     assert not bad.is_valid() and "setting_counting" in bad.errors
-    # M2RAG's vision judge is a judge endpoint the task names, not a protocol setting
-    m2rag = {**data, "protocol": "m2rag", "setting_parsing": "strict", "primary_metric": "overall"}
+    # M2RAG's vision judge is a judge endpoint the task names, not a benchmark setting
+    m2rag = {**data, "benchmark": "m2rag", "setting_parsing": "strict", "primary_metric": "overall"}
     m2rag = {k: v for k, v in m2rag.items() if not k.endswith("search_enabled")}
     assert "setting_vision_model" not in task_form("m2rag")().fields
     form = task_form("m2rag")(data={**m2rag, "vision_judge_endpoint": ""}, instance=task)

@@ -104,7 +104,7 @@ def test_duplicate_task_ids_are_refused(bundle):
     assert "tasks[1]: task id 'multi-turn-qa' appears twice" in found
 
 
-def test_a_task_the_protocol_refuses_names_its_field(bundle):
+def test_a_task_the_benchmark_refuses_names_its_field(bundle):
     edit(bundle, "judge: {kind: rules}", "judge: {kind: rules}\n    primary_metric: accuracy_x")
     (found,) = problems(bundle)
     assert "tasks[0].primary_metric: 'accuracy_x' is not a metric of crag-mm" in found

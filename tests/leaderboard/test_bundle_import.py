@@ -44,7 +44,7 @@ def test_an_import_makes_the_challenge_as_written(bundle):
     challenge = Challenge.objects.get(slug="bundle-test")
     assert challenge.is_published and challenge.rules == "# Rules\n\nBe kind.\n"
     task = challenge.tasks.get()
-    assert (task.protocol, task.settings, task.quota_per_day) == (
+    assert (task.benchmark, task.settings, task.quota_per_day) == (
         "crag-mm",
         {"counting": "kit-b"},
         3,

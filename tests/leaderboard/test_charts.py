@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evaluator.protocols import get_protocol
+from evaluator.benchmarks import get_benchmark
 from leaderboard.charts import LABEL_WIDTH, PLOT_WIDTH, slice_chart
 from leaderboard.ranking import Entry, SliceTable
 
-TRUTHFULNESS = next(m for m in get_protocol("crag-mm").metrics if m.name == "truthfulness")
+TRUTHFULNESS = next(m for m in get_benchmark("crag-mm").metrics if m.name == "truthfulness")
 
 
 def entry(run_id: int) -> Entry:

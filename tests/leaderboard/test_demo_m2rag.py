@@ -20,7 +20,7 @@ def test_the_m2rag_demo_is_published_with_its_split_and_agents(db, settings, tmp
     again = m2rag_challenge()
     assert first.pk == again.pk and Challenge.objects.get(pk=first.pk).is_published
     (split,) = Split.objects.filter(task__challenge=first)
-    assert (split.task.protocol, split.kind) == ("m2rag", Split.Kind.VALIDATION) and split.bundle
+    assert (split.task.benchmark, split.kind) == ("m2rag", Split.Kind.VALIDATION) and split.bundle
     user = demo_user(first)
     submitted = submit_agents(first, user, REPO, M2RAG_AGENTS)
     assert [s.method_name for s in submitted] == ["m2rag-images", "m2rag-text"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluator.protocols import get_protocol
+from evaluator.benchmarks import get_benchmark
 from leaderboard import duplicates, run_actions
 from leaderboard.models import AnswerSimilarity, ItemAnswer, ItemVerdict
 
-CRAG = get_protocol("crag-mm")
+CRAG = get_benchmark("crag-mm")
 
 
 def answer(run, answers: list[str], grades: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Every challenge under ``examples/challenges/`` is a valid bundle on its protocol's generated
+"""Every challenge under ``examples/challenges/`` is a valid bundle on its benchmark's generated
 sample: it imports, passes the publish checklist, and a second import changes nothing. (The demo,
 tests/e2e/test_demo.py, imports two of them and evaluates them end to end.)"""
 
@@ -13,7 +13,7 @@ from leaderboard.demo import setup
 from leaderboard.models import Challenge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "challenges"
-PROTOCOLS = {
+BENCHMARKS = {
     "crag-mm-demo": "crag-mm",
     "visual-rag-demo": "visual-rag",
     "mrag-suite-demo": "mrag-suite",
@@ -22,19 +22,19 @@ PROTOCOLS = {
 
 
 def test_every_example_is_listed():
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == sorted(PROTOCOLS)
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == sorted(BENCHMARKS)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", sorted(PROTOCOLS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_an_example_bundle_imports_and_publishes(name, tmp_path):
-    root = setup.bundle(name, PROTOCOLS[name], under=tmp_path)
+    root = setup.bundle(name, BENCHMARKS[name], under=tmp_path)
     checked = import_bundle(root, dry_run=True)
     assert checked.checklist == [] and not Challenge.objects.exists()
     assert import_bundle(root).version == 1
     challenge = Challenge.objects.get(slug=name)
     assert challenge.is_published and challenge.overview.startswith("# ")
-    assert {t.protocol for t in challenge.tasks.all()} == {PROTOCOLS[name]}
+    assert {t.benchmark for t in challenge.tasks.all()} == {BENCHMARKS[name]}
     assert all(t.splits.exists() for t in challenge.tasks.all())
     assert import_bundle(root).unchanged
 

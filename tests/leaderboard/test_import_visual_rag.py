@@ -1,4 +1,4 @@
-"""Importing a Visual-RAG split: both layouts, through the task's protocol, and the refusals."""
+"""Importing a Visual-RAG split: both layouts, through the task's benchmark, and the refusals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from evaluator.protocols.visual_rag.sample import write_released
+from evaluator.benchmarks.visual_rag.sample import write_released
 from leaderboard.models import Split, Task
 
 TASK = "crag-mm-2026/visual-rag"
@@ -23,7 +23,7 @@ def visual_task(challenge) -> Task:
         challenge=challenge,
         task_id="visual-rag",
         name="Visual-RAG",
-        protocol="visual-rag",
+        benchmark="visual-rag",
         primary_metric="accuracy",
     )
 
@@ -82,7 +82,7 @@ def test_a_broken_split_is_refused_naming_file_line_and_field(
 
 
 @pytest.mark.django_db
-def test_the_protocol_named_must_be_the_tasks(visual_task, sample: Path) -> None:
+def test_the_benchmark_named_must_be_the_tasks(visual_task, sample: Path) -> None:
     with pytest.raises(CommandError, match="is a visual-rag task, not crag-mm"):
         import_split(sample / "validation", "--kind", "validation", "--protocol", "crag-mm")
     with pytest.raises(CommandError, match="no Hugging Face splits"):
@@ -91,7 +91,7 @@ def test_the_protocol_named_must_be_the_tasks(visual_task, sample: Path) -> None
 
 @pytest.mark.django_db
 def test_a_visual_rag_task_cannot_turn_on_a_search_it_does_not_have(challenge) -> None:
-    task = Task(challenge=challenge, task_id="v", name="v", protocol="visual-rag")
+    task = Task(challenge=challenge, task_id="v", name="v", benchmark="visual-rag")
     task.primary_metric = "accuracy"
     with pytest.raises(ValidationError) as refused:
         task.clean()

@@ -77,7 +77,7 @@ def test_an_audit_samples_distinct_answers_stratified_by_verdict_and_slice(world
     audit = open_one(world, size=12, dimension="domain")
     items = list(audit.items.all())
     assert audit.size == len(items) == 12
-    assert audit.menu == ["correct", "missing", "hallucinated"]  # the protocol's menu
+    assert audit.menu == ["correct", "missing", "hallucinated"]  # the benchmark's menu
     # 20 distinct answers (alpha's and its copy count once): correct 12, hallucinated 6,
     # missing 2, shared out in proportion with every (verdict, domain) stratum seen
     strata = Counter((item.judge_verdict, item.slice_value) for item in items)
@@ -106,7 +106,7 @@ def test_opening_refuses_what_it_cannot_audit_naming_it(world, make_user):
     with pytest.raises(PermissionDenied):
         audits.open_audit(world["split"], world["bob"], JUDGE)
     task = world["split"].task
-    Task.objects.filter(pk=task.pk).update(protocol=Task.Protocol.M2RAG)
+    Task.objects.filter(pk=task.pk).update(benchmark="m2rag")
     world["split"].task.refresh_from_db()
     with pytest.raises(ValidationError, match="cannot be audited item by item"):
         open_one(world)
@@ -328,12 +328,12 @@ def test_the_leaderboard_shows_each_judges_card_and_its_latest_audit(
     assert "Judge audits (organisers)" not in page  # a visitor has no link to the audits
 
 
-def test_a_visual_rag_audit_labels_with_its_protocols_scores(
+def test_a_visual_rag_audit_labels_with_its_benchmarks_scores(
     client, task, splits, teams, make_entry, make_user, challenge
 ):
     split = splits["public-test"]
     run = make_entry(teams["alpha"], split, 0.4)  # its scores do not matter here
-    Task.objects.filter(pk=task.pk).update(protocol=Task.Protocol.VISUAL_RAG, settings={})
+    Task.objects.filter(pk=task.pk).update(benchmark="visual-rag", settings={})
     split.task.refresh_from_db()
     for position, grade in enumerate(("1", "0.5", "0", "no_answer", "0.7")):
         answer = ItemAnswer.objects.create(

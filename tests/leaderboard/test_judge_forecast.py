@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from evaluator.protocols.mrag_suite import MragSuite
+from evaluator.benchmarks.mrag_suite import MragSuite
 from leaderboard.judge_forecast import ASSUMED_LATENCY_S, forecast_lines
 from leaderboard.models import Task
 from leaderboard.splits import import_split_dir
@@ -24,7 +24,7 @@ def mrag_task(challenge, settings, tmp_path) -> Task:
     settings.PODIUM_JUDGE_CONCURRENCY = 7
     settings.PODIUM_JUDGE_ENDPOINTS = {"default": {"base_url": "http://127.0.0.1:9/v1"}}
     return Task.objects.create(
-        challenge=challenge, task_id="mrag", name="MRAG", protocol=Task.Protocol.MRAG_SUITE,
+        challenge=challenge, task_id="mrag", name="MRAG", benchmark="mrag-suite",
         primary_metric="accuracy", image_search_enabled=False, web_search_enabled=False,
         judge_kind=Task.JudgeKind.OPENAI, judge_model="judge-1",
     )  # fmt: skip
@@ -40,7 +40,7 @@ def test_a_task_without_a_split_says_where_the_forecast_comes_from(mrag_task):
     assert forecast_lines(mrag_task) == [
         "No split imported yet: the judge calls are forecast from each split."
     ]
-    assert "Save the task" in forecast_lines(Task(protocol=Task.Protocol.MRAG_SUITE))[0]
+    assert "Save the task" in forecast_lines(Task(benchmark="mrag-suite"))[0]
 
 
 def test_the_forecast_follows_the_split_and_the_task_settings(mrag_task, sample):
@@ -82,7 +82,7 @@ def test_the_wall_time_uses_the_latency_measured_on_the_endpoint(mrag_task, samp
     )
 
 
-def test_a_protocol_without_a_forecast_and_an_unreadable_bundle(mrag_task, task, sample, tmp_path):
+def test_a_benchmark_without_a_forecast_and_an_unreadable_bundle(mrag_task, task, sample, tmp_path):
     crag = import_split_dir(task, "validation", write_small_split(tmp_path / "crag", 2))
     (line,) = forecast_lines(task)
     assert line == f"validation ({crag.items} items): CRAG-MM does not forecast its judge calls"
@@ -104,5 +104,5 @@ def test_the_task_admin_page_shows_the_forecast(client, make_user, mrag_task, sa
     page = client.get(reverse("admin:leaderboard_task_change", args=[mrag_task.pk]))
     assert "Judge forecast" in page.content.decode()
     assert forecast_lines(mrag_task)[0].replace("'", "&#x27;") in page.content.decode()
-    adding = client.get(reverse("admin:leaderboard_task_add"), {"protocol": "mrag-suite"})
+    adding = client.get(reverse("admin:leaderboard_task_add"), {"benchmark": "mrag-suite"})
     assert "Save the task and import a split" in adding.content.decode()

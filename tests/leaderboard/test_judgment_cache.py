@@ -1,8 +1,8 @@
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.judges import cache_key, judge_all, make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.records import JudgeRequest, Judgment
 from leaderboard.judgment_cache import LOOKUP_CHUNK, DjangoJudgmentCache
 from leaderboard.models import JudgmentRecord
@@ -78,8 +78,8 @@ def test_judge_all_through_the_database_cache_judges_once():
 @pytest.mark.django_db
 def test_a_structured_verdict_of_any_length_is_stored_whole():
     # MRAG-Suite's extraction verdict is its claims as JSON: up to 32 of them, beyond any grade
-    from evaluator.protocols.mrag_suite.claims import MAX_CLAIMS
-    from evaluator.protocols.mrag_suite.judging import claims_grade
+    from evaluator.benchmarks.mrag_suite.claims import MAX_CLAIMS
+    from evaluator.benchmarks.mrag_suite.judging import claims_grade
 
     claims = [(f"subject {n}", "reached", f"{n} million in 2019") for n in range(MAX_CLAIMS)]
     long = Judgment(claims_grade(claims), "openai:m@r", "v1", "h" * 64, raw="{}")

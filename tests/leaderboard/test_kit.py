@@ -164,9 +164,9 @@ def test_the_kit_page_lists_the_contents_and_links_from_the_data_tab(kit_challen
     assert 'id="kit-link"' in tab.content.decode()
 
 
-def test_each_protocol_gets_its_example_agent_and_commands(kit_challenge):
+def test_each_benchmark_gets_its_example_agent_and_commands(kit_challenge):
     Task.objects.create(
-        challenge=kit_challenge, task_id="visual-rag", name="Visual-RAG", protocol="visual-rag",
+        challenge=kit_challenge, task_id="visual-rag", name="Visual-RAG", benchmark="visual-rag",
         primary_metric="accuracy", web_search_enabled=False, order=1,
     )  # fmt: skip
     plan = contents.plan(kit_challenge)

@@ -11,9 +11,9 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
-from evaluator.protocols.base import ShownAnswer
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.record import GradedAnswer, to_row
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.record import GradedAnswer, to_row
+from evaluator.seam import ShownAnswer
 from leaderboard.answer_markdown import rendered_answer
 from leaderboard.models import ItemAnswer, ItemVerdict, Task
 
@@ -94,7 +94,7 @@ def test_ten_thousand_placements_render_once_per_image_quickly():
 @pytest.fixture
 def m2rag_run(teams, splits, make_entry, make_user):
     Task.objects.filter(pk=splits["public-test"].task_id).update(
-        protocol="m2rag", primary_metric="overall"
+        benchmark="m2rag", primary_metric="overall"
     )
     run = make_entry(teams["alpha"], splits["public-test"], 0.3)
     stored = default_storage.save("thumbnails/x/placed-480.jpg", ContentFile(jpeg()))

@@ -10,8 +10,8 @@ import pytest
 from django.core.files.storage import default_storage
 from PIL import Image
 
-from evaluator.protocols.m2rag.agent import stored_reply
-from evaluator.protocols.m2rag.items import M2Prediction
+from evaluator.benchmarks.m2rag.agent import stored_reply
+from evaluator.benchmarks.m2rag.items import M2Prediction
 from leaderboard.models import EvaluationRun, ItemAnswer, Submission, Task
 from leaderboard.pipeline.judge import judge_stage
 from leaderboard.splits import import_split_dir
@@ -40,7 +40,7 @@ def test_image_prompts_go_to_the_vision_endpoint_within_its_own_limit(
     text_name, vision_name = f"text-{uuid.uuid4().hex[:8]}", f"vlm-{uuid.uuid4().hex[:8]}"
     settings.CELERY_BROKER_URL = redis_url("reaper")
     task = Task.objects.create(
-        challenge=challenge, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        challenge=challenge, task_id="m2rag", name="M2RAG", benchmark="m2rag",
         primary_metric="overall", image_search_enabled=False, web_search_enabled=False,
         judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge", judge_endpoint=text_name,
         vision_judge_endpoint=vision_name,

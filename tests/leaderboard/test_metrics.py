@@ -11,8 +11,8 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
 from evaluator.judges import judge_all, make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import JudgeRequest
 from leaderboard.models import EvaluationRun
 from leaderboard.pipeline import claims

@@ -120,7 +120,7 @@ def test_task_validation_names_the_bad_fields(task, settings):
 
 
 @pytest.mark.parametrize(
-    ("protocol", "endpoint", "message"),
+    ("benchmark", "endpoint", "message"),
     [
         ("m2rag", "gone", "unknown judge endpoint 'gone' (default, vlm, blind)"),
         ("m2rag", "blind", "judge endpoint 'blind' names no model (PODIUM_JUDGE_ENDPOINTS)"),
@@ -129,14 +129,14 @@ def test_task_validation_names_the_bad_fields(task, settings):
     ],
 )
 def test_the_vision_judge_endpoint_is_a_configured_one_with_a_model(
-    task, settings, protocol, endpoint, message
+    task, settings, benchmark, endpoint, message
 ):
     settings.PODIUM_JUDGE_ENDPOINTS = {
         "default": {"base_url": "http://127.0.0.1:1/v1", "model": "m"},
         "vlm": {"base_url": "http://127.0.0.1:2/v1", "model": "qwen-vl"},
         "blind": {"base_url": "http://127.0.0.1:3/v1", "model": ""},
     }
-    task.protocol, task.vision_judge_endpoint = protocol, endpoint
+    task.benchmark, task.vision_judge_endpoint = benchmark, endpoint
     assert task.vision_endpoint_problem() == message
 
 

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.forms import model_to_dict
 from django.urls import reverse
 
+from evaluator.benchmarks.mrag_suite import MragSuite
 from evaluator.judges import MemoryCache, make_judge
-from evaluator.protocols.mrag_suite import MragSuite
 from leaderboard import board_store
 from leaderboard.admin.settings_form import task_form
 from leaderboard.models import EvaluationRun, Split, Submission, Task
@@ -32,15 +32,15 @@ def sample_scores(root: Path) -> dict[tuple[str, str], Any]:
     found = {}
     for team, seed in TEAMS.items():
         for mode in MODES:
-            protocol = MragSuite((mode,))
-            split = protocol.load_split(root / "sample" / "validation")
+            benchmark = MragSuite((mode,))
+            split = benchmark.load_split(root / "sample" / "validation")
             # another seed per mode: the gap is not 0
             path = root / f"{team}-{mode}.jsonl"
-            protocol.write_sample_predictions(split, path, seed=seed + 10 * MODES.index(mode))
-            predictions, _ = protocol.load_predictions(path, split)
-            judge = make_judge("rules", protocol.rubric)
-            graded = protocol.grade(split, predictions, judge, MemoryCache(), progress=False)
-            found[team, mode] = protocol.score(graded)
+            benchmark.write_sample_predictions(split, path, seed=seed + 10 * MODES.index(mode))
+            predictions, _ = benchmark.load_predictions(path, split)
+            judge = make_judge("rules", benchmark.rubric)
+            graded = benchmark.grade(split, predictions, judge, MemoryCache(), progress=False)
+            found[team, mode] = benchmark.aggregate(graded)
     return found
 
 
@@ -54,7 +54,7 @@ def mrag_scores(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
 @pytest.fixture
 def board(challenge, teams, mrag_scores) -> Split:
     task = Task.objects.create(
-        challenge=challenge, task_id="mrag", name="MRAG-Suite", protocol="mrag-suite",
+        challenge=challenge, task_id="mrag", name="MRAG-Suite", benchmark="mrag-suite",
         primary_metric="accuracy", settings={"modes": list(MODES)},
         image_search_enabled=False, web_search_enabled=False,
     )  # fmt: skip
@@ -179,7 +179,7 @@ def test_a_primary_metric_that_cannot_rank_is_refused_by_name(board, metric, mes
     assert "faithfulness_image" in refused.value.message_dict["primary_metric"][0]
 
 
-def test_the_task_form_offers_the_protocols_ranking_metrics(board):
+def test_the_task_form_offers_the_benchmarks_ranking_metrics(board):
     task = board.task
     form = task_form("mrag-suite")(instance=task)
     choices = dict(form.fields["primary_metric"].choices)
@@ -187,7 +187,7 @@ def test_the_task_form_offers_the_protocols_ranking_metrics(board):
     assert "gpd_go_gap" not in choices and "count" not in choices
     assert form.initial["primary_metric"] == "accuracy"
     new = task_form("mrag-suite")()
-    assert new.initial["primary_metric"] == "accuracy"  # the protocol's, not the model's default
+    assert new.initial["primary_metric"] == "accuracy"  # the benchmark's, not the model's default
     data = {k: v for k, v in model_to_dict(task).items() if v is not None}
     data |= {"setting_modes": "GO, GPD", "setting_passages": 5, "setting_images": 5}
     chosen = task_form("mrag-suite")(data={**data, "primary_metric": "f1"}, instance=task)

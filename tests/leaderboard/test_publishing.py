@@ -114,7 +114,7 @@ def test_import_corpus_checks_then_stores_the_corpus(draft, tmp_path):
 
     from django.core.management import CommandError, call_command
 
-    from evaluator.protocols.crag_mm.sample import write_sample
+    from evaluator.benchmarks.crag_mm.sample import write_sample
 
     write_sample(tmp_path / "sample")
     out = StringIO()
@@ -135,7 +135,7 @@ def test_the_admin_imports_a_search_corpus_checked_first(client, draft, make_use
     import shutil
     import tarfile
 
-    from evaluator.protocols.crag_mm.sample import write_sample
+    from evaluator.benchmarks.crag_mm.sample import write_sample
     from leaderboard.pipeline.bundles import corpus_sha256
 
     admin_user = make_user("root", staff=True)
@@ -194,7 +194,7 @@ def _inline_management() -> dict[str, str]:
 
 def test_an_m2rag_task_judged_by_a_model_needs_a_vision_judge_that_answers(draft, settings):
     task = Task.objects.create(
-        challenge=draft, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        challenge=draft, task_id="m2rag", name="M2RAG", benchmark="m2rag",
         image_search_enabled=False, web_search_enabled=False,
         judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge",
     )  # fmt: skip
@@ -229,7 +229,7 @@ def test_an_m2rag_task_judged_by_a_model_needs_a_vision_judge_that_answers(draft
 
 def test_the_admin_checklist_says_what_the_m2rag_task_lacks(client, draft, settings, make_user):
     Task.objects.create(
-        challenge=draft, task_id="m2rag", name="M2RAG", protocol="m2rag",
+        challenge=draft, task_id="m2rag", name="M2RAG", benchmark="m2rag",
         image_search_enabled=False, web_search_enabled=False,
         judge_kind=Task.JudgeKind.OPENAI, judge_model="fake-judge",
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The run page: wrong answers only and slice filters in the protocol's terms, pages of
+"""The run page: wrong answers only and slice filters in the benchmark's terms, pages of
 answers, each answer's thumbnail, the agent's output live; each for the run's team off the
 private test and for organisers only."""
 
@@ -83,7 +83,7 @@ def test_wrong_answers_only_are_crag_mms_missing_and_hallucinated(client, world)
 
 
 def test_visual_rag_answers_below_full_score_are_wrong(client, world):
-    Task.objects.filter(pk=world["public"].task_id).update(protocol=Task.Protocol.VISUAL_RAG)
+    Task.objects.filter(pk=world["public"].task_id).update(benchmark="visual-rag")
     grades = {"i1": "1", "i2": "0.5", "i3": "no_answer", "i4": "0"}
     for key, grade in grades.items():
         ItemVerdict.objects.filter(answer__run=world["public"], answer__item_key=key).update(

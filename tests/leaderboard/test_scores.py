@@ -2,9 +2,9 @@ import random
 
 import pytest
 
-from evaluator.protocols.crag_mm.compare import compare_runs
-from evaluator.protocols.crag_mm.metrics import score_turns
-from evaluator.protocols.crag_mm.records import GradedTurn, Verdict
+from evaluator.benchmarks.crag_mm.compare import compare_runs
+from evaluator.benchmarks.crag_mm.metrics import score_turns
+from evaluator.benchmarks.crag_mm.records import GradedTurn, Verdict
 from leaderboard.models import EntryComparison, SliceScore
 from leaderboard.ranking import stored_comparison
 from leaderboard.scores import ScoresError, store_comparison, store_scores

@@ -1,6 +1,6 @@
 """A task evaluated in several settings (Visual-RAG) has one leaderboard per setting: every
 page, export, the API and the command line read the setting asked for, never another's runs,
-and show the protocol's scores across settings (gCUE). A task without settings (CRAG-MM)
+and show the benchmark's scores across settings (gCUE). A task without settings (CRAG-MM)
 looks as before."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def make_run(submission: Submission, split: Split, setting: str, accuracy: float
 @pytest.fixture
 def visual(challenge, teams) -> dict:
     task = Task.objects.create(
-        challenge=challenge, task_id="visual-rag", name="Visual RAG", protocol="visual-rag",
+        challenge=challenge, task_id="visual-rag", name="Visual RAG", benchmark="visual-rag",
         primary_metric="accuracy", settings={"evaluated": list(SETTINGS)},
     )  # fmt: skip
     split = Split.objects.create(task=task, kind=Split.Kind.VALIDATION)
@@ -216,7 +216,7 @@ def test_the_leaderboard_shows_gcue_across_settings(client, visual):
     assert [row[:2] for row in rows] == [["|alpha", "|alpha-agent"], ["|beta", "|beta-agent"]]
     assert rows[0][2] == f' class="num"|{ALPHA_GCUE:.3f}' == ' class="num"|0.714'
     title, dash = rows[1][2].split("|")
-    # the protocol's own reason for this entry (beta's GT-clue accuracy equals its baseline)
+    # the benchmark's own reason for this entry (beta's GT-clue accuracy equals its baseline)
     assert dash == "—" and 'title="undefined: the GT-clue accuracy equals the baseline B"' in title
     zero_shot = page(client, "leaderboard", visual["split"], setting="zero_shot")
     teams = [row[0] for row in cells(zero_shot, "across-settings")]
@@ -298,7 +298,7 @@ def test_the_command_line_asks_for_and_shows_a_setting(visual):
 
 @pytest.fixture
 def invalid_answers(visual, make_user, teams) -> dict:
-    """An answer that broke the protocol in a gt_clue run on validation and on private test."""
+    """An answer that broke the benchmark in a gt_clue run on validation and on private test."""
     private = Split.objects.create(
         task=visual["task"], kind=Split.Kind.PRIVATE_TEST,
         reveal_at=timezone.now() + timedelta(days=7),

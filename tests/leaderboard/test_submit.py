@@ -353,7 +353,7 @@ def test_settings_enabled_later_are_added_as_runs_and_nothing_twice(
     broker, open_splits, teams, member, django_capture_on_commit_callbacks
 ):
     task = open_splits["validation"].task
-    task.protocol, task.primary_metric = "visual-rag", "accuracy"
+    task.benchmark, task.primary_metric = "visual-rag", "accuracy"
     task.image_search_enabled = task.web_search_enabled = False
     task.settings = {"evaluated": ["gt_clue"]}
     task.save()

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from leaderboard.models import Challenge
 from leaderboard.pipeline.bundles import store_corpus
 from tests.e2e.harness import make_task

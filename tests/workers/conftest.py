@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.protocols.crag_mm.records import Conversation, Split, Turn
+from evaluator.benchmarks.crag_mm.records import Conversation, Split, Turn
 from tests import required
 from workers.builds import build_context
 from workers.images import AgentImage

@@ -70,7 +70,7 @@ class Behaviour(socketserver.StreamRequestHandler):
             if mode == "echo_status":  # a status line carrying what the request held
                 self.wfile.write(b"HTTP/1.1 " + SECRET + b" x" * 2000 + b"\r\n\r\n")
                 return
-            if mode == "echo_version":  # the protocol version, likewise
+            if mode == "echo_version":  # the benchmark version, likewise
                 self.wfile.write(b"HTTP/" + SECRET.replace(b" ", b"_") + b" 200 OK\r\n\r\n")
                 return
             if mode == "interim":  # 100 Continue first, then the response in chunks

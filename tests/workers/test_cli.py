@@ -176,7 +176,7 @@ def test_cli_resumes_and_a_second_start_answers_nothing_twice(agent_image, tmp_p
     assert json.loads(report.read_text())["resumed_items"] == 4
 
 
-def test_a_setting_the_protocol_does_not_know_is_named(tmp_path):
+def test_a_setting_the_benchmark_does_not_know_is_named(tmp_path):
     result = cli(
         "--image", "x", "--split", str(tmp_path), "--task", "visual-rag",
         "--protocol", "visual-rag", "--setting", "one_in_x",
@@ -189,7 +189,7 @@ def test_a_setting_the_protocol_does_not_know_is_named(tmp_path):
 def test_a_visual_rag_setting_through_the_cli_is_scored_by_the_evaluator(
     agent_image, tmp_path, no_leftovers
 ):
-    from evaluator.protocols.visual_rag.sample import write_sample
+    from evaluator.benchmarks.visual_rag.sample import write_sample
 
     write_sample(tmp_path / "sample", seed=0)
     split_dir = tmp_path / "sample" / "validation"

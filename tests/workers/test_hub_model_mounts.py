@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.protocols.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
 from workers.model_store import register, stored
 from workers.runner import run_agent

@@ -11,9 +11,9 @@ import uuid
 import pytest
 import redis
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.judges import judge_all, make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.records import JudgeRequest
 from tests.fake_openai import FakeOpenAI
 from tests.services import redis_url

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from evaluator.protocols.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from tests.workers.conftest import (
     TEST_LIMITS,
     TEST_POLICY,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.protocols.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from tests.workers.conftest import (
     TEST_LIMITS,
     TEST_POLICY,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.protocols.visual_rag import VisualRAG
-from evaluator.protocols.visual_rag.items import VisualSplit
+from evaluator.benchmarks.visual_rag import VisualRAG
+from evaluator.benchmarks.visual_rag.items import VisualSplit
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, Recorder
 from workers.runner import run_agent
 
@@ -23,29 +23,29 @@ def split(visual_rag_sample: Path) -> VisualSplit:
 
 
 def run(image, split: VisualSplit, setting: str, recorder: Recorder, answered=None):
-    protocol = VisualRAG((setting,))
-    plan = protocol.agent_plan(split, "visual-rag", answered or {})
+    benchmark = VisualRAG((setting,))
+    plan = benchmark.agent_plan(split, "visual-rag", answered or {})
     report = run_agent(
         image, plan, "visual-rag", TEST_LIMITS, recorder, policy=TEST_POLICY, answered=answered
     )
-    return protocol, report
+    return benchmark, report
 
 
 def test_the_colour_agent_answers_every_query_of_a_setting_with_a_ranking(
     agent_image, split: VisualSplit, no_leftovers
 ) -> None:
     recorder = Recorder()
-    protocol, report = run(
+    benchmark, report = run(
         agent_image("examples/agents/visual-rag-colour"), split, "retrieval", recorder
     )
     assert report.status == "completed", report.failure_reason
     assert report.kit == "items"
-    assert [r.key for r in recorder.results] == protocol.split_keys(split)
+    assert [r.key for r in recorder.results] == benchmark.split_keys(split)
     assert {r.outcome for r in recorder.results} == {"answered"}
     assert all(r.group == "retrieval" for r in recorder.results)
     hits = 0
     for result, query in zip(recorder.results, split.queries, strict=True):
-        prediction = protocol.stored_prediction(split, result.key, result.response)
+        prediction = benchmark.stored_prediction(split, result.key, result.response)
         assert prediction.ranking and set(prediction.ranking) <= set(query.candidates)
         hits += bool(set(prediction.ranking[:5]) & query.clues)
     assert hits >= len(split.queries) * 0.6  # it really looked at the candidates' pixels
@@ -101,8 +101,8 @@ def test_an_agent_searches_only_its_items_candidates_through_podium(
     from workers.search.process import SearchProcess
 
     recorder = Recorder()
-    protocol = VisualRAG(("retrieval",))
-    plan = protocol.agent_plan(split, "visual-rag", {})
+    benchmark = VisualRAG(("retrieval",))
+    plan = benchmark.agent_plan(split, "visual-rag", {})
     engine = SearchEngine(None, image_encoder="colour", cache_dir=tmp_path / "cache")
     with SearchProcess(engine.spec) as search:
         report = run_agent(

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from evaluator.protocols.crag_mm.agent import TurnPlan
-from evaluator.protocols.crag_mm.sample import write_sample
-from evaluator.protocols.crag_mm.split import load_split
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.split import load_split
 from tests.workers.conftest import REPO, TEST_LIMITS, TEST_POLICY, IdentityTruncator, Recorder
 from workers.outcomes import ItemResult
 from workers.runner import run_agent

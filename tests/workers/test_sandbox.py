@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentkit.protocol import IMAGE_DIR, SOCKET_DIR
-from evaluator.protocols.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from tests.workers.conftest import TEST_LIMITS, TEST_POLICY, IdentityTruncator, make_split
 from workers.runner import run_agent
 from workers.sandbox import AGENT_UID, SandboxPolicy

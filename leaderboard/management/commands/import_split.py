@@ -1,5 +1,5 @@
 """``manage.py import_split --task <challenge>/<task-id> --kind private-test DIR``: the task's
-protocol reads DIR (``--protocol`` states which it must be)."""
+benchmark reads DIR (``--protocol`` states which it must be)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from evaluator.protocols import PROTOCOLS
+from evaluator.benchmarks import names
 from leaderboard.models import Split
 from leaderboard.splits import SplitImportError, find_task, import_split_dir
 
@@ -23,7 +23,7 @@ def _moment(text: str) -> datetime:
 
 class Command(BaseCommand):
     help = (
-        "Validate a split directory with the task's protocol (Podium's split format or the "
+        "Validate a split directory with the task's benchmark (Podium's split format or the "
         "benchmark's released layout: CRAG-MM's Hugging Face data, Visual-RAG's v1_anno.jsonl "
         "beside images/) and store it as the task's split bundle, with its sha256. "
         "Participants can never download it."
@@ -35,8 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--kind", required=True, choices=Split.Kind.values)
         parser.add_argument(
             "--protocol",
-            choices=sorted(PROTOCOLS),
-            help="the protocol the task must have (a check: the task decides how DIR is read)",
+            choices=names(),
+            help="the benchmark the task must have (a check: the task decides how DIR is read)",
         )
         parser.add_argument("--hf-split", help="which split of a Hugging Face dataset to read")
         parser.add_argument("--visibility", choices=Split.Visibility.values)
@@ -45,9 +45,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             task = find_task(options["task"])
-            if options["protocol"] and options["protocol"] != task.protocol:
+            if options["protocol"] and options["protocol"] != task.benchmark:
                 raise SplitImportError(
-                    f"task {task} is a {task.protocol} task, not {options['protocol']}"
+                    f"task {task} is a {task.benchmark} task, not {options['protocol']}"
                 )
             notes: list[str] = []
             split = import_split_dir(
@@ -63,8 +63,8 @@ class Command(BaseCommand):
             raise CommandError(str(e)) from e
         for note in notes:
             self.stdout.write(f"converted: {note}")
-        protocol = task.declared()
+        benchmark = task.declared()
         self.stdout.write(
-            f"imported {split}: {split.groups} {protocol.groups}, {split.items} "
-            f"{protocol.unit}, sha256 {split.sha256}"
+            f"imported {split}: {split.groups} {benchmark.groups}, {split.items} "
+            f"{benchmark.unit}, sha256 {split.sha256}"
         )

@@ -33,9 +33,9 @@ class Command(BaseCommand):
             tasks = tasks.filter(challenge__is_published=True)
         warmed = 0
         for task in tasks:
-            protocol = task.declared()
+            benchmark = task.declared()
             searching = task.image_search_enabled or task.web_search_enabled
-            if not (searching and protocol.searches and protocol.search_corpus):
+            if not (searching and benchmark.searches and benchmark.search_corpus):
                 continue
             directory = corpus_dir(task.challenge)
             if directory is None:

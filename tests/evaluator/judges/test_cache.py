@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 RUBRIC = CragMMRubric()

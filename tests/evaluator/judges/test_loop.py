@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.judges import MemoryCache, SQLiteCache, cache_key, judge_all, make_judge
 from evaluator.judges.rules import RulesJudge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 from tests.fake_openai import GARBAGE, FakeOpenAI
 

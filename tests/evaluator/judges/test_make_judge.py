@@ -1,8 +1,8 @@
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
 from evaluator.judges import RulesJudge, make_judge
 from evaluator.judges.openai_judge import OpenAIJudge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
 from evaluator.records import EvaluatorError
 
 RUBRIC = CragMMRubric()

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import PROMPT_HASH, PROMPT_VERSION, CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.judges import make_judge
 from evaluator.judges.openai_judge import OpenAIJudge
-from evaluator.protocols.crag_mm.prompt import PROMPT_HASH, PROMPT_VERSION, CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
 from evaluator.records import JudgeRequest, Judgment
 from tests.fake_openai import GARBAGE, NO_CHOICES, FakeOpenAI
 

@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from evaluator.protocols.crag_mm.prompt import (
+from evaluator.benchmarks.crag_mm.prompt import (
     PROMPT_HASH,
     PROMPT_VERSION,
     SYSTEM_PROMPT,

@@ -1,6 +1,6 @@
 import pytest
 
-from evaluator.protocols.crag_mm.quantities import find_quantities, words_to_digits
+from evaluator.benchmarks.crag_mm.quantities import find_quantities, words_to_digits
 
 
 @pytest.mark.parametrize(

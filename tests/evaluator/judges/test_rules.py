@@ -2,10 +2,10 @@ import asyncio
 
 import pytest
 
+from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
+from evaluator.benchmarks.crag_mm.records import Verdict
+from evaluator.benchmarks.crag_mm.rules import grade, lower_text, stem, tokens
 from evaluator.judges import make_judge
-from evaluator.protocols.crag_mm.prompt import CragMMRubric
-from evaluator.protocols.crag_mm.records import Verdict
-from evaluator.protocols.crag_mm.rules import grade, lower_text, stem, tokens
 from evaluator.records import JudgeRequest
 
 RUBRIC = CragMMRubric()

@@ -1,8 +1,8 @@
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from evaluator.protocols.crag_mm.quantities import find_quantities
-from evaluator.protocols.crag_mm.rules import grade
+from evaluator.benchmarks.crag_mm.quantities import find_quantities
+from evaluator.benchmarks.crag_mm.rules import grade
 
 WORDS = st.sampled_from(
     ["golden", "retriever", "red", "Blue", "Paris", "1937", "six", "km", "and", "the", "Café", "!"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluator.protocols.m2rag.answer import parse_answer, shown_answer
+from evaluator.benchmarks.m2rag.answer import parse_answer, shown_answer
 
 
 def test_the_first_digit_run_inside_the_parentheses_is_the_index() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.agent import MAX_ANSWER_CHARS, read_response, stored_prediction
+from evaluator.benchmarks.m2rag.items import M2Prediction, load_predictions, load_split
 from evaluator.judges import make_judge
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.agent import MAX_ANSWER_CHARS, read_response, stored_prediction
-from evaluator.protocols.m2rag.items import M2Prediction, load_predictions, load_split
 from evaluator.records import EvaluatorError
 
 
@@ -71,8 +71,8 @@ def test_hostile_markdown_is_scored_as_text_and_huge_indices_are_dropped(tmp_pat
     split = load_split(write(tmp_path))
     answer = ('<script>alert(1)</script> [x](javascript:alert(1)) '
               "![a](image 99999999999999999999999) ![b](http://evil.example/0.png)")  # fmt: skip
-    protocol = M2RAG()
-    (item,) = protocol.grade(split, {"q": M2Prediction("q", answer)},
-                             make_judge("rules", protocol.rubric), None, False)  # fmt: skip
+    benchmark = M2RAG()
+    (item,) = benchmark.grade(split, {"q": M2Prediction("q", answer)},
+                             make_judge("rules", benchmark.rubric), None, False)  # fmt: skip
     assert item.dropped == 1 and item.placed == (0,)  # the remote URL's digit is image 0
     assert item.judged and item.image_recall == 1.0

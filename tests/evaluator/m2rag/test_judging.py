@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from evaluator.benchmarks.m2rag import M2RAG
+from evaluator.benchmarks.m2rag.items import M2Prediction, M2Split, load_split
+from evaluator.benchmarks.m2rag.sample import draw
 from evaluator.judges import MemoryCache, make_judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import ReplayJudge, TranscriptWriter
-from evaluator.protocols.m2rag import M2RAG
-from evaluator.protocols.m2rag.items import M2Prediction, M2Split, load_split
-from evaluator.protocols.m2rag.sample import draw
 from tests.fake_openai import FakeOpenAI
 
 ABOVE = " ".join(f"w{i}" for i in range(300))
@@ -81,10 +81,10 @@ def test_text_and_image_prompts_go_to_their_endpoints_and_score_by_hand(
     split: M2Split, servers: tuple[FakeOpenAI, FakeOpenAI], tmp_path: Path
 ) -> None:
     text, vision = servers
-    protocol = M2RAG(vision_base_url=vision.url, vision_model="fake-judge")
+    benchmark = M2RAG(vision_base_url=vision.url, vision_model="fake-judge")
     predictions = {"q1": M2Prediction("q1", ANSWER)}
     stream = io.StringIO()
-    (item,) = protocol.grade(split, predictions, judge_for(text), MemoryCache(), False,
+    (item,) = benchmark.grade(split, predictions, judge_for(text), MemoryCache(), False,
                              TranscriptWriter(stream))  # fmt: skip
     assert item.placed == (0, 1) and item.grade != UNJUDGED, item.judge_error
     assert (item.fluency, item.relevance, item.faithfulness) == (0.7, 0.8, 0.5)
@@ -93,7 +93,7 @@ def test_text_and_image_prompts_go_to_their_endpoints_and_score_by_hand(
     assert (item.coherence, item.helpfulness, item.reference) == ((0.6,) * 2, (0.9,) * 2,
                                                                   (0.4,) * 2)  # fmt: skip
     assert text.count == 5 and vision.count == 6  # 4 + verdicts; 3 per placed image
-    assert protocol.calls == {"predicted": 11, "asked": 11, "made": 11}
+    assert benchmark.calls == {"predicted": 11, "asked": 11, "made": 11}
     assert all("response_format" not in p for p in text.requests + vision.requests)
     assert text.peak_in_flight <= 2
     (first,) = [  # image 0's helpfulness call (the calls arrive in any order)
@@ -123,12 +123,12 @@ def test_verdicts_are_cached_across_runs(
     text, vision = servers
     cache = MemoryCache()
     predictions = {"q1": M2Prediction("q1", ANSWER)}
-    protocol = M2RAG(vision_base_url=vision.url, vision_model="fake-judge")
-    first = protocol.grade(split, predictions, judge_for(text), cache, False)
+    benchmark = M2RAG(vision_base_url=vision.url, vision_model="fake-judge")
+    first = benchmark.grade(split, predictions, judge_for(text), cache, False)
     counts = (text.count, vision.count)
-    assert protocol.grade(split, predictions, judge_for(text), cache, False) == first
+    assert benchmark.grade(split, predictions, judge_for(text), cache, False) == first
     assert (text.count, vision.count) == counts
-    assert protocol.calls == {"predicted": 11, "asked": 11, "made": 0}
+    assert benchmark.calls == {"predicted": 11, "asked": 11, "made": 0}
 
 
 def test_an_unreadable_reply_leaves_the_answer_unjudged_with_the_reason(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from evaluator.benchmarks.m2rag.metrics import METRICS, block, compare_answers, score_answers
+from evaluator.benchmarks.m2rag.record import FAILED, GradedAnswer, from_row, to_row
 from evaluator.judges.rubric import UNJUDGED
-from evaluator.protocols.m2rag.metrics import METRICS, block, compare_answers, score_answers
-from evaluator.protocols.m2rag.record import FAILED, GradedAnswer, from_row, to_row
 
 
 def answer(query_id: str, topic: str, value: float, images: tuple[float, ...]) -> GradedAnswer:
@@ -72,7 +72,7 @@ def test_a_row_reads_back_and_a_run_compares_with_another() -> None:
 
 
 def test_the_stored_rows_hold_numbers_and_the_official_figures_beside_them() -> None:
-    from evaluator.protocols.m2rag import M2RAG
+    from evaluator.benchmarks.m2rag import M2RAG
 
     scores = score_answers([answer("a", "x", 0.8, (0.6,)), failed("b", "y")])
     all_row, *slices = M2RAG().score_blocks(scores)

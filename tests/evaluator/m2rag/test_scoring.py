@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from evaluator.protocols.m2rag.scoring import (
+from evaluator.benchmarks.m2rag.scoring import (
     average_precision,
     faithfulness,
     image_recall,

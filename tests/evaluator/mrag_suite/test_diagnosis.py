@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.mrag_suite.claims import fit_labels
+from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, diagnose_answers, forecast
+from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, load_split
+from evaluator.benchmarks.mrag_suite.judging import CHECK, MragRubric
+from evaluator.benchmarks.mrag_suite.modes import MragAnswer, retrieved
+from evaluator.benchmarks.mrag_suite.ragchecker import diagnose
 from evaluator.judges import MemoryCache, make_judge
 from evaluator.judges.openai_judge import OpenAIJudge
 from evaluator.judges.transcript import ReplayJudge, TranscriptWriter
-from evaluator.protocols.mrag_suite.claims import fit_labels
-from evaluator.protocols.mrag_suite.diagnosis import AnswerCase, diagnose_answers, forecast
-from evaluator.protocols.mrag_suite.items import Evidence, MragItem, load_split
-from evaluator.protocols.mrag_suite.judging import CHECK, MragRubric
-from evaluator.protocols.mrag_suite.modes import MragAnswer, retrieved
-from evaluator.protocols.mrag_suite.ragchecker import diagnose
 from evaluator.records import JudgeRequest
 from tests.evaluator.mrag_suite.split_data import record, write_split
 from tests.fake_openai import FakeOpenAI

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.protocols.mrag_suite.items import load_split
-from evaluator.protocols.mrag_suite.modes import (
+from evaluator.benchmarks.mrag_suite.items import load_split
+from evaluator.benchmarks.mrag_suite.modes import (
     MAX_LONG_ANSWER_CHARS,
     read_answer,
     read_stored,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.protocols.mrag_suite.answers import exact_match, normalise, rouge_l
-from evaluator.protocols.mrag_suite.ragchecker import (
+from evaluator.benchmarks.mrag_suite.answers import exact_match, normalise, rouge_l
+from evaluator.benchmarks.mrag_suite.ragchecker import (
     LABELS,
     ClaimChecks,
     answer_profile,

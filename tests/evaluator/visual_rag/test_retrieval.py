@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.protocols.visual_rag.retrieval import KS, RankingScore, score_ranking
+from evaluator.benchmarks.visual_rag.retrieval import KS, RankingScore, score_ranking
 
 CANDIDATES = {"a", "b", "c", "x", "y", "z", "w"} | {f"n{i}" for i in range(40)}
 D2, D3, D4, D5 = (1 / math.log2(i + 1) for i in (2, 3, 4, 5))  # gains at ranks 2..5

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge import Rouge
 
-from evaluator.protocols.visual_rag.rouge import rouge1_recall, rouge1_recall_one, unigrams
+from evaluator.benchmarks.visual_rag.rouge import rouge1_recall, rouge1_recall_one, unigrams
 
 ROUGE = Rouge(metrics=["rouge-1"])
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.protocols.visual_rag.sample import (
+from evaluator.benchmarks.visual_rag.sample import (
     COLOUR_FEATURES,
     COLOURS,
     SPLITS,

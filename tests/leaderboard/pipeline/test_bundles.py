@@ -9,7 +9,7 @@ import tarfile
 import pytest
 from django.core.files.base import ContentFile
 
-from evaluator.protocols import get_protocol
+from evaluator.benchmarks import get_benchmark
 from leaderboard.models import Challenge
 from leaderboard.pipeline.bundles import BundleError, cache_root, split_dir
 from leaderboard.splits import import_split_dir
@@ -37,7 +37,7 @@ def _store(split, content: bytes) -> None:
 def test_a_bundle_is_extracted_once_and_loads(split):
     first = split_dir(split)
     assert split_dir(split) == first and first.parent == cache_root() / "splits"
-    assert len(get_protocol("crag-mm").load_split(split_dir(split)).conversations) == 3
+    assert len(get_benchmark("crag-mm").load_split(split_dir(split)).conversations) == 3
 
 
 def test_a_bundle_whose_bytes_changed_is_refused(split):

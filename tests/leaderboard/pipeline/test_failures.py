@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from leaderboard.models import Challenge, EvaluationRun, ItemAnswer, ItemVerdict
 from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluator.protocols.crag_mm.sample import write_sample
+from evaluator.benchmarks.crag_mm.sample import write_sample
 from workers.search.corpus import Corpus
 from workers.search.encoders import ColourImageEncoder
 from workers.search.engine import SearchEngine
