@@ -56,8 +56,11 @@ class Setup:
 Start = Callable[[Setup], tuple[Any, dict[str, str]]]  # the container, host folders bound
 
 
-def _removed(setup: Setup, container: Any) -> Any:
+def _started(setup: Setup, **kwargs: Any) -> Any:
+    """``containers.run(detach=True)``, its two steps apart: removed even if it fails to start."""
+    container = setup.client.containers.create(**kwargs)
     setup.stack.callback(container.remove, force=True)
+    container.start()
     return container
 
 
@@ -74,8 +77,7 @@ def agent_sandbox(runtime: str) -> Start:
             setup.image, "multi-turn-qa", volumes[0].name, volumes[1].name, run_id
         )
         kwargs.update(entrypoint=["python3", "-c", KEEP_ALIVE], runtime=runtime)
-        container = _removed(setup, client.containers.create(**kwargs))
-        container.start()
+        container = _started(setup, **kwargs)
         container.reload()
         assert container.attrs["HostConfig"]["Runtime"] == runtime
         return container, {}
@@ -85,22 +87,22 @@ def agent_sandbox(runtime: str) -> Start:
 
 def notice_check(setup: Setup) -> tuple[Any, dict[str, str]]:
     kwargs = {**check_container(setup.image), "command": ["-c", KEEP_ALIVE]}
-    return _removed(setup, setup.client.containers.run(**kwargs)), {}
+    return _started(setup, **kwargs), {}
 
 
 def index_gate(setup: Setup) -> tuple[Any, dict[str, str]]:
     setup.folder.chmod(0o755)  # as index_gate makes it; its relay runs as Podium runs it
-    container = setup.client.containers.run(**gate_container(setup.image, setup.folder))
-    return _removed(setup, container), {GATE_DIR: str(setup.folder)}
+    container = _started(setup, **gate_container(setup.image, setup.folder))
+    return container, {GATE_DIR: str(setup.folder)}
 
 
 def unhardened(setup: Setup) -> tuple[Any, dict[str, str]]:
     """Docker's defaults, as root, on the bridge network, free to mount: the control."""
-    container = setup.client.containers.run(
-        setup.image, entrypoint=["python3", "-c", KEEP_ALIVE], user="0", cap_add=["SYS_ADMIN"],
-        security_opt=["seccomp=unconfined"], detach=True,
+    container = _started(
+        setup, image=setup.image, entrypoint=["python3", "-c", KEEP_ALIVE], user="0",
+        cap_add=["SYS_ADMIN"], security_opt=["seccomp=unconfined"],
     )  # fmt: skip
-    return _removed(setup, container), {}
+    return container, {}
 
 
 def exposed(setup: Setup) -> tuple[Any, dict[str, str]]:
@@ -116,10 +118,10 @@ def exposed(setup: Setup) -> tuple[Any, dict[str, str]]:
             folder: {"bind": "/mnt/host", "mode": "ro"},
         },
     }
-    container = setup.client.containers.run(
-        setup.image, entrypoint=["python3", "-c", KEEP_ALIVE], detach=True, **kwargs
+    container = _started(
+        setup, image=setup.image, entrypoint=["python3", "-c", KEEP_ALIVE], **kwargs
     )
-    return _removed(setup, container), {}
+    return container, {}
 
 
 SANDBOX = {
