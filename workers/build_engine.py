@@ -42,6 +42,7 @@ import requests.exceptions
 
 from workers import layer_archive
 from workers.faults import PodiumFault, TransientFault
+from workers.hardening import hardened
 from workers.images import AgentImage, agent_image, full_reference
 
 logger = logging.getLogger("podium.builds")
@@ -267,10 +268,13 @@ def _check_isolated(client: docker.DockerClient, url: str, probe_image: str | No
                 f"the build engine at {url} cannot be checked: this node has none of the "
                 "allowed base images (bash deploy/agent-base/build.sh)"
             )
+        probe = {
+            **hardened(memory_bytes=64 * 1024 * 1024, pids_limit=16),
+            "network_mode": "host",  # the one difference: the daemon's namespace, to list it
+        }
         output = client.containers.run(
-            probe_image, ["/proc/net/dev"], entrypoint="cat", network_mode="host",
-            remove=True, user="10001:10001", cap_drop=["ALL"], mem_limit="64m",
-        )  # fmt: skip
+            probe_image, ["/proc/net/dev"], entrypoint="cat", remove=True, **probe
+        )
         found = interfaces(output.decode(errors="replace"))
         if found - {"lo"}:
             raise BuildEngineUnsafe(

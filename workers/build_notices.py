@@ -9,13 +9,16 @@ most ``NOTICE_CHECK_S``, and only a few lines of what it prints are read.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import docker
 import docker.errors
 import requests.exceptions
-from docker.types import LogConfig
+
+from workers.hardening import hardened
 
 NOTICE_CHECK_S = 30
+CHECK_MEMORY_BYTES, CHECK_PIDS = 512 * 1024 * 1024, 64
 NOTICE_LINES, NOTICE_BYTES = 5, 4096  # what is read of the check's output, at most
 # Run in the built image: any cragmm_search it installs besides Podium's stand-in.
 _FIND_SEARCH = (
@@ -23,27 +26,26 @@ _FIND_SEARCH = (
 )
 
 
+def check_container(image_id: str) -> dict[str, Any]:
+    """``containers.run``'s arguments for the check in ``image_id``: hardened as every
+    container of a team's (``workers.hardening``), with small limits."""
+    return {
+        # the team's Python may print anything: Docker keeps at most 64 KiB of it
+        **hardened(memory_bytes=CHECK_MEMORY_BYTES, pids_limit=CHECK_PIDS, log_max_bytes=65536),
+        "image": image_id,
+        "command": ["-c", _FIND_SEARCH],
+        "entrypoint": "python3",
+        "detach": True,
+        "environment": {"HOME": "/tmp"},
+    }
+
+
 def notices(client: docker.DockerClient, image_id: str) -> list[str]:
     """Podium's notices on a built image: an official ``cragmm_search`` it installs, which
     Podium's stand-in replaces. Run in the image with no network, for at most
     ``NOTICE_CHECK_S``; an image whose Python does not answer gets no notice."""
     try:
-        container = client.containers.run(
-            image_id,
-            ["-c", _FIND_SEARCH],
-            entrypoint="python3",
-            detach=True,
-            network_mode="none",
-            user="10001:10001",
-            read_only=True,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            mem_limit="512m",
-            pids_limit=64,
-            environment={"HOME": "/tmp"},
-            # the team's Python may print anything: Docker keeps at most this much of it
-            log_config=LogConfig(type="json-file", config={"max-size": "64k", "max-file": "1"}),
-        )
+        container = client.containers.run(**check_container(image_id))
     except docker.errors.DockerException:
         return []
     try:

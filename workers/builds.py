@@ -40,6 +40,7 @@ from workers.build_engine import BuildSession
 from workers.build_notices import notices as _notices
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
+from workers.hardening import NO_NETWORK
 from workers.images import AgentImage, ImageError, check_tag, copy_tar, full_reference
 from workers.package_index import BUILD_ARG_NAMES, Gate, PackageIndex, index_gate
 
@@ -238,7 +239,9 @@ def _build(
             fileobj=context,
             custom_context=True,
             labels=dict(labels or {}),
-            network_mode=gate.network_mode if gate else "none",
+            # the legacy builder takes no more of workers.hardening than the network and the
+            # memory: the steps run as the Dockerfile says, held apart by the build engine
+            network_mode=gate.network_mode if gate else NO_NETWORK,
             buildargs=gate.build_args if gate else None,
             pull=False,
             nocache=True,

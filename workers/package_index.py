@@ -33,14 +33,18 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 
 from workers.faults import PodiumFault
+from workers.hardening import hardened
 
 GATE_PORT = 3128  # on the gate's loopback: where the build steps' proxy variables point
 GATE_READY_S = 20.0
+GATE_DIR = "/podium/gate"  # in the gate: the folder holding the proxy's socket, read-only
+GATE_MEMORY_BYTES, GATE_PIDS = 128 * 1024 * 1024, 64
 HEAD_MAX_BYTES = 16 * 1024  # a proxy request's line and headers
 MAX_CONNECTIONS = 32  # at once, per build
 REFUSED_KEPT = 10  # distinct refused destinations named in a failed build's reason
@@ -64,7 +68,7 @@ async def pipe(r, w):
         w.close()
 async def relay(r, w):
     try:
-        ur, uw = await asyncio.open_unix_connection("/podium/gate/{_SOCKET_NAME}")
+        ur, uw = await asyncio.open_unix_connection("{GATE_DIR}/{_SOCKET_NAME}")
     except OSError:
         w.close()
         return
@@ -299,6 +303,22 @@ class Gate:
     proxy: IndexProxy
 
 
+def gate_container(image: str, workdir: Path) -> dict[str, Any]:
+    """``containers.run``'s arguments for a gate from ``image`` relaying to the proxy's socket
+    in ``workdir``: hardened as every container of a team's (``workers.hardening``), its
+    network namespace loopback only; the build's steps join that namespace."""
+    return {
+        **hardened(memory_bytes=GATE_MEMORY_BYTES, pids_limit=GATE_PIDS),
+        "image": image,
+        "command": ["-c", _RELAY],
+        "entrypoint": "python3",
+        "name": f"podium-gate-{uuid.uuid4().hex[:12]}",
+        "detach": True,
+        "volumes": {str(workdir): {"bind": GATE_DIR, "mode": "ro"}},
+        "labels": {LABEL_GATE: "1"},
+    }
+
+
 @contextlib.contextmanager
 def index_gate(client: docker.DockerClient, index: PackageIndex, image: str) -> Iterator[Gate]:
     """A gate container (from ``image``, which has python3) relaying to an ``IndexProxy``, for
@@ -311,22 +331,7 @@ def index_gate(client: docker.DockerClient, index: PackageIndex, image: str) -> 
     container = None
     try:
         try:
-            container = client.containers.run(
-                image,
-                ["-c", _RELAY],
-                entrypoint="python3",
-                name=f"podium-gate-{uuid.uuid4().hex[:12]}",
-                detach=True,
-                network_mode="none",
-                user="10001:10001",
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                mem_limit="128m",
-                pids_limit=64,
-                volumes={str(workdir): {"bind": "/podium/gate", "mode": "ro"}},
-                labels={LABEL_GATE: "1"},
-            )
+            container = client.containers.run(**gate_container(image, workdir))
         except docker.errors.DockerException as exc:
             raise PodiumFault(f"the build's package-index gate could not start: {exc}") from None
         _wait_ready(container)

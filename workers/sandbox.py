@@ -1,7 +1,9 @@
 """The sandbox an agent container runs in, as Docker ``containers.create`` arguments.
 
 Every protection is on by default; an organiser tunes the sizes (memory, CPUs, GPUs, scratch)
-per task, never switches a protection off.
+per task, never switches a protection off. The protections themselves (no network, an
+unprivileged user, a read-only root, no capabilities, no privilege gain, memory and process
+limits) are ``workers.hardening``'s, which the other containers of a team's image share.
 
 Two small docker volumes backed by tmpfs (local driver, ``type=tmpfs``) are mounted, both
 fresh for every container start:
@@ -32,13 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
+from docker.types import DeviceRequest, Mount, Ulimit
 
 from agentkit.protocol import ENV_TASK, IMAGE_DIR, SOCKET_DIR
+from workers.hardening import AGENT_GID, AGENT_UID, hardened
 from workers.model_store import MODEL_DIR, model_environment
 
-AGENT_UID = 10001
-AGENT_GID = 10001
 LABEL_RUN = "podium.run"  # every container and volume Podium creates carries this label
 LABEL_IMAGE = "podium.image"  # ... and this one: the image ID it runs (or ran)
 # A pipeline's containers and volumes also name their site (the Podium installation: its
@@ -109,8 +110,16 @@ class SandboxPolicy:
     def container_kwargs(
         self, image: str, task: str, socket_volume: str, image_volume: str, run_id: str
     ) -> dict:
-        """Arguments for ``client.containers.create`` running ``image`` for ``task``."""
+        """Arguments for ``client.containers.create`` running ``image`` for ``task``: the
+        hardening every container of a team's has (``workers.hardening``), this policy's sizes,
+        its mounts and scratch."""
+        protections = hardened(
+            memory_bytes=self.memory_bytes,
+            pids_limit=self.pids_limit,
+            log_max_bytes=self.log_max_bytes,
+        )
         return {
+            **protections,
             "image": image,
             "detach": True,
             "environment": {
@@ -121,9 +130,6 @@ class SandboxPolicy:
             },
             "labels": self.labels_for(run_id, image),
             "hostname": "agent",
-            "user": f"{AGENT_UID}:{AGENT_GID}",
-            "network_mode": "none",
-            "read_only": True,
             # exec: JIT compilers (triton, inductor) load the code they write to scratch.
             "tmpfs": {
                 "/tmp": f"rw,exec,nosuid,nodev,size={self.scratch_bytes},mode=1777",
@@ -142,25 +148,14 @@ class SandboxPolicy:
                     for folder in self.models
                 ),
             ],
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            "privileged": False,
-            "ipc_mode": "private",
             "shm_size": self.shm_bytes,  # PyTorch data loaders and NCCL use /dev/shm
             "init": True,  # docker-init as PID 1 reaps zombies and forwards signals
-            "pids_limit": self.pids_limit,
-            "mem_limit": self.memory_bytes,
-            "memswap_limit": self.memory_bytes,
             # Docker refuses a quota above the host's CPUs; the runner runs on the Docker host.
             "nano_cpus": int(min(self.cpus, os.cpu_count() or 1) * 1e9),
             "ulimits": [
                 Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
                 Ulimit(name="core", soft=0, hard=0),
             ],
-            "log_config": LogConfig(
-                type="json-file",
-                config={"max-size": str(self.log_max_bytes), "max-file": "1"},
-            ),
             "device_requests": self.device_requests(),
         }
 

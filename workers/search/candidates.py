@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from workers.search import encoders
-from workers.search.engine import open_rgb
+from workers.search.image_files import open_rgb
 from workers.search.queries import SearchRefused, check_k
 
 EMBED_BATCH = 64

@@ -23,14 +23,16 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from tqdm import tqdm
 
 from workers.search import encoders
-from workers.search.corpus import ChunkPolicy, Corpus, CorpusError, chunk_index, page_chunks
+from workers.search.candidates import CandidateEmbeddings
+from workers.search.corpus import ChunkPolicy, Corpus, chunk_index, page_chunks
+from workers.search.image_files import open_rgb
 from workers.search.index import (
     IVF_THRESHOLD,
     SearchIndex,
@@ -46,9 +48,6 @@ from workers.search.queries import (
     check_k,
     web_search_enabled,
 )
-
-if TYPE_CHECKING:
-    from workers.search.candidates import CandidateEmbeddings
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +213,6 @@ class SearchEngine:
     @functools.cached_property
     def candidates(self) -> CandidateEmbeddings:
         """Search among items' candidate images (Visual-RAG), with this engine's image encoder."""
-        from workers.search.candidates import CandidateEmbeddings
-
         return CandidateEmbeddings(
             self._image_encoder_loaded, self.cache_dir or default_cache_dir()
         )
@@ -295,15 +292,6 @@ class SearchEngine:
             ivf_threshold=self.ivf_threshold,
             prefer_gpu=self.prefer_gpu,
         )
-
-
-def open_rgb(path: Path) -> Image.Image:
-    """A stored image (the corpus', a split's), decoded as RGB; ``CorpusError`` naming it."""
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
-        raise CorpusError(f"{path}: not a readable image: {exc}") from exc
 
 
 def _spec_or_encoder(encoder: Any) -> tuple[str, Any]:
