@@ -7,6 +7,14 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 SplitT = TypeVar("SplitT")
+# Podium's example agents (``examples/agents/<name>/``: a Dockerfile and its agent class).
+EXAMPLE_AGENTS = Path(__file__).resolve().parents[2] / "examples" / "agents"
+
+
+def example_agent_folder(name: str) -> Path:
+    """The folder of Podium's example agent ``name`` (a built-in benchmark's
+    ``example_agent``)."""
+    return EXAMPLE_AGENTS / name
 
 
 class Samples(ABC, Generic[SplitT]):

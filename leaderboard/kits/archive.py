@@ -124,7 +124,7 @@ def write_kit(plan: KitPlan, out: IO[bytes]) -> None:
         _add_bytes(tar, f"{root}/README.md", plan.readme.encode())
         manifest = json.dumps(plan.manifest, indent=2, sort_keys=True) + "\n"
         _add_bytes(tar, f"{root}/kit.json", manifest.encode())
-        for path, name in code_files(plan.agents):
+        for path, name in code_files(plan.agent_folders):
             _add_file(tar, f"{root}/{name}", path)
         _add_bytes(tar, f"{root}/tools/podium/__init__.py", TOOLS_INIT.encode())
         _add_bytes(tar, f"{root}/tools/requirements.txt", tool_requirements().encode())

@@ -4,7 +4,8 @@ A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
 
 - ``README.md``: the steps, from the base image to a submission, with the local evaluation
   commands written out for each task (its limits, its benchmark's settings);
-- ``agents/<example>/``: the example agent fitting each benchmark the challenge's tasks use;
+- ``agents/<example>/``: the example agent of each benchmark the challenge's tasks use, when it
+  has one (``Samples.example_agent``);
 - ``data/<task>/<split>/``: the public splits (validation and public test) whose data the
   organisers let be seen (``kit_splits``); never a private test;
 - ``corpus/``: the challenge's search corpus, only when the organisers allow it
@@ -35,8 +36,6 @@ from django.template.loader import render_to_string
 from leaderboard.models import Challenge, KitFile, Split, Task
 from leaderboard.pipeline.bundles import corpus_sha256
 
-# The example agent a kit carries for each benchmark (``examples/agents/<name>``).
-EXAMPLE_AGENTS = {"crag-mm": "rag-kit-a", "visual-rag": "visual-rag-colour"}
 # Podium's source the commands need, whole: none of these packages imports Django (the import
 # contracts in pyproject.toml, checked by ``lint-imports``).
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
@@ -66,7 +65,8 @@ class KitPlan:
     withheld: tuple[tuple[Split, str], ...]  # with data, not in the kit: why
     corpus_sha256: str | None  # the corpus in the kit, if any
     corpus_withheld: bool  # the challenge has a corpus the organisers keep out
-    agents: tuple[str, ...]  # example agents' folder names
+    agents: tuple[str, ...]  # example agents' folder names, under agents/
+    agent_folders: tuple[Path, ...]  # where they are, in the same order
     files: tuple[KitFile, ...]  # the organisers' files, under ORGANISER_FILES/
     manifest: dict
     readme: str
@@ -133,12 +133,19 @@ def _tool_files() -> list[tuple[Path, str]]:
     return files
 
 
-def agent_files(agents: tuple[str, ...]) -> list[tuple[Path, str]]:
-    root, files = repository() / "examples" / "agents", []
-    for agent in agents:
-        for path in sorted((root / agent).rglob("*")):
+def example_agents(tasks: tuple[Task, ...]) -> dict[str, Path | None]:
+    """Each task's example agent (its benchmark's ``example_agent``; None: it has none), by
+    task id."""
+    return {task.task_id: task.declared().example_agent() for task in tasks}
+
+
+def agent_files(folders: tuple[Path, ...]) -> list[tuple[Path, str]]:
+    files = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
-                files.append((path, f"agents/{agent}/{path.relative_to(root / agent).as_posix()}"))
+                name = path.relative_to(folder).as_posix()
+                files.append((path, f"agents/{folder.name}/{name}"))
     return files
 
 
@@ -153,8 +160,8 @@ def tool_requirements() -> str:
     return "\n".join(lines) + "\n"
 
 
-def code_files(agents: tuple[str, ...]) -> list[tuple[Path, str]]:
-    return [*_tool_files(), *agent_files(agents)]
+def code_files(agent_folders: tuple[Path, ...]) -> list[tuple[Path, str]]:
+    return [*_tool_files(), *agent_files(agent_folders)]
 
 
 @functools.cache
@@ -162,9 +169,9 @@ def _file_hash(path: Path, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _code_hash(agents: tuple[str, ...]) -> str:
+def _code_hash(agent_folders: tuple[Path, ...]) -> str:
     digest = hashlib.sha256()
-    for path, name in code_files(agents):
+    for path, name in code_files(agent_folders):
         stat = path.stat()
         digest.update(f"{name} {_file_hash(path, stat.st_size, stat.st_mtime_ns)}\n".encode())
     return digest.hexdigest()
@@ -176,7 +183,11 @@ def plan(challenge: Challenge) -> KitPlan:
     splits, withheld = kit_splits(challenge)
     stored_corpus = corpus_sha256(challenge)
     corpus = stored_corpus if challenge.kit_includes_corpus else None
-    agents = tuple(sorted({EXAMPLE_AGENTS[t.benchmark] for t in tasks}))
+    examples = example_agents(tasks)
+    by_name = {folder.name: folder for folder in examples.values() if folder is not None}
+    agents = tuple(sorted(by_name))
+    agent_folders = tuple(by_name[name] for name in agents)
+    without = sorted({t.declared().title for t in tasks if examples[t.task_id] is None})
     files = tuple(challenge.kit_files.order_by("path"))
     manifest = {
         "format": KIT_FORMAT,
@@ -187,7 +198,7 @@ def plan(challenge: Challenge) -> KitPlan:
                 "protocol": task.benchmark,
                 "settings": task.effective_settings,
                 "run_settings": list(task.run_settings()),
-                "example_agent": EXAMPLE_AGENTS.get(task.benchmark),
+                "example_agent": getattr(examples[task.task_id], "name", None),
             }
             for task in tasks
         ],
@@ -211,6 +222,7 @@ def plan(challenge: Challenge) -> KitPlan:
             "corpus": corpus,
             "corpus_withheld": stored_corpus is not None and corpus is None,
             "agents": agents,
+            "without_example": without,
             "files": [organiser_file_path(f) for f in files],
             "base_image": settings.PODIUM_BUILD_BASE_IMAGES[0],
             "base_image_file": archive_filename(settings.PODIUM_BUILD_BASE_IMAGES[0]),
@@ -218,7 +230,7 @@ def plan(challenge: Challenge) -> KitPlan:
     )
     digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode())
     digest.update(readme.encode())
-    digest.update(_code_hash(agents).encode())
+    digest.update(_code_hash(agent_folders).encode())
     version = digest.hexdigest()
     manifest["version"] = version
     return KitPlan(
@@ -229,6 +241,7 @@ def plan(challenge: Challenge) -> KitPlan:
         corpus_sha256=corpus,
         corpus_withheld=stored_corpus is not None and corpus is None,
         agents=agents,
+        agent_folders=agent_folders,
         files=files,
         manifest=manifest,
         readme=readme,
@@ -257,7 +270,7 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
     mine = [s for s in splits if s.task_id == task.pk]
     directory = split_path(mine[0]) if mine else f"data/{task.task_id}/validation"
     setting = task.run_settings()[0]
-    benchmark = f" --protocol {task.benchmark}" if task.benchmark != "crag-mm" else ""
+    benchmark = f" --protocol {task.benchmark}"
     out = f"runs/{task.task_id}{'-' + setting if setting else ''}"
     run = [
         f"python -m workers.cli --image my-agent{benchmark} --task {task.task_id}",

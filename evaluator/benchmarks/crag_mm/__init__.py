@@ -32,6 +32,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError
 from evaluator.seam import Benchmark, Metric, ScoreBlock
+from evaluator.seam.samples import example_agent_folder
 
 # The official per-turn columns, then Podium's.
 OFFICIAL_COLUMNS: tuple[str, ...] = (
@@ -256,6 +257,9 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(dict(result), a_name, b_name)
+
+    def example_agent(self) -> Path:
+        return example_agent_folder("rag-kit-a")
 
     def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
         from evaluator.benchmarks.crag_mm.sample import write_sample

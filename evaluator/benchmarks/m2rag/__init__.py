@@ -35,6 +35,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError, JudgeForecast
 from evaluator.seam import Benchmark, Metric, ScoreBlock, ShownAnswer
+from evaluator.seam.samples import example_agent_folder
 
 PARSINGS = ("official", "strict")
 LABELS = {"fluency": "Fluency", "relevance": "Relevance", "context_precision":
@@ -255,6 +256,9 @@ class M2RAG(Benchmark[M2Split, M2Prediction, GradedAnswer]):
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(result, a_name, b_name)
+
+    def example_agent(self) -> Path:
+        return example_agent_folder("m2rag-text")
 
     def write_sample_predictions(self, split: M2Split, path: str | Path, seed: int = 0) -> None:
         items.write_sample_predictions(split, path, seed)

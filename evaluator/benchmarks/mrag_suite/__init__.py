@@ -40,6 +40,7 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError, JudgeForecast
 from evaluator.seam import Benchmark, Metric, Profile, Scale, ScoreBlock
+from evaluator.seam.samples import example_agent_folder
 from evaluator.seam.setting_scores import flat_settings, slice_blocks
 
 LOWER_IS_BETTER = ("hallucination", "noise_sensitivity", "contradicted", "no_answer_rate")
@@ -287,6 +288,9 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return comparison_text(result, a_name, b_name)
+
+    def example_agent(self) -> Path:
+        return example_agent_folder("mrag-grounded")
 
     def write_sample(self, out_dir: str | Path, seed: int = 0) -> None:
         from evaluator.benchmarks.mrag_suite.sample import write_sample

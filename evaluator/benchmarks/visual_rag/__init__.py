@@ -38,6 +38,7 @@ from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError
 from evaluator.report import judge_notices
 from evaluator.seam import Benchmark, Metric, ScoreBlock
+from evaluator.seam.samples import example_agent_folder
 from evaluator.seam.setting_scores import flat_settings, slice_blocks
 
 DEFAULT_LAMBDA = 0.5
@@ -365,6 +366,9 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
                 f"  {verdict}",
             ]
         )
+
+    def example_agent(self) -> Path:
+        return example_agent_folder("visual-rag-colour")
 
     def write_sample_predictions(self, split: VisualSplit, path: str | Path, seed: int = 0) -> None:
         items.write_sample_predictions(split, path, self.evaluated or SAMPLE_SETTINGS, seed)
