@@ -32,8 +32,17 @@ from PIL import Image
 
 from agentkit.image_files import BatchFiles
 from agentkit.m2rag_items import M2RAGItem, M2RAGItemError, m2rag_problem, parse_m2rag_item
+from agentkit.visual_rag_reply import MAX_ANSWER_CHARS, reply_problem
 
 ITEM_PROTOCOLS = ("visual-rag", "mrag-suite", "m2rag")  # M2RAG's: ``agentkit.m2rag_items``
+# A Visual-RAG reply's problem (``agentkit.visual_rag_reply``) as the agent's log says it.
+_AGENT_WORDS = {
+    "not-object": "must be a dict with a str 'answer'",
+    "answer-type": "must be a dict with a str 'answer'",
+    "answer-length": f"'answer' is longer than {MAX_ANSWER_CHARS} characters",
+    "no-ranking": "needs a 'ranking' (retrieval setting)",
+    "ranking-type": "'ranking' must be a list of str",
+}
 
 
 class ItemError(ValueError):
@@ -201,17 +210,12 @@ def _problem(response: Any, item: Item) -> str | None:
         return m2rag_problem(response)
     if isinstance(item, MragSuiteItem):
         return _mrag_problem(response)
-    if not isinstance(response, dict) or not isinstance(response.get("answer", ""), str):
-        return "must be a dict with a str 'answer'"
-    ranking = response.get("ranking")
-    if ranking is None and item.setting == "retrieval":
-        return "needs a 'ranking' (retrieval setting)"
-    if ranking is not None and not (
-        isinstance(ranking, list | tuple) and all(isinstance(x, str) for x in ranking)
-    ):
-        return "'ranking' must be a list of str"
-    unknown = sorted(set(response) - {"answer", "ranking"})
-    return f"unknown key {unknown[0]!r}" if unknown else None
+    problem = reply_problem(response, item.setting)
+    if problem is None:
+        return None
+    if problem.kind == "unknown-fields":
+        return f"unknown key {problem.unknown[0]!r}"
+    return _AGENT_WORDS[problem.kind]
 
 
 def _mrag_problem(response: Any) -> str | None:

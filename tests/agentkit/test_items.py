@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentkit.items import VisualRAGItem, check_item_responses
 from evaluator.benchmarks.visual_rag import VisualRAG
 from evaluator.benchmarks.visual_rag.agent import (
     MAX_ANSWER_CHARS,
@@ -77,6 +78,30 @@ def test_a_bad_reply_is_an_item_error_in_podiums_words(
     assert problem is not None and error in problem
     assert "private" not in problem and "orange" not in problem  # never the agent's bytes
     assert prediction.answer == "" and prediction.ranking == ()
+
+
+@pytest.mark.parametrize(
+    ("response", "logged"),
+    [
+        ("orange", "must be a dict with a str 'answer'"),
+        ({"answer": 3}, "must be a dict with a str 'answer'"),
+        ({"answer": "x" * (MAX_ANSWER_CHARS + 1)}, "'answer' is longer than"),
+        ({"answer": "x", "ranking": "a b"}, "'ranking' must be a list of str"),
+        ({"answer": "x", "secret": "s"}, "unknown key 'secret'"),
+        ({"answer": "x"}, "needs a 'ranking' (retrieval setting)"),
+        ({"answer": "x", "ranking": ["a"]}, None),
+    ],
+)
+def test_agentkit_and_podium_check_a_reply_alike(
+    split: VisualSplit, capsys: pytest.CaptureFixture[str], response: Any, logged: str | None
+) -> None:
+    """The one check (``agentkit.visual_rag_reply``): agentkit logs what Podium refuses."""
+    item = agent_item(split.queries[0], "retrieval")
+    kit_item = VisualRAGItem(item.item_id, item.setting, item.question, [], [], None)
+    assert check_item_responses([response], [kit_item]) == [response]
+    log = capsys.readouterr().err
+    assert (logged in log) if logged else log == ""
+    assert (read_response(item, response)[1] is None) == (logged is None)
 
 
 def test_a_good_reply_is_a_prediction(split: VisualSplit) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentkit.visual_rag_reply import MAX_ANSWER_CHARS, reply_problem
 from evaluator.benchmarks.visual_rag.items import (
     VisualPrediction,
     VisualQuery,
@@ -34,7 +35,13 @@ from evaluator.benchmarks.visual_rag.items import (
 )
 from evaluator.seam.agent_plan import ListedPlan, Reply, RequestContext
 
-MAX_ANSWER_CHARS = 8192  # a longer answer is a protocol error (it reaches the judge prompt)
+_PODIUM_WORDS = {
+    "not-object": "the response is not an object {answer, ranking}",
+    "answer-type": "the response's answer is not a string",
+    "answer-length": f"the response's answer is longer than {MAX_ANSWER_CHARS} characters",
+    "no-ranking": "the retrieval setting needs a ranking",
+    "ranking-type": "the response's ranking is not a list of image ids",
+}
 MAX_RANKING = 100  # ranking entries kept (scored at k <= 30; the rest is storage, not score)
 MAX_IMAGE_ID_CHARS = 200  # of a ranking entry kept (a candidate's id is a guid)
 _K = re.compile(r"(?:topk|one_in)_(\d+)")
@@ -102,22 +109,14 @@ def _ranks(item: AgentItem) -> bool:
 
 
 def _problem(item: AgentItem, response: Any) -> str | None:
-    if not isinstance(response, dict):
-        return "the response is not an object {answer, ranking}"
-    unknown = sorted(set(response) - {"answer", "ranking"})
-    if unknown:
-        return f"the response has {len(unknown)} field(s) other than answer and ranking"
-    answer = response.get("answer", "")
-    if not isinstance(answer, str):
-        return "the response's answer is not a string"
-    if len(answer) > MAX_ANSWER_CHARS:
-        return f"the response's answer is longer than {MAX_ANSWER_CHARS} characters"
-    ranking = response.get("ranking")
-    if ranking is None:
-        return "the retrieval setting needs a ranking" if _ranks(item) else None
-    if not isinstance(ranking, list) or not all(isinstance(image, str) for image in ranking):
-        return "the response's ranking is not a list of image ids"
-    return None
+    """The reply's problem (``agentkit.visual_rag_reply``, the check agentkit makes too) in
+    Podium's words: they never quote the agent's bytes."""
+    problem = reply_problem(response, item.setting)
+    if problem is None:
+        return None
+    if problem.kind == "unknown-fields":
+        return f"the response has {len(problem.unknown)} field(s) other than answer and ranking"
+    return _PODIUM_WORDS[problem.kind]
 
 
 def stored_reply(prediction: VisualPrediction) -> str:
