@@ -15,26 +15,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import json
 import math
-import os
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import Any
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from agentkit.image_files import BatchFiles, MappedFile, read_file
+from agentkit.image_files import BatchFiles
+from agentkit.image_open import BadRequest, open_image_file, open_image_source, value_kind
 from agentkit.items import Item, ItemError, parse_items
-from agentkit.lazy_image import lazy_jpeg
 from agentkit.protocol import MAX_BATCH_SIZE
-from agentkit.search import SOURCE_BYTES_ATTR
 
 ROLES = ("user", "assistant")
-
-
-class BadRequest(ValueError):
-    """The request body breaks the protocol; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -75,10 +68,10 @@ def parse_batch(body: bytes) -> BatchRequest:
     except json.JSONDecodeError as exc:
         raise BadRequest(f"body is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise BadRequest(f"body must be a JSON object, got {_kind(data)}")
+        raise BadRequest(f"body must be a JSON object, got {value_kind(data)}")
     batch_id = data.get("batch_id")
     if isinstance(batch_id, bool) or not isinstance(batch_id, str | int):
-        raise BadRequest(f"batch_id must be a string or an integer, got {_kind(batch_id)}")
+        raise BadRequest(f"batch_id must be a string or an integer, got {value_kind(batch_id)}")
     deadline_s = data.get("deadline_s")
     if deadline_s is not None and (
         isinstance(deadline_s, bool)
@@ -91,7 +84,7 @@ def parse_batch(body: bytes) -> BatchRequest:
     key = "turns" if data.get("protocol") is None else "items"
     entries = data.get(key)
     if not isinstance(entries, list) or not entries:
-        raise BadRequest(f"{key} must be a non-empty list, got {_kind(entries)}")
+        raise BadRequest(f"{key} must be a non-empty list, got {value_kind(entries)}")
     if len(entries) > MAX_BATCH_SIZE:
         raise BadRequest(f"{key} holds {len(entries)} {key}, more than {MAX_BATCH_SIZE}")
     files = BatchFiles()
@@ -109,42 +102,9 @@ def parse_batch(body: bytes) -> BatchRequest:
         raise
 
 
-def open_image_file(path: Any, where: str, files: BatchFiles | None = None) -> Image.Image:
-    """The image at ``path`` (absolute), its pixels not decoded: mapped for ``files``, else
-    read whole. Raises :class:`BadRequest` naming ``where``."""
-    if not isinstance(path, str) or not os.path.isabs(path):
-        shown = repr(path) if isinstance(path, str) else _kind(path)
-        raise BadRequest(f"{where} must be an absolute file path or null, got {shown}")
-    try:
-        file = files.map(path) if files is not None else read_file(path)
-    except OSError as exc:
-        reason = f"cannot read {path}: {exc.strerror}" if exc.strerror else str(exc)
-        raise BadRequest(f"{where}: {reason}") from None
-    return _open(file, where)
-
-
-def open_image(data: bytes | MappedFile, name: str = "image") -> Image.Image:
-    """Open encoded image bytes (or a mapped file) without decoding the pixels; a JPEG's
-    header is read at its first use (``agentkit.lazy_image``), others' now. ``name`` is what
-    an error says.
-
-    The source stays attached so the search client can send it as it is while the image is
-    still undecoded (hence unmodified).
-    """
-    # Pillow needs only read, seek and tell of a file (MappedFile has them)
-    file: IO[bytes]
-    if isinstance(data, bytes):
-        file, start = io.BytesIO(data), data[:3]
-    else:
-        file, start = cast(IO[bytes], data), data.head(3)
-    image = lazy_jpeg(file, start, name) or Image.open(file)
-    setattr(image, SOURCE_BYTES_ATTR, data)
-    return image
-
-
 def _parse_turn(turn: Any, where: str, files: BatchFiles) -> TurnRequest:
     if not isinstance(turn, dict):
-        raise BadRequest(f"{where} must be an object, got {_kind(turn)}")
+        raise BadRequest(f"{where} must be an object, got {value_kind(turn)}")
     turn_idx = turn.get("turn_idx")
     if isinstance(turn_idx, bool) or not isinstance(turn_idx, int) or turn_idx < 0:
         raise BadRequest(f"{where}.turn_idx must be a non-negative integer, got {turn_idx!r}")
@@ -166,7 +126,7 @@ def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
         return None
     if not isinstance(value, str):
         expected = "a string or null" if optional else "a string"
-        raise BadRequest(f"{where}.{key} must be {expected}, got {_kind(value)}")
+        raise BadRequest(f"{where}.{key} must be {expected}, got {value_kind(value)}")
     return value
 
 
@@ -177,29 +137,22 @@ def _image(turn: dict, where: str, files: BatchFiles) -> Image.Image | None:
     if path is not None:
         return open_image_file(path, f"{where}.image_path", files)
     if inline is not None:
-        return _open(_decode_b64(inline, f"{where}.image_b64"), f"{where}.image_b64")
+        return open_image_source(_decode_b64(inline, f"{where}.image_b64"), f"{where}.image_b64")
     return None
 
 
 def _decode_b64(value: Any, where: str) -> bytes:
     if not isinstance(value, str):
-        raise BadRequest(f"{where} must be a base64 string or null, got {_kind(value)}")
+        raise BadRequest(f"{where} must be a base64 string or null, got {value_kind(value)}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"{where} is not valid base64: {exc}") from None
 
 
-def _open(data: bytes | MappedFile, where: str) -> Image.Image:
-    try:
-        return open_image(data, where)
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
-        raise BadRequest(f"{where} is not an image Pillow can read: {exc}") from None
-
-
 def _history(value: Any, where: str) -> list[dict[str, str]]:
     if not isinstance(value, list):
-        raise BadRequest(f"{where} must be a list, got {_kind(value)}")
+        raise BadRequest(f"{where} must be a list, got {value_kind(value)}")
     history = []
     for i, message in enumerate(value):
         if not isinstance(message, dict) or set(message) != {"role", "content"}:
@@ -210,7 +163,3 @@ def _history(value: Any, where: str) -> list[dict[str, str]]:
             raise BadRequest(f"{where}[{i}].content must be a string")
         history.append({"role": message["role"], "content": message["content"]})
     return history
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__

@@ -31,6 +31,7 @@ from typing import Any
 from PIL import Image
 
 from agentkit.image_files import BatchFiles
+from agentkit.image_open import open_image_file
 from agentkit.m2rag_items import M2RAGItem, M2RAGItemError, m2rag_problem, parse_m2rag_item
 from agentkit.visual_rag_reply import MAX_ANSWER_CHARS, reply_problem
 
@@ -56,8 +57,6 @@ class CandidateImage:
 
     def open(self) -> Image.Image:
         """The image, its pixels not decoded yet (the file is read whole first)."""
-        from agentkit.batch import open_image_file
-
         return open_image_file(self.path, f"candidate {self.id}")
 
 
@@ -109,8 +108,6 @@ def parse_items(protocol: Any, items: list[Any], files: BatchFiles) -> list[Item
 
 
 def _given(item: dict[str, Any], where: str, files: BatchFiles) -> list[GivenImage]:
-    from agentkit.batch import open_image_file
-
     return [
         GivenImage(image_id, open_image_file(path, f"{where}.images[{j}].path", files))
         for j, (image_id, path) in enumerate(_images(item, "images", where))

@@ -17,6 +17,7 @@ from typing import Any
 from PIL import Image
 
 from agentkit.image_files import BatchFiles
+from agentkit.image_open import open_image_file
 
 
 class M2RAGItemError(ValueError):
@@ -58,8 +59,6 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
 
 
 def _images(entry: dict[str, Any], key: str, where: str, files: BatchFiles) -> list[M2RAGImage]:
-    from agentkit.batch import open_image_file
-
     value = entry.get(key, [])
     if not isinstance(value, list):
         raise M2RAGItemError(f"{where}.{key} must be a list")

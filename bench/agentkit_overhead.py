@@ -38,7 +38,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from agentkit.batch import open_image  # noqa: E402
+from agentkit.image_open import open_image  # noqa: E402
 from agentkit.search import encode_image  # noqa: E402
 from tests.agentkit.conftest import UnixHTTPConnection  # noqa: E402
 

@@ -22,10 +22,11 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.benchmarks.crag_mm.hf import convert_hf, load_hf
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.predictions import load_predictions, write_predictions
 from evaluator.benchmarks.crag_mm.records import Conversation, Prediction, Turn
 from evaluator.benchmarks.crag_mm.sample import write_sample
-from evaluator.benchmarks.crag_mm.split import load_split, write_split
+from evaluator.benchmarks.crag_mm.split import write_split
 
 LABELS = {"domain": "food", "query_category": "reasoning", "dynamism": "static"}
 LABELS |= {"image_quality": "normal", "entity_popularity": "tail"}

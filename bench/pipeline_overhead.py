@@ -53,7 +53,7 @@ from django.core.files.storage import default_storage  # noqa: E402
 from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from evaluator.benchmarks.crag_mm.split import load_split  # noqa: E402
+from evaluator.benchmarks.crag_mm.loading import load_split  # noqa: E402
 from leaderboard.demo.setup import context_tar  # noqa: E402
 from leaderboard.kits import store  # noqa: E402
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402

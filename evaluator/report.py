@@ -1,4 +1,5 @@
-"""A run's output directory, read back for comparisons, and the notices every summary carries.
+"""A run's output directory, read back for comparisons (the notices every summary carries:
+``evaluator.notices``).
 
 ``DIR/<table>.jsonl`` and ``DIR/<table>.csv``: the per-item table (the benchmark's columns, then
 extra label columns; CRAG-MM's table is ``turns``, Visual-RAG's ``queries``).
@@ -12,16 +13,16 @@ import csv
 import io
 import json
 import os
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluator.benchmarks import get_benchmark
 from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
 from evaluator.records import EvaluatorError
 
-if TYPE_CHECKING:  # the benchmarks import this module (their summaries' notices)
+if TYPE_CHECKING:
     from evaluator.seam import Benchmark
 
 SCORES_JSON = "scores.json"
@@ -109,35 +110,8 @@ def read_scores(run_dir: str | Path) -> dict[str, Any]:
 
 def read_items(run_dir: str | Path) -> list[Any]:
     """The graded items of a run, read back from its table by its benchmark."""
-    from evaluator.benchmarks import get_benchmark
-
     benchmark = get_benchmark(read_scores(run_dir)["protocol"])
     path = Path(run_dir) / f"{benchmark.table}.jsonl"
     if not path.is_file():
         raise EvaluatorError(f"{path}: not found (is {run_dir} a scored run?)")
     return [benchmark.from_row(row, where) for where, row in json_objects(path)]
-
-
-def judge_notices(
-    document: Mapping[str, Any], judge_errors: Iterable[str | None], units: str, withheld: str
-) -> list[str]:
-    """What a reader must not miss, for every benchmark: a non-LLM judge, an incomplete run
-    (with its judge errors, most common first; ``units`` names what went unjudged, ``withheld``
-    which figures are withheld)."""
-    found = []
-    judge = document["judge"]
-    if judge["kind"] == "rules":
-        found.append(
-            f"NOTICE: verdicts by the '{judge['id']}' judge (deterministic rules), NOT an LLM "
-            "judge: do not compare these numbers with LLM-judged results."
-        )
-    if not document["complete"]:
-        reasons = Counter(error for error in judge_errors if error)
-        detail = "; ".join(f"{count} x {reason}" for reason, count in reasons.most_common(3))
-        found.append(
-            f"INCOMPLETE: {document['unjudged']} {units} unjudged (the judge failed"
-            + (f": {detail}" if detail else "")
-            + f"); {withheld} are withheld (exit code 3). Re-run the same command "
-            "to judge them (verdicts already made are cached)."
-        )
-    return found

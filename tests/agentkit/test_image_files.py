@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agentkit.batch import BadRequest, open_image_file, parse_batch
+from agentkit.batch import parse_batch
 from agentkit.image_files import BatchFiles
+from agentkit.image_open import BadRequest, open_image_file
 from agentkit.search import encode_image
 
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageFile, UnidentifiedImageError
 from PIL.JpegImagePlugin import JpegImageFile
 
-from agentkit.batch import open_image
+from agentkit.image_open import open_image
 from agentkit.lazy_image import LazyJpegImageFile
 
 

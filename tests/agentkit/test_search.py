@@ -8,7 +8,7 @@ import io
 import pytest
 from PIL import Image
 
-from agentkit.batch import open_image
+from agentkit.image_open import open_image
 from agentkit.search import SearchError, SearchPipeline, SearchUnavailable
 from tests.agentkit.conftest import IMAGE_RESULT, WEB_RESULT, StubSearch, jpeg_bytes
 

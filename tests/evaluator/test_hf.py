@@ -11,8 +11,8 @@ from datasets import ClassLabel, Features, Value
 from PIL import Image
 
 from evaluator.benchmarks.crag_mm.hf import convert_hf, is_hf_layout
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.official_data import IMAGE_URL_UPDATES, SKIPPED_SESSIONS
-from evaluator.benchmarks.crag_mm.split import load_split
 from evaluator.records import EvaluatorError
 
 # Names deliberately not in alphabetical order: the loader must read them, not assume them.

@@ -12,9 +12,9 @@ import pytest
 from PIL import Image, ImageStat
 
 from agentkit.protocol import TASKS
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.records import Split
 from evaluator.benchmarks.crag_mm.sample import DOMAINS, PRIVATE_ONLY, SPLITS, write_sample
-from evaluator.benchmarks.crag_mm.split import load_split
 from evaluator.records import EvaluatorError
 
 OFFICIAL = {

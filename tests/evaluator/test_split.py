@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.records import Conversation, Turn
-from evaluator.benchmarks.crag_mm.split import RESERVED_LABELS, load_split, write_split
+from evaluator.benchmarks.crag_mm.split import RESERVED_LABELS, write_split
 from evaluator.records import EvaluatorError
 
 

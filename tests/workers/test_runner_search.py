@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from evaluator.benchmarks.crag_mm.agent import TurnPlan
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.sample import write_sample
-from evaluator.benchmarks.crag_mm.split import load_split
 from tests.workers.conftest import REPO, TEST_LIMITS, TEST_POLICY, IdentityTruncator, Recorder
 from workers.outcomes import ItemResult
 from workers.runner import run_agent

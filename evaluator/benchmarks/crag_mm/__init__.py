@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison
 from evaluator.benchmarks.crag_mm.grading import MISSING_RULES, grade, missing_rule
+from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, EGO_SLICE, TURN_SLICE, score_turns
 from evaluator.benchmarks.crag_mm.predictions import load_predictions, write_predictions
 from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
@@ -24,7 +25,7 @@ from evaluator.benchmarks.crag_mm.records import (
     Split,
     Verdict,
 )
-from evaluator.benchmarks.crag_mm.split import SESSIONS_FILE, load_split
+from evaluator.benchmarks.crag_mm.split import SESSIONS_FILE
 from evaluator.benchmarks.crag_mm.summary import format_summary
 from evaluator.benchmarks.crag_mm.truncation import Truncator, load_truncator
 from evaluator.judges.base import Judge

@@ -21,10 +21,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
-import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
 from evaluator.benchmarks.crag_mm.official_data import DataFixes
@@ -32,11 +30,14 @@ from evaluator.benchmarks.crag_mm.records import STANDARD_LABELS, Conversation, 
 from evaluator.benchmarks.crag_mm.split import (
     SESSIONS_FILE,
     UniqueIds,
-    load_split,
     parse_conversation,
+    read_split,
     write_split,
 )
 from evaluator.records import EvaluatorError
+
+if TYPE_CHECKING:
+    import datasets
 
 BATCH_ROWS = 64
 SHARD_NAME = re.compile(r"(?P<split>.+?)(?:-\d+-of-\d+)?\.parquet")
@@ -81,12 +82,12 @@ def load_hf(
     target = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = target / key
     if (target / SESSIONS_FILE).is_file():
-        return load_split(target)
+        return read_split(target)
     try:
         return convert_hf(root, target, hf_split=hf_split)
     except (EvaluatorError, OSError):
         if (target / SESSIONS_FILE).is_file():  # another process converted it meanwhile
-            return load_split(target)
+            return read_split(target)
         raise
 
 
@@ -118,6 +119,8 @@ def hf_conversations(
 
 
 def _open(src: Path, hf_split: str | None) -> tuple[datasets.Features, Iterator[tuple[str, dict]]]:
+    import datasets  # here: loading it takes a second and a half (``loading.py`` imports this)
+
     if src.is_dir() and _is_saved_dataset(src):
         try:
             loaded = datasets.load_from_disk(str(src))
@@ -159,6 +162,9 @@ def _shard_split(file: Path) -> str:
 
 
 def _parquet_features(file: Path) -> datasets.Features:
+    import datasets
+    import pyarrow.parquet as pq
+
     try:
         return datasets.Features.from_arrow_schema(pq.read_schema(file))
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError... for a damaged file
@@ -166,6 +172,8 @@ def _parquet_features(file: Path) -> datasets.Features:
 
 
 def _parquet_rows(files: list[Path]) -> Iterator[tuple[str, dict]]:
+    import pyarrow.parquet as pq
+
     for file in files:
         row = 0
         for batch in pq.ParquetFile(file).iter_batches(batch_size=BATCH_ROWS):
@@ -252,6 +260,8 @@ def _struct(feature: Any, name: str, src: str) -> tuple[dict[str, Any], bool]:
 
 
 def _label_kind(feature: Any) -> Any:
+    import datasets
+
     if isinstance(feature, datasets.ClassLabel):
         return feature
     if isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string"):

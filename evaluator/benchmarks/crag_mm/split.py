@@ -1,7 +1,8 @@
 """Loading, validating and writing splits in Podium's split format (``docs/split-format.md``).
 
 A split is a directory holding ``sessions.jsonl`` (one conversation per line) and ``images/``.
-``load_split`` also reads the Hugging Face layout of the public CRAG-MM data (see ``hf.py``).
+``loading.load_split`` reads this format or the Hugging Face layout of the public CRAG-MM data
+(``hf.py``, which converts it to this format).
 Every problem is reported as an ``EvaluatorError`` naming the file, line and field.
 """
 
@@ -49,30 +50,8 @@ RESERVED_LABELS = frozenset(
 LABEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-def load_split(
-    path: str | Path, *, hf_split: str | None = None, cache_dir: str | Path | None = None
-) -> Split:
-    """Load a split: a Podium split directory, or the Hugging Face layout (``hf.py``).
-
-    ``hf_split`` picks one split of a Hugging Face dataset holding several; Hugging Face data is
-    converted once into ``cache_dir`` (see ``hf.load_hf``) so images become files.
-    """
-    root = Path(path)
-    if (root / SESSIONS_FILE).is_file():
-        if hf_split is not None:
-            raise EvaluatorError(f"{root}: hf_split={hf_split!r} given for a Podium split")
-        return _read_split(root)
-    from evaluator.benchmarks.crag_mm import hf
-
-    if hf.is_hf_layout(root):
-        return hf.load_hf(root, hf_split=hf_split, cache_dir=cache_dir)
-    raise EvaluatorError(
-        f"{root}: not a split: expected a directory with {SESSIONS_FILE} (Podium format), "
-        "a `datasets` save_to_disk directory, or parquet files"
-    )
-
-
-def _read_split(root: Path) -> Split:
+def read_split(root: Path) -> Split:
+    """A split directory in Podium's format (``sessions.jsonl`` and ``images/``)."""
     sessions = root / SESSIONS_FILE
     conversations: list[Conversation] = []
     ids = UniqueIds()
@@ -283,7 +262,7 @@ def write_split(
                 _write_image(staging, conversation, image_bytes, written)
                 record = conversation_record(conversation)
                 sessions.write(json.dumps(record, ensure_ascii=False) + "\n")
-        split = _read_split(staging)
+        split = read_split(staging)
     return Split(root=Path(out_dir), conversations=split.conversations)
 
 

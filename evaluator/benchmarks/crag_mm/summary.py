@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluator.benchmarks.crag_mm.records import GradedTurn
-from evaluator.report import judge_notices
+from evaluator.notices import judge_notices
 
 _SUMMARY_METRICS = (
     ("accuracy", "accuracy"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from evaluator.benchmarks.m2rag.metrics import METRICS
 from evaluator.benchmarks.m2rag.record import GradedAnswer
-from evaluator.report import judge_notices
+from evaluator.notices import judge_notices
 
 
 def _x100(value: float | None) -> str:

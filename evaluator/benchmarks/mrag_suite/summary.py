@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
-from evaluator.report import judge_notices
+from evaluator.notices import judge_notices
 
 SHOWN = ("accuracy", "exact_match", "rouge_l", "precision", "recall", "f1", "faithfulness",
          "hallucination", "claim_recall", "context_precision")  # fmt: skip

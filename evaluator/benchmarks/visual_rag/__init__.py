@@ -35,8 +35,8 @@ from evaluator.benchmarks.visual_rag.metrics import compare_queries, gcue, score
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
+from evaluator.notices import judge_notices
 from evaluator.records import EvaluatorError
-from evaluator.report import judge_notices
 from evaluator.seam import Benchmark, Metric, ScoreBlock
 from evaluator.seam.samples import example_agent_folder
 from evaluator.seam.setting_scores import flat_settings, slice_blocks
