@@ -19,7 +19,7 @@ from pathlib import Path
 
 from evaluator import benchmarks
 from evaluator.judges import JUDGE_NAMES, JudgmentCache, MemoryCache, SQLiteCache, make_judge
-from evaluator.judges.openai_judge import STRUCTURED_MODES
+from evaluator.judges.base import STRUCTURED_MODES
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.records import EvaluatorError
 from evaluator.report import read_items, read_scores, scores_document, write_report
@@ -67,9 +67,13 @@ def _benchmark_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def chosen_benchmark(argv: Sequence[str] | None) -> str:
-    """The benchmark ``--protocol`` names in ``argv`` (the default when none, or when it is
-    not one: the full parser then says so)."""
+def chosen_benchmark(argv: Sequence[str] | None) -> str | None:
+    """The benchmark whose options ``score`` offers: the one ``--protocol`` names in ``argv``
+    (the default when none, or when it is not one: the full parser then says so); None for
+    another command (or none), which then imports no benchmark to be parsed."""
+    words = sys.argv[1:] if argv is None else argv
+    if next((word for word in words if not word.startswith("-")), None) != "score":
+        return None
     found, _ = _chooser().parse_known_args(argv)
     name: str = found.benchmark
     return name if benchmarks.is_known(name) else benchmarks.DEFAULT
@@ -82,8 +86,8 @@ def _chooser() -> argparse.ArgumentParser:
 
 
 def build_parser(benchmark: str | None = None) -> argparse.ArgumentParser:
-    """The CLI's parser; ``score`` carries the options of ``benchmark`` (default: the
-    default benchmark's)."""
+    """The CLI's parser; ``score`` carries the options of ``benchmark`` (None: no benchmark's,
+    none imported)."""
     parser = argparse.ArgumentParser(
         prog="python -m evaluator",
         description=f"Podium's offline evaluator (benchmarks: {', '.join(benchmarks.names())}).",
@@ -126,10 +130,12 @@ def build_parser(benchmark: str | None = None) -> argparse.ArgumentParser:
     cache = score.add_mutually_exclusive_group()
     cache.add_argument("--cache", type=Path, help=f"judgment cache file (default {DEFAULT_CACHE})")
     cache.add_argument("--no-cache", action="store_true", help="judge everything afresh")
-    options = benchmark or benchmarks.DEFAULT
-    benchmarks.benchmark_class(options).add_arguments(
-        score.add_argument_group(f"{options} options (another benchmark's: --protocol NAME --help)")
-    )
+    if benchmark is not None:
+        benchmarks.benchmark_class(benchmark).add_arguments(
+            score.add_argument_group(
+                f"{benchmark} options (another benchmark's: --protocol NAME --help)"
+            )
+        )
     score.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
 

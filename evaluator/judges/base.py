@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.records import JudgeRequest, Judgment
+
+# The OpenAI judge's structured-output modes (here, so that the CLI lists them without
+# importing that judge's HTTP client)
+StructuredMode = Literal["auto", "vllm", "openai", "none"]
+STRUCTURED_MODES: tuple[str, ...] = ("auto", "vllm", "openai", "none")
 
 
 class Judge(abc.ABC):

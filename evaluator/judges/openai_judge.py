@@ -31,11 +31,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
-from evaluator.judges.base import Judge
+from evaluator.judges.base import STRUCTURED_MODES, Judge, StructuredMode
 from evaluator.judges.endpoint import (
     AttemptTimeout,
     EndpointError,
@@ -48,8 +48,6 @@ from evaluator.records import EvaluatorError, JudgeRequest, Judgment
 
 log = logging.getLogger(__name__)
 
-StructuredMode = Literal["auto", "vllm", "openai", "none"]
-STRUCTURED_MODES: tuple[str, ...] = ("auto", "vllm", "openai", "none")
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # when no base_url is given
 
 

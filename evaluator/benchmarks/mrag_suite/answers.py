@@ -10,14 +10,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import string
-
-from rouge_score import rouge_scorer
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def normalise(text: str) -> str:
@@ -32,4 +31,13 @@ def exact_match(answer: str, reference: str) -> float:
 
 def rouge_l(answer: str, reference: str) -> float:
     """ROUGE-L F-measure (``rouge-score``, no stemming)."""
-    return float(_SCORER.score(reference, answer)["rougeL"].fmeasure)
+    return float(_scorer().score(reference, answer)["rougeL"].fmeasure)
+
+
+@functools.cache
+def _scorer() -> Any:
+    """The scorer, made at the first long answer scored: ``rouge-score`` imports nltk (1.7 s),
+    which neither the CLI's help nor the server's pages need."""
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
