@@ -46,7 +46,7 @@ class Client:
         base = url.rstrip("/") + "/api/"
         self.http = httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -55,7 +55,8 @@ class Client:
             raise CliError(
                 f"{response.status_code} {response.reason_phrase}: {error_detail(response)}"
             )
-        return response.json()
+        body: dict[str, Any] = response.json()  # every endpoint answers an object
+        return body
 
     def split_id(self, challenge: str, task: str, kind: str) -> int:
         params = {"challenge": challenge, "task": task}
@@ -64,7 +65,7 @@ class Client:
         if not match:
             kinds = ", ".join(s["kind"] for s in found) or "none"
             raise CliError(f"{challenge}/{task} has no split {kind!r} (splits: {kinds})")
-        return match[0]
+        return int(match[0])
 
 
 def error_detail(response: httpx.Response) -> str:

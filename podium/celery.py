@@ -40,7 +40,7 @@ def queue_for(task_name: str, gpu_class: str | None = None) -> str:
 
 def route_task(
     name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **kw: Any
-) -> dict:
+) -> dict[str, Any]:
     """Celery router; a caller's explicit ``queue=`` (e.g. another GPU class) still wins."""
     return {"queue": queue_for(name, (kwargs or {}).get("gpu_class"))}
 

@@ -52,12 +52,12 @@ def _choice(args: argparse.Namespace) -> dict[str, Any]:
     return chosen
 
 
-def quota(client: Client, args: argparse.Namespace) -> dict:
+def quota(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     """The quota preflight: may the team submit now on the chosen tasks, and each task's use."""
     return client.call("GET", f"challenges/{args.challenge}/quota/", params=_choice(args))
 
 
-def submit(client: Client, args: argparse.Namespace) -> dict:
+def submit(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     path = None if args.ref else Path(args.archive or args.context)
     if path is not None and not path.is_file():
         raise CliError(f"{path}: no such file")
@@ -90,18 +90,18 @@ def submit(client: Client, args: argparse.Namespace) -> dict:
         return client.call("POST", "submissions/", data=data, files=files)
 
 
-def status(client: Client, args: argparse.Namespace) -> dict:
+def status(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     return client.call("GET", f"submissions/{args.submission_id}/")
 
 
-def finished(body: dict) -> bool:
+def finished(body: dict[str, Any]) -> bool:
     runs = body.get("runs") or []
     if body.get("state") == "failed":
         return True
     return bool(runs) and all(r["state"] in FINISHED for r in runs)
 
 
-def wait(client: Client, body: dict, args: argparse.Namespace) -> dict:
+def wait(client: Client, body: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """Poll the submission every ``--every`` seconds until its runs have finished (or its
     build failed), with a progress bar of the items answered; ``--timeout`` gives up."""
     started = time.monotonic()
@@ -120,13 +120,13 @@ def wait(client: Client, body: dict, args: argparse.Namespace) -> dict:
             body = client.call("GET", f"submissions/{body['id']}/")
 
 
-def leaderboard(client: Client, args: argparse.Namespace) -> dict:
+def leaderboard(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     split_id = client.split_id(args.challenge, args.task, args.split)
     params = {"setting": args.setting} if args.setting else {}
     return client.call("GET", f"splits/{split_id}/leaderboard/", params=params)
 
 
-def kit(client: Client, args: argparse.Namespace) -> dict:
+def kit(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     """The challenge's starter kit (and with ``--base-image``, a base image archive) into
     ``--output``, each verified against its sha256."""
     slug = args.challenge

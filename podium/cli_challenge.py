@@ -11,13 +11,13 @@ import argparse
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from evaluator.zips import write_zip
 from podium.api_client import Client, CliError
 
 
-def challenge(client: Client, args: argparse.Namespace) -> dict:
+def challenge(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "export":
         return _export(client, args.target, Path(args.output or f"{args.target}.zip"))
     path = Path(args.target)
@@ -32,7 +32,9 @@ def challenge(client: Client, args: argparse.Namespace) -> dict:
             return _send(client, args.action, path.name, handle, args.redo_runs)
 
 
-def _send(client: Client, action: str, name: str, data: IO[bytes], redo_runs: bool) -> dict:
+def _send(
+    client: Client, action: str, name: str, data: IO[bytes], redo_runs: bool
+) -> dict[str, Any]:
     response = client.http.post(
         f"bundles/{action}/",
         files={"bundle": (f"{name}.zip", data, "application/zip")},
@@ -52,7 +54,7 @@ def _send(client: Client, action: str, name: str, data: IO[bytes], redo_runs: bo
     return {"action": action, **response.json()}
 
 
-def _export(client: Client, slug: str, out: Path) -> dict:
+def _export(client: Client, slug: str, out: Path) -> dict[str, Any]:
     with client.http.stream("GET", f"challenges/{slug}/bundle/") as response:
         if response.is_error:
             response.read()
@@ -63,7 +65,7 @@ def _export(client: Client, slug: str, out: Path) -> dict:
     return {"action": "export", "challenge": slug, "path": str(out), "size": out.stat().st_size}
 
 
-def format_challenge(body: dict) -> str:
+def format_challenge(body: dict[str, Any]) -> str:
     if body["action"] == "export":
         return f"exported {body['challenge']} to {body['path']} ({body['size']} bytes)"
     lines = [f"{body['challenge']}: " + ("unchanged" if body["unchanged"] else "changes:")]

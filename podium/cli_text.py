@@ -3,8 +3,10 @@ as they are)."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def format_submission(body: dict) -> str:
+
+def format_submission(body: dict[str, Any]) -> str:
     lines = [
         f"submission #{body['id']} {body['method_name']} (team {body['team']}, "
         f"{body['challenge']}): {body['state']}",
@@ -28,7 +30,7 @@ def format_submission(body: dict) -> str:
     return "\n".join(lines)
 
 
-def _score(run: dict) -> str:
+def _score(run: dict[str, Any]) -> str:
     """A done run's score as the server gives it, or why it is not shown."""
     score = run.get("score")
     if score is None:
@@ -41,7 +43,7 @@ def _score(run: dict) -> str:
     return f"  {score['label']} {_shown(score['value'], score)}{interval}"
 
 
-def format_quota(body: dict) -> str:
+def format_quota(body: dict[str, Any]) -> str:
     """The preflight's answer: may the team submit, and each chosen task's quota use."""
     verdict = "allowed" if body["allowed"] else "refused"
     if body["exempt"]:
@@ -64,7 +66,7 @@ def format_quota(body: dict) -> str:
     return "\n".join(lines)
 
 
-def _shown(value: float | None, metric: dict) -> str:
+def _shown(value: float | None, metric: dict[str, Any]) -> str:
     """A value as the API's metric declaration says (fractions x100)."""
     if value is None:
         return "-"
@@ -75,7 +77,7 @@ def _shown(value: float | None, metric: dict) -> str:
     return f"{value * 100 if metric['scale'].endswith('fraction') else value:.1f}"
 
 
-def format_leaderboard(body: dict) -> str:
+def format_leaderboard(body: dict[str, Any]) -> str:
     """The board as text: its first headline columns (those its entries have: a setting's runs
     lack the others), then each entry's scores across settings, if any."""
     split = body["split"]
@@ -117,7 +119,7 @@ def format_leaderboard(body: dict) -> str:
     return "\n".join(lines)
 
 
-def format_kit(body: dict) -> str:
+def format_kit(body: dict[str, Any]) -> str:
     lines = [f"starter kit of {body['challenge']} (version {body['version'][:12]}):"]
     for file in body["files"]:
         how = "downloaded" if file["fetched"] else "already there"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -26,7 +27,7 @@ def client_address(request: HttpRequest) -> str | None:
     return BaseThrottle().get_ident(request)  # type: ignore[arg-type]
 
 
-def username(request: HttpRequest, credentials: dict | None = None) -> str | None:
+def username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
     """The username a sign-in tried: ``username`` (the admin, the API token endpoint, allauth's
     backend) or ``login`` (allauth's form: a username or an e-mail address)."""
     for source in (credentials or {}, request.POST if request is not None else {}):
@@ -57,7 +58,7 @@ def lockout_message(until: datetime) -> str:
 def locked_out(
     request: HttpRequest,
     original_response: HttpResponse | None = None,
-    credentials: dict | None = None,
+    credentials: dict[str, Any] | None = None,
 ) -> HttpResponse:
     until = locked_until()
     message = lockout_message(until)

@@ -12,10 +12,11 @@ import hmac
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import redis
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from kombu.transport.redis import PRIORITY_STEPS, Channel
@@ -99,7 +100,7 @@ class PodiumCollector(Collector):
         yield from self._active(runs)
         yield self._durations(runs)
 
-    def _active(self, runs) -> Iterator[Metric]:
+    def _active(self, runs: QuerySet[EvaluationRun]) -> Iterator[Metric]:
         active = runs.filter(state__in=EvaluationRun.ACTIVE_STATES)
         stale = timezone.now() - stale_cutoff()
         figures = active.aggregate(
@@ -117,7 +118,7 @@ class PodiumCollector(Collector):
             value=figures["retrying"],
         )
 
-    def _durations(self, runs) -> Metric:
+    def _durations(self, runs: QuerySet[EvaluationRun]) -> Metric:
         took = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
         finished = runs.filter(state__in=EvaluationRun.TERMINAL_STATES).exclude(started_at=None)
         finished = finished.exclude(finished_at=None).annotate(took=took)
@@ -132,8 +133,10 @@ class PodiumCollector(Collector):
             labels=["state"],
         )
         for row in rows.order_by("state"):
+            counts: dict[str, Any] = dict(row)  # the buckets' keys are made above
             cumulative = [
-                (repr(bound), float(row[f"le{i}"])) for i, bound in enumerate(RUN_DURATION_BUCKETS)
+                (repr(bound), float(counts[f"le{i}"]))
+                for i, bound in enumerate(RUN_DURATION_BUCKETS)
             ]
             cumulative.append(("+Inf", float(row["n"])))
             total = row["total"].total_seconds() if row["total"] else 0.0

@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -115,7 +115,9 @@ def _dockerfile(tar_path: Path) -> str:
         raise ImageError(f"{tar_path}: the Dockerfile is not UTF-8 text") from None
 
 
-def _resolver(base_images: Sequence[str], client: docker.DockerClient):
+def _resolver(
+    base_images: Sequence[str], client: docker.DockerClient
+) -> Callable[[str], str | None]:
     allowed = {full_reference(ref): ref for ref in base_images}
 
     def resolve(ref: str) -> str | None:
@@ -130,7 +132,8 @@ def _resolver(base_images: Sequence[str], client: docker.DockerClient):
             image_id = ref if ref.startswith("sha256:") else f"sha256:{ref}"
             return image_id if image_id in ids else None
         try:
-            return client.images.get(name).id
+            found: str = client.images.get(name).id
+            return found
         except docker.errors.ImageNotFound:
             raise BaseImageMissing(f"Podium's base image {name} is not in this engine") from None
 

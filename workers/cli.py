@@ -187,7 +187,7 @@ class PredictionWriter:
         self.progress.update(len(results))
 
     @staticmethod
-    def _append(handle: IO[str], records: list[dict]) -> None:
+    def _append(handle: IO[str], records: list[dict[str, Any]]) -> None:
         if records:
             handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
             handle.flush()

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agentkit.protocol import IMAGE_DIR
 
@@ -220,7 +220,7 @@ class Stager(Generic[T]):
         return volume.stage([self.read(item) for item in batch])
 
 
-def _drop(ahead: _Ahead) -> None:
+def _drop(ahead: _Ahead[Any]) -> None:
     """Cancel staging ``ahead`` or wait until it is done (its outcome is not wanted)."""
     ahead.dropped.set()
     ahead.start_now.set()

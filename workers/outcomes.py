@@ -6,7 +6,7 @@ what the agent said behind a failure is kept apart, in ``agent_text``."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from workers.faults import TeamFault, TransientFault
 
@@ -57,7 +57,7 @@ class RunReport:
             totals[item.outcome] += 1
         return totals
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["counts"] = self.counts()
         return data

@@ -109,7 +109,7 @@ class SandboxPolicy:
 
     def container_kwargs(
         self, image: str, task: str, socket_volume: str, image_volume: str, run_id: str
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Arguments for ``client.containers.create`` running ``image`` for ``task``: the
         hardening every container of a team's has (``workers.hardening``), this policy's sizes,
         its mounts and scratch."""

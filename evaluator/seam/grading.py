@@ -64,12 +64,6 @@ class Grading(ABC, Generic[SplitT, PredictionT, ItemT]):
         """A graded item's grade (``evaluator.judges.rubric.UNJUDGED`` when undecided)."""
 
     @abstractmethod
-    def falls_short(self, grade: str) -> bool:
-        """Whether ``grade`` (an ``item_grade``) is a wrong answer in the benchmark's terms
-        (CRAG-MM: missing or hallucinated; Visual-RAG: below full score or no answer): the run
-        page's "wrong answers only". ``unjudged`` never is."""
-
-    @abstractmethod
     def abstains(self, grade: str) -> bool:
         """Whether ``grade`` says the agent gave no answer (CRAG-MM ``missing``, Visual-RAG
         ``no_answer``): such answers are left out when two teams' answers are compared."""

@@ -54,6 +54,12 @@ class Pages(ABC, Generic[SplitT, ItemT]):
         (dimension -> value): what the run page filters its answers by."""
 
     @abstractmethod
+    def falls_short(self, grade: str) -> bool:
+        """Whether ``grade`` (an ``item_grade``) is a wrong answer in the benchmark's terms
+        (CRAG-MM: missing or hallucinated; Visual-RAG: below full score or no answer): the run
+        page's "wrong answers only". ``unjudged`` never is."""
+
+    @abstractmethod
     def item_image(self, split: SplitT, key: str) -> Path | None:
         """The image the agent was shown first for the answer ``key`` (one of ``split_keys``
         of any setting), or None: the run page shows it, scaled down, beside the answer."""

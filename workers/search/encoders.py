@@ -62,7 +62,8 @@ class TextImageEncoder(ImageEncoder, Protocol):
 def normalise(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.maximum(norms, 1e-12)
+    normalised: np.ndarray = rows / np.maximum(norms, 1e-12)
+    return normalised
 
 
 class ColourImageEncoder:

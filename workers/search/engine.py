@@ -35,6 +35,7 @@ from workers.search.corpus import ChunkPolicy, Corpus, chunk_index, page_chunks
 from workers.search.image_files import open_rgb
 from workers.search.index import (
     IVF_THRESHOLD,
+    Builder,
     SearchIndex,
     cache_key,
     default_cache_dir,
@@ -114,8 +115,8 @@ class SearchEngine:
         self.ivf_threshold = ivf_threshold
         self.prefer_gpu = prefer_gpu
         self._lock = threading.Lock()
-        self._image_side: tuple[list, SearchIndex] | None = None
-        self._web_side: tuple[list, SearchIndex] | None = None
+        self._image_side: tuple[list[Any], SearchIndex] | None = None
+        self._web_side: tuple[list[Any], SearchIndex] | None = None
 
     @classmethod
     def from_spec(cls, spec: EngineSpec) -> SearchEngine:
@@ -183,7 +184,9 @@ class SearchEngine:
             "network, so only the corpus' own image URLs can be searched"
         )
 
-    def web_search(self, query: str, k: int = 5, *, task: str | None = None) -> list[dict]:
+    def web_search(
+        self, query: str, k: int = 5, *, task: str | None = None
+    ) -> list[dict[str, Any]]:
         """Top pages for ``query``; refused when ``task`` is given and has no web search."""
         self._corpus()
         if task is not None and not web_search_enabled(task):
@@ -229,15 +232,17 @@ class SearchEngine:
         with self._lock:
             if self._image_encoder is None:
                 self._image_encoder = encoders.image_encoder(self._image_spec)
-            return self._image_encoder
+            encoder: encoders.ImageEncoder = self._image_encoder
+            return encoder
 
     def _text_encoder_loaded(self) -> encoders.TextEncoder:
         with self._lock:
             if self._text_encoder is None:
                 self._text_encoder = encoders.text_encoder(self._text_spec)
-            return self._text_encoder
+            encoder: encoders.TextEncoder = self._text_encoder
+            return encoder
 
-    def _images(self) -> tuple[list, SearchIndex]:
+    def _images(self) -> tuple[list[Any], SearchIndex]:
         corpus = self._corpus()
         encoder = self._image_encoder_loaded()
         with self._lock:
@@ -255,7 +260,7 @@ class SearchEngine:
                 self._image_side = (entries, self._load_or_build(key, build))
             return self._image_side
 
-    def _web(self) -> tuple[list, SearchIndex]:
+    def _web(self) -> tuple[list[Any], SearchIndex]:
         corpus = self._corpus()
         encoder = self._text_encoder_loaded()
         with self._lock:
@@ -284,7 +289,7 @@ class SearchEngine:
             raise SearchRefused(NO_CORPUS)
         return self.corpus
 
-    def _load_or_build(self, key: str, build: Callable) -> SearchIndex:
+    def _load_or_build(self, key: str, build: Builder) -> SearchIndex:
         return load_or_build(
             key,
             build,
