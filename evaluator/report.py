@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evaluator.benchmarks import get_benchmark
 from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
+from evaluator.notices import judge_notices as judge_notices  # plugins import it from here too
 from evaluator.records import EvaluatorError
 
 if TYPE_CHECKING:

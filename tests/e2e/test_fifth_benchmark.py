@@ -62,7 +62,7 @@ def test_the_registry_lists_a_plugin_only_while_it_is_installed(tmp_path: Path) 
 
 # What the plugin may import besides the standard library: the seam's public parts.
 SEAM = ("evaluator.seam", "evaluator.judges", "evaluator.records", "evaluator.stats",
-        "evaluator.report", "agentkit.protocol")  # fmt: skip
+        "evaluator.report", "evaluator.notices", "agentkit.protocol")  # fmt: skip
 
 
 def test_the_plugin_lives_in_its_own_package() -> None:

@@ -18,8 +18,8 @@ from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.loop import audit_fields, judge_and_transcribe
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TranscriptWriter
+from evaluator.notices import judge_notices
 from evaluator.records import JudgeRequest
-from evaluator.report import judge_notices
 from evaluator.seam import Benchmark, Metric, ScoreBlock
 
 from . import items, sample, scoring
