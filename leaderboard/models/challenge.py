@@ -131,6 +131,17 @@ class Phase(models.Model):
         return self.starts_at <= now < self.ends_at
 
 
+# A task's limits, the one list (each a ``Task`` field of that name). ``RUN_LIMITS`` bound the
+# agent's run, each a field of the runner's ``workers.limits.Limits`` of the same name
+# (``leaderboard.pipeline.run.limits_for``); ``TASK_LIMITS`` add what bounds a submission's upload
+# and places its run: the keys of a task's ``limits:`` in challenge.yaml, in this order
+# (``challenge_bundle.schema``). ``RUN_POLICIES`` say what a timed-out or failing batch does.
+# The admin's "Limits" fieldset and the API's task fields list them from here.
+RUN_LIMITS = ("readiness_s", "per_item_s", "max_batch_size", "total_wall_s")
+TASK_LIMITS = (*RUN_LIMITS, "max_artifact_bytes", "gpu_class")
+RUN_POLICIES = ("timeout_policy", "error_policy")
+
+
 class Task(models.Model):
     """One task of a challenge, e.g. CRAG-MM ``multi-turn-qa``, with its limits and judge."""
 
@@ -165,7 +176,7 @@ class Task(models.Model):
         max_length=32, choices=benchmarks.choices, default=benchmarks.DEFAULT
     )
     order = models.PositiveSmallIntegerField(default=0)
-    # limits
+    # limits (``RUN_LIMITS``, ``TASK_LIMITS`` above)
     readiness_s = models.PositiveIntegerField(default=600, validators=[MinValueValidator(1)])
     per_item_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
     max_batch_size = models.PositiveSmallIntegerField(

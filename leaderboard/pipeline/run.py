@@ -20,6 +20,7 @@ from django.db import connections
 
 from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, Submission, Task
+from leaderboard.models.challenge import RUN_LIMITS
 from leaderboard.pipeline.answers import AnswerSink
 from leaderboard.pipeline.build import docker_client, submission_image
 from leaderboard.pipeline.bundles import corpus_dir, split_dir
@@ -62,11 +63,10 @@ def agent_policy(submission: Submission) -> SandboxPolicy:
 
 
 def limits_for(task: Task) -> Limits:
+    """The runner's limits of ``task``'s runs: its ``RUN_LIMITS`` as they are, its policies in
+    the runner's words."""
     return Limits(
-        readiness_s=float(task.readiness_s),
-        per_item_s=task.per_item_s,
-        max_batch_size=task.max_batch_size,
-        total_wall_s=float(task.total_wall_s),
+        **{name: getattr(task, name) for name in RUN_LIMITS},
         timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],
         error_policy=ERROR_POLICIES[task.error_policy],
     )
