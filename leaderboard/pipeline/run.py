@@ -24,9 +24,9 @@ from leaderboard.models.challenge import RUN_LIMITS
 from leaderboard.pipeline.answers import AnswerSink
 from leaderboard.pipeline.build import docker_client, submission_image
 from leaderboard.pipeline.bundles import corpus_dir, split_dir
-from leaderboard.pipeline.claims import beat_if_mine, hand_over, worker_id
-from leaderboard.pipeline.judge import run_benchmark
+from leaderboard.pipeline.judge import benchmark_for_run
 from leaderboard.pipeline.node import site
+from leaderboard.pipeline.ownership import beat_if_mine, hand_over, worker_id
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
@@ -173,7 +173,7 @@ def operator_detail(report: RunReport) -> str:
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every item not answered yet, then hand over to judging."""
     task = run.task
-    benchmark = run_benchmark(run)
+    benchmark = benchmark_for_run(run)
     data = benchmark.load_split(split_dir(run.split))
     answered = dict(run.answers.values_list("item_key", "response"))
     try:
