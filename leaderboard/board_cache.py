@@ -110,10 +110,10 @@ def _run_moved(
 
 
 @receiver(pre_save, sender=Task, dispatch_uid="board_cache_task_primary")
-def _task_saving(sender: type, instance: Task, **kwargs: object) -> None:
+def _task_saving(sender: type, instance: Task, raw: bool = False, **kwargs: object) -> None:
     # a new primary metric re-ranks the stored score rows (no run is scored again) before the
-    # save, whose receiver below ranks the boards from them
-    if instance.pk is None:
+    # save, whose receiver below ranks the boards from them (a fixture's raw save: as it is)
+    if instance.pk is None or raw:
         return
     before = Task.objects.filter(pk=instance.pk).values_list("primary_metric", flat=True).first()
     if before is not None and before != instance.primary_metric:
