@@ -127,7 +127,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from leaderboard import audits
+    from leaderboard import audit_results, audits
     from leaderboard.audit_results import judge_cards, results
     from leaderboard.models import AuditLabel
 
@@ -152,7 +152,7 @@ def main() -> None:
     took, found = timed(lambda: results(audit), args.repeat)
     print(f"results of {found['judge']['n']} labelled items, {len(found['slices'])} dimensions: "
           f"{took:.0f} ms")  # fmt: skip
-    audits.finish(audit, organiser)
+    audit_results.finish(audit, organiser)
     took, _ = timed(lambda: judge_cards(split, ""), args.repeat)
     print(f"judge cards of the board: {took:.1f} ms")
 

@@ -9,7 +9,7 @@ split's ``results_version`` changed (nothing cached); prints the median wall tim
 ``cursor.execute`` (SQL) and this process's CPU time, and the mean time of the garbage
 collector's runs during a view (GC). Django is set up by ``podium.wsgi``, as in the web
 process. ``--profile`` names a page to profile (cProfile, its last view, the 30 costliest calls
-by cumulative time). Then the write side: the median time of ``Split.results_changed`` on the
+by cumulative time). Then the write side: the median time of ``board_store.results_changed`` on the
 pages' split (what every change of its results calls: the version, and where boards are
 stored, ranking them again), ``--views`` times.
 """
@@ -47,6 +47,7 @@ def main() -> None:
     from leaderboard_load import BOARD, PAGES
 
     import podium.wsgi  # noqa: F401  (set up as the web process is: views loaded, gc frozen)
+    from leaderboard import board_store
     from leaderboard.models import Split
 
     in_sql = [0.0]
@@ -99,10 +100,10 @@ def main() -> None:
     changes = []
     for _ in range(args.views):
         started = time.perf_counter()
-        Split.results_changed(split.pk)
+        board_store.results_changed(split.pk)
         changes.append((time.perf_counter() - started) * 1000)
     change = statistics.median(changes)
-    print(f"| a change of its results (Split.results_changed) | {change:.1f} | | | |")
+    print(f"| a change of its results (board_store.results_changed) | {change:.1f} | | | |")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from leaderboard.models import Challenge, EvaluationRun, Membership, Submission,
 from leaderboard.pipeline.run import limits_for  # noqa: E402
 from leaderboard.splits import import_split_dir  # noqa: E402
 from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
-from podium.metric_events import events_redis  # noqa: E402
+from podium.monitoring_events import events_redis  # noqa: E402
 from tests.e2e.harness import make_task, write_split  # noqa: E402
 from workers.builds import build_context  # noqa: E402
 from workers.image_export import archive_name  # noqa: E402

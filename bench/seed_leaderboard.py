@@ -101,6 +101,7 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
     from django.db import connection, transaction
     from django.utils import timezone
 
+    from leaderboard import board_store
     from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
 
     rng = random.Random(seed_value)
@@ -184,7 +185,7 @@ def seed(teams: int, submissions: int, seed_value: int) -> dict[str, int]:
         ):
             for headline in headlines:
                 copy.write_row(headline)
-        Split.results_changed(*(split.pk for split in splits))
+        board_store.results_changed(*(split.pk for split in splits))
     with connection.cursor() as cursor:  # the steady state autovacuum keeps a live database in
         cursor.execute("VACUUM ANALYZE")
     return {"teams": teams, "submissions": submissions, "runs": len(runs), "slices": slice_rows}

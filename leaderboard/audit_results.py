@@ -1,6 +1,7 @@
 """What a judge audit found: the judge against the people's labels, the labellers against each
 other, per slice value, the disagreements; its export as a calibration set; and the judge
-card each leaderboard shows (the latest finished audit of the judges behind it).
+card each leaderboard shows (the latest finished audit of the judges behind it). Finishing an
+audit (``finish``) stores its figures, so it is here, beside what computes them.
 
 The people's label of an item is the verdict its labellers gave when they agree (skips left
 out); an item whose labellers disagree is *contested*: listed, and left out of the judge's
@@ -17,10 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from evaluator.judge_audit import agreement
-from leaderboard import board_cache
+from leaderboard import board_cache, permissions
 from leaderboard.audits import answer_as_judged
 from leaderboard.judge_choice import RULES, JudgeSpec
 from leaderboard.models import (
@@ -103,6 +107,20 @@ def results(audit: JudgeAudit) -> dict[str, Any]:
         "items": items,
         "unlabelled": sum(1 for item in items if item.people is None),
     }
+
+
+def finish(audit: JudgeAudit, user: User) -> None:
+    """Close the audit: no more labels; its results stand for the judge (the judge card)."""
+    if not permissions.is_organiser(user, audit.split.task.challenge):
+        raise PermissionDenied("only the challenge's organisers finish an audit")
+    if audit.finished:
+        raise ValidationError("this audit is already finished")
+    if not AuditLabel.objects.filter(item__audit=audit).exclude(verdict="").exists():
+        raise ValidationError("nothing is labelled yet: an audit needs labels to finish")
+    found = results(audit)
+    audit.summary = {name: found["judge"][name] for name in ("n", "agreement", "kappa")}
+    audit.finished_at = timezone.now()
+    audit.save(update_fields=["finished_at", "summary"])
 
 
 def calibration_labels(answer_ids: Iterable[int]) -> dict[int, str]:

@@ -256,22 +256,6 @@ def progress(audit: JudgeAudit) -> dict[str, int]:
     }
 
 
-def finish(audit: JudgeAudit, user: User) -> None:
-    """Close the audit: no more labels; its results stand for the judge (the judge card)."""
-    if not permissions.is_organiser(user, audit.split.task.challenge):
-        raise PermissionDenied("only the challenge's organisers finish an audit")
-    if audit.finished:
-        raise ValidationError("this audit is already finished")
-    if not AuditLabel.objects.filter(item__audit=audit).exclude(verdict="").exists():
-        raise ValidationError("nothing is labelled yet: an audit needs labels to finish")
-    from leaderboard.audit_results import results  # it reads what this module writes
-
-    found = results(audit)
-    audit.summary = {name: found["judge"][name] for name in ("n", "agreement", "kappa")}
-    audit.finished_at = timezone.now()
-    audit.save(update_fields=["finished_at", "summary"])
-
-
 def invite(audit: JudgeAudit, by: User, who: str) -> User:
     """Make the user named ``who`` (user name or verified e-mail address) a labeller of
     ``audit``, and of its challenge for good (``ChallengeLabeller``): never someone who takes

@@ -1,13 +1,14 @@
 """Rendered leaderboard fragments, cached per split until the split's results change.
 
 A split's ``results_version`` becomes a fresh UUID and its stored boards are ranked again
-(``Split.results_changed``, ``leaderboard.board_store``) whenever anything its leaderboard
-shows changes: stored scores (``store_scores``), a run entering or leaving ``done``
-(``EvaluationRun.move_to``), a submission's method, links, baseline or chosen flag, a team's
-name, a task's ranking rule, a deleted run (the receivers below). Fragments are keyed by
-that version, so a page never shows results older than the database and no process has to be
-told to forget anything: every web process (each with its own default cache, or all sharing
-one) stops asking for the old keys, which then expire.
+(``board_store.results_changed``) whenever anything its leaderboard shows changes: stored
+scores (``store_scores``), a run entering or leaving ``done`` (``EvaluationRun.move_to``'s
+signal ``run_moved``), a submission's method, links, baseline or chosen flag, a team's name, a
+task's ranking rule (a new primary metric first re-ranks the stored score rows,
+``scores.rank_again``), a deleted run (the receivers below). Fragments are keyed by that
+version, so a page never shows results older than the database and no process has to be told
+to forget anything: every web process (each with its own default cache, or all sharing one)
+stops asking for the old keys, which then expire.
 
 A task whose benchmark evaluates several settings (Visual-RAG's ``zero_shot``, ``gt_clue``, ...)
 has one leaderboard per setting: boards and fragments are keyed by the setting too, so two
@@ -22,12 +23,13 @@ from typing import TypeVar, cast
 
 from django.core.cache import cache
 from django.db.models import QuerySet
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard import board_store, ranking
+from leaderboard import board_store, ranking, scores
 from leaderboard.models import Challenge, EvaluationRun, RankedBoard, Split, Submission, Task, Team
+from leaderboard.models.submission import run_moved
 
 T = TypeVar("T")
 
@@ -87,7 +89,7 @@ def fragment(
 @receiver(post_save, sender=Submission, dispatch_uid="board_cache_submission")
 def _submission_saved(sender: type, instance: Submission, created: bool, **kwargs: object) -> None:
     if not created:
-        Split.results_changed(
+        board_store.results_changed(
             *Split.objects.filter(runs__submission=instance).values_list("pk", flat=True)
         )
 
@@ -96,13 +98,32 @@ def _submission_saved(sender: type, instance: Submission, created: bool, **kwarg
 def _team_saved(sender: type, instance: Team, created: bool, **kwargs: object) -> None:
     if not created:
         splits = Split.objects.filter(runs__submission__team=instance).values_list("pk", flat=True)
-        Split.results_changed(*splits)
+        board_store.results_changed(*splits)
+
+
+@receiver(run_moved, sender=EvaluationRun, dispatch_uid="board_cache_run_moved")
+def _run_moved(
+    sender: type, run: EvaluationRun, previous: str, state: str, **kwargs: object
+) -> None:
+    if EvaluationRun.State.DONE in (state, previous):  # it enters or leaves the boards
+        board_store.results_changed(run.split_id)
+
+
+@receiver(pre_save, sender=Task, dispatch_uid="board_cache_task_primary")
+def _task_saving(sender: type, instance: Task, raw: bool = False, **kwargs: object) -> None:
+    # a new primary metric re-ranks the stored score rows (no run is scored again) before the
+    # save, whose receiver below ranks the boards from them (a fixture's raw save: as it is)
+    if instance.pk is None or raw:
+        return
+    before = Task.objects.filter(pk=instance.pk).values_list("primary_metric", flat=True).first()
+    if before is not None and before != instance.primary_metric:
+        scores.rank_again(instance)
 
 
 @receiver(post_save, sender=Task, dispatch_uid="board_cache_task")
 def _task_saved(sender: type, instance: Task, created: bool, **kwargs: object) -> None:
     if not created:
-        Split.results_changed(*instance.splits.values_list("pk", flat=True))
+        board_store.results_changed(*instance.splits.values_list("pk", flat=True))
 
 
 @receiver(post_delete, sender=EvaluationRun, dispatch_uid="board_cache_run")
@@ -111,7 +132,7 @@ def _run_deleted(
 ) -> None:
     deleted = origin.model if isinstance(origin, QuerySet) else type(origin)
     if deleted not in (Split, Task, Challenge):  # else the run's board goes with its split
-        Split.results_changed(instance.split_id)
+        board_store.results_changed(instance.split_id)
 
 
 @receiver(post_delete, sender=Split, dispatch_uid="board_cache_split")

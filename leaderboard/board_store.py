@@ -1,7 +1,7 @@
 """The ranked boards as stored: each split's leaderboard in each setting of its task, ranked
 when the split's results change and read by every page, export and the API.
 
-``Split.results_changed`` is the one call every change of what a board shows makes (stored
+``results_changed`` is the one call every change of what a board shows makes (stored
 scores, a run entering or leaving ``done``, a submission's flags or texts, a team's name, a
 task's rules, a deleted run); it bumps the split's ``results_version`` and calls ``rebuild``
 in the same transaction, after that update has locked the split's row. Two changes of one
@@ -18,7 +18,10 @@ the table exists) is ranked and stored by its first read.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+
+from django.db import transaction
 
 from leaderboard import ranking
 from leaderboard.models import RankedBoard, Split, Task
@@ -68,10 +71,19 @@ def _store(split: Split, boards: dict[str, Ranked], replace: bool) -> None:
         RankedBoard.objects.bulk_create(rows, ignore_conflicts=True)
 
 
+def results_changed(*split_ids: int) -> None:
+    """Give these splits a new ``results_version`` (pages render their results afresh) and
+    rank their stored boards again, in the caller's transaction: the update locks the
+    splits' rows, so changes of one split rank one after the other."""
+    with transaction.atomic():
+        Split.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
+        rebuild(*split_ids)
+
+
 def rebuild(*split_ids: int) -> None:
     """Rank and store the boards of these splits in every setting of their tasks; boards of
     settings a task no longer has go. Call it inside the transaction of the change, after
-    locking the splits' rows (``Split.results_changed`` does both)."""
+    locking the splits' rows (``results_changed`` does both)."""
     for split in Split.objects.filter(pk__in=split_ids).select_related("task"):
         settings = split.task.run_settings()
         _store(split, {setting: ranked(split, setting) for setting in settings}, replace=True)

@@ -62,8 +62,9 @@ class JudgeSpec:
         return f"openai:{self.model}{revision} (endpoint {self.endpoint})"
 
 
-def run_judge(run: EvaluationRun) -> JudgeSpec:
-    """The judge that grades ``run``: the one chosen for it, else its task's."""
+def judge_spec(run: EvaluationRun) -> JudgeSpec:
+    """The spec of the judge that grades ``run`` (``judge_for_run`` builds it): the one chosen
+    for it, else its task's."""
     return (
         JudgeSpec.from_dict(run.judge_choice) if run.judge_choice else JudgeSpec.of_task(run.task)
     )

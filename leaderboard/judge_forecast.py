@@ -23,7 +23,7 @@ from django.core.cache import cache
 from evaluator.records import EvaluatorError, JudgeForecast
 from leaderboard.models import Split, Task
 from leaderboard.pipeline.bundles import BundleError, split_dir
-from podium.metric_events import JUDGE_LATENCY, events_redis, read
+from podium.monitoring_events import JUDGE_LATENCY, events_redis, read
 
 logger = logging.getLogger(__name__)
 ASSUMED_LATENCY_S = 2.0  # a judge call before any has been measured

@@ -19,9 +19,9 @@ from django.utils import timezone
 from kombu.exceptions import KombuError
 
 from leaderboard.models import EvaluationRun
-from podium import metric_events
+from podium import monitoring_events
 from podium.celery import app
-from podium.metrics import queue_depths, stale_cutoff
+from podium.monitoring import queue_depths, stale_cutoff
 
 logger = logging.getLogger("podium.operations")
 INSPECT_TIMEOUT_S = 1.0
@@ -117,7 +117,7 @@ def _waiting_since(run: EvaluationRun) -> datetime | None:
 def depths() -> dict[str, int] | None:
     """Messages waiting per queue; None when Redis does not answer."""
     try:
-        return queue_depths(metric_events.events_redis())
+        return queue_depths(monitoring_events.events_redis())
     except redis.RedisError as exc:
         logger.warning("operator page: Redis did not answer: %s", exc)
         return None

@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
 
 from evaluator.benchmarks import get_benchmark
 from evaluator.seam import Comparison, Metric, Score, ScoreBlock
-from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Split
+from leaderboard import board_store
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Task
 from leaderboard.models.results import ALL
 
 
@@ -106,7 +107,7 @@ def store_scores(
     run.scores_complete = bool(scores.get("complete", unjudged == 0))
     run.unjudged_items = unjudged
     run.save(update_fields=["scored_with", "scores_complete", "unjudged_items"])
-    Split.results_changed(run.split_id)
+    board_store.results_changed(run.split_id)
     return len(rows)
 
 
@@ -162,3 +163,23 @@ def store_comparison(
         },
     )
     return comparison
+
+
+# Constrained, not bound to their abstract base: each has its own manager to bulk_update with.
+ScoreRows = TypeVar("ScoreRows", SliceScore, Headline)
+
+
+def _rank_again(model: type[ScoreRows], task: Task) -> None:
+    rows = list(model.objects.filter(run__task=task))
+    for row in rows:
+        row.set_primary(task.primary_metric)
+    model.objects.bulk_update(
+        rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
+    )
+
+
+def rank_again(task: Task) -> None:
+    """The stored score rows of ``task``'s runs ranked by its primary metric now (its boards
+    are ranked again by the task's save, ``leaderboard.board_cache``)."""
+    _rank_again(SliceScore, task)
+    _rank_again(Headline, task)

@@ -17,7 +17,7 @@ from leaderboard.models.results import ALL
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from leaderboard.ranking import Entry
+    from leaderboard.entries import Entry
 
 # A slice cell: the stored numbers of one entry for one slice value: {"count", "metrics"}.
 SliceCell = dict[str, Any]

@@ -33,7 +33,10 @@ from workers.faults import BROKER_ERRORS
 logger = logging.getLogger("podium")
 
 State = EvaluationRun.State
-# The task that carries each stage, called with ``run_id=<pk>``; the prefix picks the queue.
+# The Celery name of each stage's task (``pipeline.stage_tasks.<stage>_task``), called with
+# ``run_id=<pk>``; the prefix picks the queue (``podium.celery.queue_for``). These wire names
+# predate the stage names (build, run, judge, score) and stay: messages already in the broker
+# at an upgrade carry them, and operators find them in logs and dashboards.
 STAGE_TASKS: dict[str, str] = {
     State.BUILDING: "build.prepare_run",
     State.RUNNING: "gpu.answer_run",

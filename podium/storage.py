@@ -11,7 +11,7 @@ from django.core.files.storage import FileSystemStorage as DjangoFileSystemStora
 from django.db.models.fields.files import FieldFile
 from storages.backends.s3 import S3Storage as DjangoS3Storage
 
-from podium.metric_events import STORAGE_ERRORS, record
+from podium.monitoring_events import STORAGE_ERRORS, record
 
 T = TypeVar("T")
 

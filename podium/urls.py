@@ -8,7 +8,7 @@ submission artifacts) have no URL at all.
 from django.contrib import admin
 from django.urls import include, path
 
-from podium.metrics import metrics_view
+from podium.monitoring import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -49,6 +49,10 @@ def _project(root: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
     for package in contracts["root_packages"]:
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text("")
+    for contract in contracts["contracts"]:  # modules the contracts name: there, empty
+        for module in (*contract["source_modules"], *contract["forbidden_modules"]):
+            if "." in module:
+                (root / (module.replace(".", "/") + ".py")).write_text("")
     for name, text in files.items():
         (root / name).write_text(text)
     (root / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
@@ -79,6 +83,7 @@ def test_an_import_across_the_layers_fails_the_check(tmp_path):
         "workers/claims.py": "import leaderboard.stage\n",
         "evaluator/cli.py": "import workers.runner\n",
         "agentkit/serve.py": "import podium.settings\n",
+        "leaderboard/models.py": "def rank():\n    from leaderboard import board_store\n",
     }
     broken = _project(tmp_path / "broken", upward)
     assert broken.returncode != 0
@@ -87,5 +92,6 @@ def test_an_import_across_the_layers_fails_the_check(tmp_path):
         "workers is not allowed to import leaderboard",
         "evaluator is not allowed to import workers",
         "agentkit is not allowed to import podium",
+        "leaderboard.models is not allowed to import leaderboard.board_store",
     ):
         assert arrow in broken.stdout, broken.stdout

@@ -19,6 +19,7 @@ from leaderboard.admin.settings_form import settings_fields, task_form
 from leaderboard.corpora import CorpusImportError, import_corpus_archive
 from leaderboard.judge_forecast import forecast_lines
 from leaderboard.models import Challenge, HubModel, Phase, RankedBoard, Split, Task
+from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.pipeline.bundles import corpus_sha256
 from leaderboard.splits import SplitImportError, import_split_bundle
 
@@ -136,12 +137,8 @@ class TaskAdmin(admin.ModelAdmin):
             "Limits",
             {
                 "fields": (
-                    "readiness_s",
-                    "per_item_s",
-                    "max_batch_size",
-                    "total_wall_s",
-                    "timeout_policy",
-                    "error_policy",
+                    *RUN_LIMITS,
+                    *RUN_POLICIES,
                     "image_search_enabled",
                     "web_search_enabled",
                     "gpu_class",

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from leaderboard import run_actions
+from leaderboard import board_store, run_actions
 from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
     AnswerSimilarity,
@@ -95,7 +95,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     def mark_baseline(self, request, queryset) -> None:
         count = queryset.update(is_baseline=True)
         splits = Split.objects.filter(runs__submission__in=queryset).values_list("pk", flat=True)
-        Split.results_changed(*splits)
+        board_store.results_changed(*splits)
         self.message_user(request, f"{count} marked as baseline")
 
     @admin.action(description="Evaluate on splits and settings added since it was submitted")

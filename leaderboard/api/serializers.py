@@ -17,6 +17,7 @@ from leaderboard.models import (
     SubmissionTask,
     Task,
 )
+from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.models.results import ALL
 
 
@@ -52,12 +53,8 @@ class TaskSerializer(serializers.ModelSerializer):
             "name",
             "description",
             "protocol",
-            "readiness_s",
-            "per_item_s",
-            "max_batch_size",
-            "total_wall_s",
-            "timeout_policy",
-            "error_policy",
+            *RUN_LIMITS,
+            *RUN_POLICIES,
             "image_search_enabled",
             "web_search_enabled",
             "judge",

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from evaluator.benchmarks import benchmark_class, names
 from leaderboard.models import Phase, Split, Task
+from leaderboard.models.challenge import TASK_LIMITS
 
 BUNDLE_VERSION = 1
 SCHEMA_ID = "urn:podium:challenge-bundle:1"
@@ -32,12 +34,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("description",), "description"),
     (("protocol",), "benchmark"),
     (("settings",), "settings"),
-    (("limits", "readiness_s"), "readiness_s"),
-    (("limits", "per_item_s"), "per_item_s"),
-    (("limits", "max_batch_size"), "max_batch_size"),
-    (("limits", "total_wall_s"), "total_wall_s"),
-    (("limits", "max_artifact_bytes"), "max_artifact_bytes"),
-    (("limits", "gpu_class"), "gpu_class"),
+    *((("limits", name), name) for name in TASK_LIMITS),
     (("search", "image"), "image_search_enabled"),
     (("search", "web"), "web_search_enabled"),
     (("judge", "kind"), "judge_kind"),
@@ -100,6 +97,19 @@ def _column_length(model: type[models.Model], name: str) -> int:
     return field.max_length
 
 
+def _limit(name: str) -> dict[str, Any]:
+    """A task limit's schema, from its ``Task`` field: a whole number up to what its column
+    holds; a time in seconds (a number) from its validator's least value up to what
+    ``total_wall_s`` holds (no more than the whole run); a text up to its column's length."""
+    field = Task._meta.get_field(name)
+    if isinstance(field, models.CharField):
+        return _text(maxLength=_column_length(Task, name))
+    if isinstance(field, models.FloatField):
+        least = next(v.limit_value for v in field.validators if isinstance(v, MinValueValidator))
+        return {"type": "number", "minimum": least, "maximum": _column_max(Task, "total_wall_s")}
+    return _count(Task, name)
+
+
 def _moment(nullable: bool = False) -> dict[str, Any]:
     kind: Any = ["string", "null"] if nullable else "string"
     return {"type": kind, "format": "date-time", "description": "ISO 8601 with a time zone"}
@@ -155,20 +165,7 @@ def _task() -> dict[str, Any]:
             "description": _text(),
             "protocol": {"enum": list(names())},
             "settings": {"type": "object", "description": "the benchmark's own settings"},
-            "limits": _object(
-                {
-                    "readiness_s": _count(Task, "readiness_s"),
-                    "per_item_s": {
-                        "type": "number",
-                        "minimum": 0.1,
-                        "maximum": _column_max(Task, "total_wall_s"),
-                    },
-                    "max_batch_size": _count(Task, "max_batch_size"),
-                    "total_wall_s": _count(Task, "total_wall_s"),
-                    "max_artifact_bytes": _count(Task, "max_artifact_bytes"),
-                    "gpu_class": _text(maxLength=32),
-                }
-            ),
+            "limits": _object({name: _limit(name) for name in TASK_LIMITS}),
             "search": _object({"image": {"type": "boolean"}, "web": {"type": "boolean"}}),
             "judge": _judge(),
             "primary_metric": _text(minLength=1, maxLength=_column_length(Task, "primary_metric")),

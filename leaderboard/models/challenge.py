@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -17,13 +17,6 @@ from evaluator.benchmarks import benchmark_class, get_benchmark
 from evaluator.records import EvaluatorError
 from evaluator.seam import Benchmark
 from workers.package_index import IndexURLError, PackageIndex
-
-if TYPE_CHECKING:
-    from leaderboard.models.results import Headline, SliceScore
-    from leaderboard.models.split import Split
-
-# Constrained, not bound to their abstract base: each has its own manager to bulk_update with.
-ScoreRows = TypeVar("ScoreRows", "SliceScore", "Headline")
 
 
 def _package_index_url(value: str) -> None:
@@ -138,6 +131,17 @@ class Phase(models.Model):
         return self.starts_at <= now < self.ends_at
 
 
+# A task's limits, the one list (each a ``Task`` field of that name). ``RUN_LIMITS`` bound the
+# agent's run, each a field of the runner's ``workers.limits.Limits`` of the same name
+# (``leaderboard.pipeline.run.limits_for``); ``TASK_LIMITS`` add what bounds a submission's upload
+# and places its run: the keys of a task's ``limits:`` in challenge.yaml, in this order
+# (``challenge_bundle.schema``). ``RUN_POLICIES`` say what a timed-out or failing batch does.
+# The admin's "Limits" fieldset and the API's task fields list them from here.
+RUN_LIMITS = ("readiness_s", "per_item_s", "max_batch_size", "total_wall_s")
+TASK_LIMITS = (*RUN_LIMITS, "max_artifact_bytes", "gpu_class")
+RUN_POLICIES = ("timeout_policy", "error_policy")
+
+
 class Task(models.Model):
     """One task of a challenge, e.g. CRAG-MM ``multi-turn-qa``, with its limits and judge."""
 
@@ -172,7 +176,7 @@ class Task(models.Model):
         max_length=32, choices=benchmarks.choices, default=benchmarks.DEFAULT
     )
     order = models.PositiveSmallIntegerField(default=0)
-    # limits
+    # limits (``RUN_LIMITS``, ``TASK_LIMITS`` above)
     readiness_s = models.PositiveIntegerField(default=600, validators=[MinValueValidator(1)])
     per_item_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
     max_batch_size = models.PositiveSmallIntegerField(
@@ -338,23 +342,6 @@ class Task(models.Model):
         a benchmark without settings)."""
         return self.scoring().run_settings()
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saved; a new primary metric re-ranks the stored scores (no run is scored again)."""
-        before = (
-            Task.objects.filter(pk=self.pk).values_list("primary_metric", flat=True).first()
-            if self.pk
-            else None
-        )
-        super().save(*args, **kwargs)
-        if before is not None and before != self.primary_metric:
-            from leaderboard.models.results import Headline, SliceScore
-            from leaderboard.models.split import Split
-
-            _rank_again(SliceScore, self)
-            _rank_again(Headline, self)
-            for split in self.splits.all():
-                Split.results_changed(split.pk)
-
     @property
     def judge_label(self) -> str:
         """How the judge is named on pages, e.g. ``rules`` or ``openai:gpt-4o@2024-08-06``."""
@@ -364,18 +351,16 @@ class Task(models.Model):
         return f"openai:{self.judge_model}{revision}"
 
 
-def split_bundle_path(split: Split, filename: str) -> str:
+class _SplitFile(Protocol):
+    """What names a split's bundle file: a ``Split`` (not imported: it imports this module)."""
+
+    task: Task
+    kind: str
+    sha256: str
+
+
+def split_bundle_path(split: _SplitFile, filename: str) -> str:
     task = split.task
     return (
         f"splits/{task.challenge.slug}/{task.task_id}/{split.kind}/{split.sha256 or filename}.tar"
-    )
-
-
-def _rank_again(model: type[ScoreRows], task: Task) -> None:
-    """The stored score rows of ``task``'s runs ranked by its primary metric now."""
-    rows = list(model.objects.filter(run__task=task))
-    for row in rows:
-        row.set_primary(task.primary_metric)
-    model.objects.bulk_update(
-        rows, ["primary", "primary_ci_low", "primary_ci_high"], batch_size=1000
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 
 from leaderboard.models.challenge import Task, split_bundle_path
@@ -102,17 +102,6 @@ class Split(models.Model):
     @property
     def is_private(self) -> bool:
         return self.kind == self.Kind.PRIVATE_TEST
-
-    @classmethod
-    def results_changed(cls, *split_ids: int) -> None:
-        """Give these splits a new ``results_version`` (pages render their results afresh) and
-        rank their stored boards again, in the caller's transaction: the update locks the
-        splits' rows, so changes of one split rank one after the other."""
-        from leaderboard import board_store  # it ranks with these models
-
-        with transaction.atomic():
-            cls.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
-            board_store.rebuild(*split_ids)
 
     def is_revealed(self, now: datetime | None = None) -> bool:
         """Whether results are public: never when hidden; a private test only from reveal_at."""

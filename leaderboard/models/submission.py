@@ -6,11 +6,16 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.dispatch import Signal
 from django.utils import timezone
 
 from leaderboard.models.challenge import Challenge, Task
 from leaderboard.models.split import Split
 from leaderboard.models.team import Team
+
+# Sent by ``EvaluationRun.move_to`` after each change of state, with ``run``, ``previous`` and
+# ``state``: what ranks boards again (``leaderboard.board_cache``) listens, models know no board.
+run_moved = Signal()
 
 
 class Submission(models.Model):
@@ -263,8 +268,7 @@ class EvaluationRun(models.Model):
             )
         for name, value in changes.items():
             setattr(self, name, value)
-        if self.State.DONE in (state, previous):
-            Split.results_changed(self.split_id)
+        run_moved.send(sender=EvaluationRun, run=self, previous=previous, state=state)
 
     def beat(self, items_done: int | None = None) -> None:
         """A worker's sign of life, optionally with progress; kept apart from state changes."""

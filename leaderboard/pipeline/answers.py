@@ -19,7 +19,7 @@ import time
 from django.db import connections
 
 from leaderboard.models import EvaluationRun, ItemAnswer
-from leaderboard.pipeline.claims import RunLost, beat_if_mine, while_database_returns
+from leaderboard.pipeline.ownership import RunLost, beat_if_mine, while_database_returns
 from workers.outcomes import ItemResult
 
 PROGRESS_EVERY_S = 0.5  # progress (and a heartbeat) at most this often from the sink

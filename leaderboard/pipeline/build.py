@@ -26,7 +26,7 @@ from django.db import transaction
 
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.pipeline import image_store
-from leaderboard.pipeline.claims import hand_over
+from leaderboard.pipeline.ownership import hand_over
 from leaderboard.submitting.artifacts import check_stored_archive
 from leaderboard.submitting.hub_models import allowed_models, image_models
 from workers.builds import BaseImageMissing, build_context
@@ -170,7 +170,7 @@ def fail_submission(submission: Submission, reason: str) -> None:
     )
 
 
-def prepare_run(run: EvaluationRun) -> None:
+def build_stage(run: EvaluationRun) -> None:
     """Stage ``building``: the image is there and pinned; hand the run to ``running``."""
     submission = run.submission
     if submission.state == Submission.State.FAILED:

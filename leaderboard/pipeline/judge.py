@@ -26,12 +26,12 @@ from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.records import EvaluatorError, Judgment
 from evaluator.seam.benchmark import Benchmark, ItemT, PredictionT, SplitT
-from leaderboard.judge_choice import RULES, JudgeSpec, run_judge
+from leaderboard.judge_choice import RULES, JudgeSpec, judge_spec
 from leaderboard.judgment_cache import DjangoJudgmentCache
 from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
 from leaderboard.pipeline.bundles import split_dir
 from leaderboard.pipeline.thumbnails import store_placed_images, store_thumbnails
-from podium.metric_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
+from podium.monitoring_events import JUDGE_ERRORS, JUDGE_LATENCY, record_many
 from workers.faults import PodiumFault
 from workers.judge_slots import judge_slots
 
@@ -113,7 +113,7 @@ def endpoint_slots(names: list[str]) -> Iterator[dict[str, int]]:
         client.close()
 
 
-def run_judges(task: Task, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
+def judge_for_run(task: Task, spec: JudgeSpec, slots: dict[str, int]) -> Judge:
     """The judge that grades a run of ``task`` with ``spec``, within ``slots``: for a benchmark
     whose prompts carry images, routed with the task's vision judge (``Benchmark.vision_routed``;
     an endpoint serving both shares its slots between them)."""
@@ -168,7 +168,7 @@ def task_benchmark(task: Task) -> Benchmark[Any, Any, Any]:
         raise PodiumFault(f"task {task}: {exc}") from exc
 
 
-def run_benchmark(run: EvaluationRun) -> Benchmark[Any, Any, Any]:
+def benchmark_for_run(run: EvaluationRun) -> Benchmark[Any, Any, Any]:
     """The benchmark that plans, grades and scores ``run``: its task's, for its setting."""
     try:
         return task_benchmark(run.task).for_setting(run.setting)
@@ -179,7 +179,7 @@ def run_benchmark(run: EvaluationRun) -> Benchmark[Any, Any, Any]:
 def judge_stage(run: EvaluationRun) -> int:
     """Grade the run's answers and store the decided verdicts; returns how many are unjudged."""
     task = run.task
-    benchmark = run_benchmark(run)
+    benchmark = benchmark_for_run(run)
     root = split_dir(run.split)
     data = benchmark.load_split(root)
     answers = {answer.item_key: answer for answer in run.answers.all()}
@@ -191,7 +191,7 @@ def judge_stage(run: EvaluationRun) -> int:
             f"row, e.g. {unanswered[0]}"
         )
     predictions = stored_predictions(benchmark, data, answers)
-    spec = run_judge(run)
+    spec = judge_spec(run)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as transcript:
         graded, judge, _ = grade_answers(spec, task, benchmark, data, predictions, transcript)
         _store_transcript(run, transcript)
@@ -239,7 +239,7 @@ def grade_answers(
     calls were made."""
     calls: list[tuple[float, Judgment]] = []
     with endpoint_slots(judged_endpoints(task, spec)) as slots:
-        judge = run_judges(task, spec, slots)
+        judge = judge_for_run(task, spec, slots)
         judge.on_call = lambda seconds, judgment: calls.append((seconds, judgment))
         try:
             graded = benchmark.grade(

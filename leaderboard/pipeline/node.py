@@ -32,7 +32,7 @@ from django.db.models import Q
 from leaderboard.models import EvaluationRun
 from leaderboard.pipeline import image_store
 from podium.celery import BUILD_QUEUE
-from podium.metric_events import events_redis
+from podium.monitoring_events import events_redis
 from workers.janitor import Swept, sweep
 
 logger = logging.getLogger("podium.pipeline")
@@ -50,7 +50,7 @@ def site() -> str:
 
 
 def holds_a_run(worker: str) -> bool:
-    """Whether ``worker`` (a ``claims.worker_id``) holds an active run."""
+    """Whether ``worker`` (a ``ownership.worker_id``) holds an active run."""
     active = EvaluationRun.objects.filter(state__in=EvaluationRun.ACTIVE_STATES)
     return bool(worker) and active.filter(worker_id=worker).exists()
 

@@ -24,8 +24,8 @@ from leaderboard.judge_preview import ALL_ITEMS, previewed_runs
 from leaderboard.models import EvaluationRun, ItemAnswer, JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.pipeline.bundles import split_dir
 from leaderboard.pipeline.judge import (
+    benchmark_for_run,
     grade_answers,
-    run_benchmark,
     stored_predictions,
     task_benchmark,
 )
@@ -70,7 +70,7 @@ def _grade_run(
     """Grade ``run`` with the candidate and store it beside its published verdicts (or the
     ``baseline`` judge's on the same turns); False when some of its items stay undecided
     (nothing is stored then)."""
-    benchmark = run_benchmark(run)
+    benchmark = benchmark_for_run(run)
     answers = {a.item_key: a for a in run.answers.select_related("verdict")}
     predictions = stored_predictions(benchmark, data, answers)
     graded, judge, calls = grade_answers(spec, run.task, benchmark, data, predictions)

@@ -20,12 +20,13 @@ from django.db import connections
 
 from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, Submission, Task
+from leaderboard.models.challenge import RUN_LIMITS
 from leaderboard.pipeline.answers import AnswerSink
 from leaderboard.pipeline.build import docker_client, submission_image
 from leaderboard.pipeline.bundles import corpus_dir, split_dir
-from leaderboard.pipeline.claims import beat_if_mine, hand_over, worker_id
-from leaderboard.pipeline.judge import run_benchmark
+from leaderboard.pipeline.judge import benchmark_for_run
 from leaderboard.pipeline.node import site
+from leaderboard.pipeline.ownership import beat_if_mine, hand_over, worker_id
 from workers.faults import PodiumFault
 from workers.images import ImageError
 from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
@@ -62,11 +63,10 @@ def agent_policy(submission: Submission) -> SandboxPolicy:
 
 
 def limits_for(task: Task) -> Limits:
+    """The runner's limits of ``task``'s runs: its ``RUN_LIMITS`` as they are, its policies in
+    the runner's words."""
     return Limits(
-        readiness_s=float(task.readiness_s),
-        per_item_s=task.per_item_s,
-        max_batch_size=task.max_batch_size,
-        total_wall_s=float(task.total_wall_s),
+        **{name: getattr(task, name) for name in RUN_LIMITS},
         timeout_policy=TIMEOUT_POLICIES[task.timeout_policy],
         error_policy=ERROR_POLICIES[task.error_policy],
     )
@@ -173,7 +173,7 @@ def operator_detail(report: RunReport) -> str:
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every item not answered yet, then hand over to judging."""
     task = run.task
-    benchmark = run_benchmark(run)
+    benchmark = benchmark_for_run(run)
     data = benchmark.load_split(split_dir(run.split))
     answered = dict(run.answers.values_list("item_key", "response"))
     try:

@@ -1,7 +1,8 @@
-"""The Celery stage tasks of an evaluation run (names in ``leaderboard.tasks.STAGE_TASKS``).
+"""The Celery stage tasks of an evaluation run: ``<stage>_task`` does
+``leaderboard.pipeline.<stage>.<stage>_stage`` (Celery names in ``leaderboard.tasks.STAGE_TASKS``).
 
 Each takes ``run_id``, is acknowledged late and may be delivered twice: it first claims the run
-(``leaderboard.pipeline.claims``) and does nothing when the run is not its own. The work itself
+(``leaderboard.pipeline.ownership``) and does nothing when the run is not its own. The work itself
 lives in ``leaderboard.pipeline``; these functions only decide what happens after it:
 
 - a transient error (``workers.faults.is_transient``: the Docker engine, the database, the
@@ -27,9 +28,10 @@ from django.conf import settings
 
 from leaderboard.judge_preview import PREVIEW_TASK
 from leaderboard.models import EvaluationRun, InvalidTransition, JudgePreview
-from leaderboard.pipeline.aggregate import aggregate_stage
-from leaderboard.pipeline.build import prepare_run as build_stage
-from leaderboard.pipeline.claims import (
+from leaderboard.pipeline.build import build_stage
+from leaderboard.pipeline.judge import judge_stage
+from leaderboard.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
+from leaderboard.pipeline.ownership import (
     RunLost,
     claim,
     fail_for_podium,
@@ -39,10 +41,9 @@ from leaderboard.pipeline.claims import (
     stage_ended,
     while_database_returns,
 )
-from leaderboard.pipeline.judge import judge_stage
-from leaderboard.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
 from leaderboard.pipeline.preview import dry_run
 from leaderboard.pipeline.run import run_stage
+from leaderboard.pipeline.score import score_stage
 from leaderboard.tasks import STAGE_TASKS
 from podium.logs import run_context
 from workers.faults import PodiumFault, is_transient
@@ -140,23 +141,23 @@ def _judge(run: EvaluationRun) -> None:
 
 
 @_task(STAGE_TASKS[State.BUILDING])
-def prepare_run(self: StageTask, run_id: int) -> str:
+def build_task(self: StageTask, run_id: int) -> str:
     return _stage(self, State.BUILDING, run_id, build_stage)
 
 
 @_task(STAGE_TASKS[State.RUNNING])
-def answer_run(self: StageTask, run_id: int) -> str:
+def run_task(self: StageTask, run_id: int) -> str:
     return _stage(self, State.RUNNING, run_id, run_stage)
 
 
 @_task(STAGE_TASKS[State.JUDGING])
-def judge_run(self: StageTask, run_id: int) -> str:
+def judge_task(self: StageTask, run_id: int) -> str:
     return _stage(self, State.JUDGING, run_id, _judge)
 
 
 @_task(STAGE_TASKS[State.SCORING])
-def aggregate_run(self: StageTask, run_id: int) -> str:
-    return _stage(self, State.SCORING, run_id, aggregate_stage)
+def score_task(self: StageTask, run_id: int) -> str:
+    return _stage(self, State.SCORING, run_id, score_stage)
 
 
 @_task(PREVIEW_TASK)

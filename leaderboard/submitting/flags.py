@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from leaderboard import permissions
+from leaderboard import board_store, permissions
 from leaderboard.models import Split, Submission
 
 
@@ -47,5 +47,5 @@ def set_flags(
             team_runs = Split.objects.filter(
                 runs__submission__team=submission.team, runs__submission__challenge=challenge
             )
-            Split.results_changed(*team_runs.values_list("pk", flat=True).distinct())
+            board_store.results_changed(*team_runs.values_list("pk", flat=True).distinct())
     return submission

@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from leaderboard import audits, permissions
+from leaderboard import audit_results, audits, permissions
 from leaderboard.audit_results import export_csv, export_record, results
 from leaderboard.models import AuditItem, AuditLabel, Challenge, JudgeAudit, Split
 from leaderboard.models.audit import DEFAULT_SIZE, MAX_SIZE
@@ -122,7 +122,7 @@ def audit_action(request: HttpRequest, audit_id: int, action: str) -> HttpRespon
     _organised(request, audit.split.task.challenge)
     try:
         if action == "finish":
-            audits.finish(audit, signed_in(request.user))
+            audit_results.finish(audit, signed_in(request.user))
             messages.success(request, f"Audit #{audit.pk} finished.")
         elif action == "invite":
             user = audits.invite(audit, signed_in(request.user), request.POST.get("who", ""))

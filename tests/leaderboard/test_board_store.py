@@ -204,7 +204,7 @@ def test_a_board_never_stored_is_ranked_and_stored_by_its_first_read(public, run
 
 
 def test_a_board_page_ranks_nothing_itself(client, public, runs):
-    Split.results_changed(public.pk)  # nothing cached
+    board_store.results_changed(public.pk)  # nothing cached
     for name in ("leaderboard", "slices"):
         with CaptureQueriesContext(connection) as captured:
             response = client.get(reverse(f"leaderboard:{name}", args=_board_args(public)))

@@ -15,7 +15,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
-from leaderboard import audits
+from leaderboard import audit_results, audits, board_store
 from leaderboard.audit_results import CONTESTED, judge_cards, results
 from leaderboard.models import (
     AuditItem,
@@ -23,7 +23,6 @@ from leaderboard.models import (
     EvaluationRun,
     ItemAnswer,
     ItemVerdict,
-    Split,
     Task,
 )
 from leaderboard.models.audit import JudgeAudit
@@ -309,7 +308,7 @@ def test_the_leaderboard_shows_each_judges_card_and_its_latest_audit(
     assert "not audited" in client.get(url).content.decode()
     audit = open_one(world, size=3)
     label_all(audit, world["org"], [i.judge_verdict for i in audit.items.order_by("position")])
-    audits.finish(audit, world["org"])
+    audit_results.finish(audit, world["org"])
     [card] = judge_cards(world["split"], "")
     assert (card.model, card.revision, card.prompt_version) == (
         "judge-7b",
@@ -401,7 +400,7 @@ def test_the_judge_cards_read_the_runs_once_per_version_of_the_results(
     EvaluationRun.objects.filter(pk=run.pk).update(
         judge_id="openai:judge-13b@r2", prompt_version="crag-mm-judge-v1"
     )
-    Split.results_changed(public.pk)
+    board_store.results_changed(public.pk)
     public.refresh_from_db()
     models = {card.model for card in judge_cards(public, "")}
     assert models == {before.model, "judge-13b"}

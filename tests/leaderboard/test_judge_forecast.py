@@ -12,7 +12,7 @@ from evaluator.benchmarks.mrag_suite import MragSuite
 from leaderboard.judge_forecast import ASSUMED_LATENCY_S, forecast_lines
 from leaderboard.models import Task
 from leaderboard.splits import import_split_dir
-from podium.metric_events import JUDGE_LATENCY, record
+from podium.monitoring_events import JUDGE_LATENCY, record
 from tests.leaderboard.broker import broker_at
 from tests.leaderboard.factories import write_small_split
 from tests.services import redis_url

@@ -20,9 +20,9 @@ from leaderboard.models import (
     Submission,
     Task,
 )
-from leaderboard.pipeline.aggregate import aggregate_stage
 from leaderboard.pipeline.judge import judge_stage
 from leaderboard.pipeline.preview import dry_run
+from leaderboard.pipeline.score import score_stage
 from leaderboard.pipeline.stage_tasks import preview_judge
 from leaderboard.splits import import_split_dir
 from podium.celery import app
@@ -88,7 +88,7 @@ def judged_run(task: Task, split, team, response: str) -> EvaluationRun:
     assert judge_stage(run) == 0
     EvaluationRun.objects.filter(pk=run.pk).update(state=State.SCORING)
     run.refresh_from_db()
-    aggregate_stage(run)
+    score_stage(run)
     return run
 
 
@@ -199,7 +199,7 @@ def test_publishing_is_one_logged_action_and_the_old_results_stay(
         assert judge_stage(run) == 0
         EvaluationRun.objects.filter(pk=run.pk).update(state=State.SCORING)
         run.refresh_from_db()
-        aggregate_stage(run)
+        score_stage(run)
     assert fake.count == calls
     alpha = EvaluationRun.objects.get(submission__team__name="alpha")
     assert alpha.judge_id.startswith("openai:") and alpha.headline.primary == -1.0

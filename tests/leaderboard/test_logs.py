@@ -13,7 +13,7 @@ from pathlib import Path
 
 from leaderboard.models import EvaluationRun, Submission
 from leaderboard.pipeline import stage_tasks
-from leaderboard.pipeline.claims import heartbeats, worker_id
+from leaderboard.pipeline.ownership import heartbeats, worker_id
 from podium.logs import RunIdFilter, run_context
 from tests.leaderboard.test_settings import settings_in_process
 
@@ -47,7 +47,7 @@ def json_lines() -> Iterator[list[dict]]:
 def test_every_line_a_stage_writes_carries_its_run_id(pipeline_run):
     run = pipeline_run(state=Submission.State.FAILED, failure_reason="your image did not build")
     with json_lines() as lines:
-        assert stage_tasks.prepare_run.apply(kwargs={"run_id": run.pk}).get() == State.FAILED
+        assert stage_tasks.build_task.apply(kwargs={"run_id": run.pk}).get() == State.FAILED
         logging.getLogger("podium.pipeline").info("after the stage")
     ours = [line for line in lines if line["logger"] == "podium.pipeline"]
     assert [line["message"] for line in ours] == [

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from leaderboard import operations
 from leaderboard.models import EvaluationRun, RunAction
-from leaderboard.pipeline import claims
+from leaderboard.pipeline import ownership
 from leaderboard.tasks import STAGE_TASKS
 from tests.leaderboard.broker import broker_at, broker_unreachable, sent
 from tests.services import redis_url
@@ -85,8 +85,8 @@ def test_the_page_shows_nodes_queues_and_the_runs_that_need_an_operator(
     settings.PODIUM_HEARTBEAT_TIMEOUT_S = 60
     healthy = pipeline_run(State.RUNNING, worker="gpu-node-1:11")
     stuck = pipeline_run(State.RUNNING, worker="gpu-node-7:4242", silent_s=600)
-    retrying = pipeline_run(State.BUILDING, worker=claims.worker_id())
-    claims.release(retrying, TransientFault("storage did not answer"))
+    retrying = pipeline_run(State.BUILDING, worker=ownership.worker_id())
+    ownership.release(retrying, TransientFault("storage did not answer"))
     broker.lpush("build", b"{}")
     page = staff.get(PAGE)
     assert page.status_code == 200

@@ -160,7 +160,7 @@ def test_a_run_given_back_until_its_retry_is_due_is_not_resent_before_then(
     run = make_run(State.JUDGING, silent_for_s=0)
     EvaluationRun.objects.filter(pk=run.pk).update(
         worker_id="", claim_due_at=timezone.now() + timedelta(seconds=500)
-    )  # leaderboard.pipeline.claims.release with the judge's next retry 500 s away
+    )  # leaderboard.pipeline.ownership.release with the judge's next retry 500 s away
     later = timezone.now() + timedelta(seconds=530)
     with django_capture_on_commit_callbacks(execute=True):
         assert resend_unclaimed_runs(now=later) == []

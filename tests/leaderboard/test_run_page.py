@@ -183,7 +183,7 @@ def test_the_agent_log_is_polled_live_with_the_run_pages_rule(client, world):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_running_stage_stores_the_output_only_while_the_run_is_its_own(world):
-    from leaderboard.pipeline.claims import worker_id
+    from leaderboard.pipeline.ownership import worker_id
     from leaderboard.pipeline.run import log_sink
 
     def from_the_runners_thread(text: str) -> None:  # as OutputWatch calls it

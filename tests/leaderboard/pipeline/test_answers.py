@@ -11,7 +11,7 @@ import pytest
 from leaderboard.models import EvaluationRun, ItemAnswer
 from leaderboard.pipeline import answers
 from leaderboard.pipeline.answers import AnswerSink
-from leaderboard.pipeline.claims import RunLost, worker_id
+from leaderboard.pipeline.ownership import RunLost, worker_id
 from workers.outcomes import ItemResult
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the sink's thread has its own connection

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from leaderboard.models import Challenge, EvaluationRun, Submission
 from leaderboard.pipeline import stage_tasks
-from leaderboard.pipeline.claims import PODIUM_FAULT_REASON, claim, hand_over, worker_id
+from leaderboard.pipeline.ownership import PODIUM_FAULT_REASON, claim, hand_over, worker_id
 from leaderboard.splits import import_split_dir
 from leaderboard.submitting import Artifact, MethodInfo, submit
 from leaderboard.tasks import requeue_stale_runs
@@ -65,8 +65,8 @@ def test_a_run_belongs_to_the_stage_that_claims_it_and_to_nobody_else(
     assert claim(run.pk, State.BUILDING) is None
     assert claim(run.pk, State.RUNNING).worker_id == worker_id()
     assert claim(run.pk, State.RUNNING) is None
-    assert stage_tasks.judge_run(run_id=run.pk) == "not mine"
-    assert stage_tasks.judge_run(run_id=10**9) == "not mine"
+    assert stage_tasks.judge_task(run_id=run.pk) == "not mine"
+    assert stage_tasks.judge_task(run_id=10**9) == "not mine"
 
 
 def test_a_run_waiting_for_its_next_stage_is_not_reaped_but_a_silent_worker_is(
@@ -101,7 +101,7 @@ def test_a_bad_image_fails_the_submission_with_a_reason_the_team_can_read(
         MethodInfo(method_name="broken"),
     )
     run = EvaluationRun.objects.get(submission=submission)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.FAILED
+    assert stage_tasks.build_task(run_id=run.pk) == State.FAILED
     run.refresh_from_db()
     submission.refresh_from_db()
     assert submission.state == Submission.State.FAILED
@@ -128,7 +128,7 @@ def test_an_upload_left_unchecked_by_the_web_request_is_refused_by_the_build_sta
         MethodInfo(method_name="evil"),
     )
     run = EvaluationRun.objects.get(submission=submission)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.FAILED
+    assert stage_tasks.build_task(run_id=run.pk) == State.FAILED
     submission.refresh_from_db()
     assert submission.state == Submission.State.FAILED
     assert "your upload: entry 'a/../../evil' is a path leading outside the archive" in (
@@ -147,7 +147,7 @@ def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
     submission = submit_agent(team, user, challenge_with_split, IDK, "idk")
     run = EvaluationRun.objects.get(submission=submission)
     EvaluationRun.objects.filter(pk=run.pk).update(state=State.RUNNING, stage=State.RUNNING)
-    assert stage_tasks.answer_run(run_id=run.pk) == State.FAILED
+    assert stage_tasks.run_task(run_id=run.pk) == State.FAILED
     run.refresh_from_db()
     assert run.failure_reason == PODIUM_FAULT_REASON
     assert "no search corpus" in run.operator_detail
@@ -192,7 +192,7 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
 
     refused = send("absent", '["org/tiny", "org/absent"]')
     run = EvaluationRun.objects.get(submission=refused)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.FAILED
+    assert stage_tasks.build_task(run_id=run.pk) == State.FAILED
     refused.refresh_from_db()
     assert refused.failure_reason == (
         "your agent image could not be prepared: Stages does not provide org/absent@main: "
@@ -200,7 +200,7 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
     )
     malformed = send("malformed", '{"models": "org/tiny"}')
     run = EvaluationRun.objects.get(submission=malformed)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.FAILED
+    assert stage_tasks.build_task(run_id=run.pk) == State.FAILED
     malformed.refresh_from_db()
     assert malformed.failure_reason == (
         "your agent image could not be prepared: the image's label org.podium.models must hold "
@@ -209,7 +209,7 @@ def test_an_image_declares_its_models_by_label_and_only_the_challenges_are_taken
 
     taken = send("tiny", '["org/tiny"]')
     run = EvaluationRun.objects.get(submission=taken)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.RUNNING
+    assert stage_tasks.build_task(run_id=run.pk) == State.RUNNING
     taken.refresh_from_db()
     assert taken.declared_models == [{"hub_id": "org/tiny", "revision": "main"}]
 
@@ -241,7 +241,7 @@ def test_always_mode_stores_the_image_right_after_the_run_is_handed_over(
         return export(image_id, client)
 
     monkeypatch.setattr(image_store, "export", watched)
-    assert stage_tasks.prepare_run(run_id=run.pk) == State.RUNNING
+    assert stage_tasks.build_task(run_id=run.pk) == State.RUNNING
     submission.refresh_from_db()
     assert seen == [(State.RUNNING, submission.image_digest)]
     assert image_store.stored(submission.image_digest) is not None
@@ -282,14 +282,14 @@ def test_the_image_is_stored_once_no_run_is_timed_and_a_rerun_after_its_sweep_wo
     submission = submit_image(team, challenge_with_split, user, built, "swept")
     run = EvaluationRun.objects.get(submission=submission)
     try:
-        assert stage_tasks.prepare_run(run_id=run.pk) == State.RUNNING
+        assert stage_tasks.build_task(run_id=run.pk) == State.RUNNING
         submission.refresh_from_db()
         digest = submission.image_digest
         owed = ImageArchive.objects.get(image_id=digest)
         assert (owed.state, owed.node) == (ImageArchive.State.PENDING, settings.PODIUM_NODE_ID)
         assert exporter_pass() == [], "a GPU worker here may take the run"
         assert image_store.stored(digest) is None
-        assert stage_tasks.answer_run(run_id=run.pk) == State.JUDGING
+        assert stage_tasks.run_task(run_id=run.pk) == State.JUDGING
         assert exporter_pass() == [digest], "no timed run any more"
         assert image_store.stored(digest) is not None
 
@@ -301,12 +301,12 @@ def test_the_image_is_stored_once_no_run_is_timed_and_a_rerun_after_its_sweep_wo
         assert rerun([run], user, "the split was fixed") == []
         engine.images.remove(digest, force=True)  # this node's engine lost it meanwhile
         started = time.monotonic()
-        assert stage_tasks.prepare_run(run_id=run.pk) == State.RUNNING
+        assert stage_tasks.build_task(run_id=run.pk) == State.RUNNING
         assert time.monotonic() - started < 30, "waited for an archive nobody owes"
         submission.refresh_from_db()
         assert submission.image_digest == digest, "the upload loads as the same image"
         assert ImageArchive.objects.get(image_id=digest).state == ImageArchive.State.PENDING
-        assert stage_tasks.answer_run(run_id=run.pk) == State.JUDGING
+        assert stage_tasks.run_task(run_id=run.pk) == State.JUDGING
         assert exporter_pass() == [digest]
         assert image_store.stored(digest) is not None
     finally:

@@ -15,7 +15,7 @@ from evaluator.benchmarks.crag_mm.prompt import CragMMRubric
 from evaluator.judges import judge_all, make_judge
 from evaluator.records import JudgeRequest
 from leaderboard.models import EvaluationRun
-from leaderboard.pipeline import claims
+from leaderboard.pipeline import ownership
 from leaderboard.pipeline.judge import record_judge_calls
 from leaderboard.tasks import STAGE_TASKS, dispatch_stage
 from podium.celery import app
@@ -141,7 +141,7 @@ def test_a_finished_run_appears_in_runs_by_state_and_the_duration_histogram(
 
 
 def test_failures_are_counted_by_whose_fault_they_are(broker, staff, pipeline_run):
-    claims.fail_for_podium(pipeline_run(State.RUNNING), "engine config broken")
+    ownership.fail_for_podium(pipeline_run(State.RUNNING), "engine config broken")
     pipeline_run(State.BUILDING).move_to(State.FAILED, failure_reason="your image did not build")
     samples = scrape(staff)
     assert value(samples, "podium_failed_runs", kind="podium") == 1
@@ -154,9 +154,9 @@ def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(
     broker, staff, pipeline_run
 ):
     run = pipeline_run(State.QUEUED)
-    mine = claims.claim(run.pk, State.BUILDING)
+    mine = ownership.claim(run.pk, State.BUILDING)
     assert mine is not None
-    claims.release(mine, TransientFault("the Docker engine did not answer"))
+    ownership.release(mine, TransientFault("the Docker engine did not answer"))
     run.refresh_from_db()
     assert (run.worker_id, run.retry_reason) == (
         "",
@@ -167,7 +167,7 @@ def test_a_retried_stage_shows_its_fault_until_a_worker_claims_it_again(
     assert (
         value(samples, "podium_stage_retries_total", stage="building", fault="TransientFault") == 1
     )
-    assert claims.claim(run.pk, State.BUILDING) is not None
+    assert ownership.claim(run.pk, State.BUILDING) is not None
     run.refresh_from_db()
     assert run.retry_reason == ""
     assert value(scrape(staff), "podium_retrying_runs") == 0
@@ -177,13 +177,13 @@ def test_dead_time_is_the_idle_time_between_a_worker_s_stages(
     broker, staff, pipeline_run, monkeypatch, settings
 ):
     node = settings.PODIUM_NODE_ID
-    monkeypatch.setattr(claims, "_idle_since", None)
-    assert claims.claim(pipeline_run().pk, State.BUILDING) is not None
+    monkeypatch.setattr(ownership, "_idle_since", None)
+    assert ownership.claim(pipeline_run().pk, State.BUILDING) is not None
     name = "podium_worker_dead_time_seconds_count"
     assert value(scrape(staff), name, node=node) == 0, "no previous stage: no dead time"
-    claims.stage_ended()
-    assert claims.claim(pipeline_run().pk, State.BUILDING) is not None
-    assert claims.claim(pipeline_run(State.RUNNING).pk, State.BUILDING) is None, (
+    ownership.stage_ended()
+    assert ownership.claim(pipeline_run().pk, State.BUILDING) is not None
+    assert ownership.claim(pipeline_run(State.RUNNING).pk, State.BUILDING) is None, (
         "not mine: not counted"
     )
     samples = scrape(staff)

@@ -1,9 +1,9 @@
 """``/metrics``: what operators watch, in Prometheus' text format (``prometheus_client``).
 
 Everything is computed when Prometheus scrapes: the state of runs from PostgreSQL, the depth of
-each Celery queue from Redis (the length of its list), and the events worker processes counted on
-any node (``podium.metric_events``). No figure lives in a web process, so any web process answers
-the same. Staff signed in, or ``Authorization: Bearer <PODIUM_METRICS_TOKEN>``; nobody else.
+each Celery queue from Redis (the length of its list), and the events worker processes counted
+on any node (``podium.monitoring_events``). No figure lives in a web process, so any web process
+answers the same. Staff signed in, or ``Authorization: Bearer <PODIUM_METRICS_TOKEN>``; nobody else.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from leaderboard.models import EvaluationRun
-from podium import metric_events
+from podium import monitoring_events
 from podium.celery import app
 
 logger = logging.getLogger("podium.metrics")
@@ -149,9 +149,9 @@ class PodiumCollector(Collector):
             "1 when Redis answered this scrape (queue depths and worker events are read there).",
         )
         try:
-            client = metric_events.events_redis()
+            client = monitoring_events.events_redis()
             depths = queue_depths(client)
-            events = {m: metric_events.read(m, client) for m in metric_events.EVENT_METRICS}
+            events = {m: monitoring_events.read(m, client) for m in monitoring_events.EVENT_METRICS}
         except redis.RedisError as exc:
             logger.warning("/metrics: Redis did not answer: %s", exc)
             up.add_metric([], 0)
@@ -170,7 +170,7 @@ class PodiumCollector(Collector):
 
 
 def _event_family(
-    metric: metric_events.EventMetric, series: dict[tuple[str, ...], metric_events.Series]
+    metric: monitoring_events.EventMetric, series: dict[tuple[str, ...], monitoring_events.Series]
 ) -> Metric:
     labels = list(metric.labels)
     if not metric.buckets:

@@ -1,4 +1,4 @@
-"""Claims' database retry (``while_database_returns``): Django's own error for a database that
+"""Ownership's database retry (``while_database_returns``): Django's own error for a database that
 is not there is waited out, reconnecting; any other database error is raised at once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.db.utils import DataError, OperationalError
 
-from leaderboard.pipeline.claims import while_database_returns
+from leaderboard.pipeline.ownership import while_database_returns
 from tests.services import unreachable_database
 
 

@@ -19,7 +19,7 @@ from leaderboard.board_store import entries
 from leaderboard.duplicates import flag_similar_runs
 from leaderboard.models import EvaluationRun, ItemVerdict
 from leaderboard.pipeline.bundles import split_dir
-from leaderboard.pipeline.judge import run_benchmark
+from leaderboard.pipeline.judge import benchmark_for_run
 from leaderboard.scores import store_comparison, store_scores
 from workers.faults import PodiumFault
 
@@ -52,9 +52,9 @@ def graded_items(
     return graded
 
 
-def aggregate_stage(run: EvaluationRun) -> None:
+def score_stage(run: EvaluationRun) -> None:
     """Stage ``scoring``: store slice scores and comparisons, then the run is done."""
-    benchmark = run_benchmark(run)
+    benchmark = benchmark_for_run(run)
     keys = benchmark.split_keys(benchmark.load_split(split_dir(run.split)))
     graded = graded_items(run, benchmark, keys)
     scores = benchmark.score(graded)

@@ -39,7 +39,7 @@ from tenacity import (
 
 from leaderboard.models import EvaluationRun, InvalidTransition, Submission
 from leaderboard.tasks import dispatch_stage
-from podium.metric_events import STAGE_RETRIES, WORKER_DEAD_TIME, record
+from podium.monitoring_events import STAGE_RETRIES, WORKER_DEAD_TIME, record
 from workers.faults import is_database_error, is_transient
 
 logger = logging.getLogger("podium.pipeline")

@@ -1,0 +1,62 @@
+"""A leaderboard line as pages, exports and the API read it (``leaderboard.ranking`` reads
+them from stored rows; ``leaderboard.slices`` lays them out by slice)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, NamedTuple
+
+# What a leaderboard line reads, and nothing more (pages list thousands of entries); the order
+# of ``Entry``'s fields after ``rank``.
+ENTRY_FIELDS = (
+    "run_id", "run__submission_id", "run__submission__team_id", "run__submission__team__name",
+    "run__submission__method_name", "run__submission__is_baseline",
+    "run__submission__paper_url", "run__submission__code_url", "run__submission__created_at",
+    "run__judge_id", "run__scores_complete", "run__unjudged_items",
+    "count", "primary", "primary_ci_low", "primary_ci_high", "metrics_json",
+)  # fmt: skip
+
+
+class Entry(NamedTuple):
+    """One leaderboard line: a run's headline scores as plain values; ``rank`` is None for
+    baselines. Plain values keep thousands of entries cheap to build, cache and render."""
+
+    rank: int | None
+    run_id: int
+    submission_id: int
+    team_id: int
+    team: str
+    method_name: str
+    is_baseline: bool
+    paper_url: str
+    code_url: str
+    submitted_at: datetime
+    judge_id: str
+    complete: bool
+    unjudged: int
+    count: int  # type: ignore[assignment]  # items behind the scores; shadows tuple.count
+    primary: float | None
+    primary_ci_low: float | None
+    primary_ci_high: float | None
+    metrics_json: str  # every metric of the run's headline block, as stored (JSON)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """Every metric of the run's headline block, by name: decoded on each access (a page
+        decodes its own entries', not the whole board's)."""
+        return json.loads(self.metrics_json)
+
+    def record(self) -> dict[str, Any]:
+        """The entry as plain data: the one shape for exports and the API."""
+        record: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in (
+                "rank", "team", "method_name", "is_baseline", "paper_url", "code_url",
+                "submission_id", "run_id", "judge_id", "complete", "count", "primary",
+            )
+        }  # fmt: skip
+        record["submitted_at"] = self.submitted_at.isoformat()
+        record["primary_ci95"] = [self.primary_ci_low, self.primary_ci_high]
+        record["metrics"] = self.metrics
+        return record

@@ -1,0 +1,57 @@
+"""A task's limits are listed once (``leaderboard.models.challenge``): the runner's limits, the
+bundle's ``limits:`` keys, the admin's fieldset and the API's fields all come from that list,
+and what a user sees of them stays as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from django.contrib import admin
+
+from leaderboard.api.serializers import TaskSerializer
+from leaderboard.challenge_bundle.schema import TASK_FIELDS, bundle_schema
+from leaderboard.models import Task
+from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES, TASK_LIMITS
+from leaderboard.pipeline.run import limits_for
+from workers.limits import Limits
+
+
+def test_each_limit_is_a_task_field_and_each_run_limit_the_runners():
+    task_fields = {field.name for field in Task._meta.get_fields()}
+    assert set(TASK_LIMITS) | set(RUN_POLICIES) <= task_fields
+    assert set(RUN_LIMITS) | set(RUN_POLICIES) <= {f.name for f in dataclasses.fields(Limits)}
+
+
+def test_a_runs_limits_are_its_tasks():
+    task = Task(
+        readiness_s=7, per_item_s=2.5, max_batch_size=3, total_wall_s=900,
+        timeout_policy=Task.TimeoutPolicy.FAIL_RUN, error_policy=Task.ErrorPolicy.CONTINUE,
+    )  # fmt: skip
+    limits = limits_for(task)
+    assert {name: getattr(limits, name) for name in RUN_LIMITS} == {
+        "readiness_s": 7, "per_item_s": 2.5, "max_batch_size": 3, "total_wall_s": 900,
+    }  # fmt: skip
+    assert (limits.timeout_policy, limits.error_policy) == ("fail", "continue")
+
+
+def test_the_bundles_limits_keys_are_the_list_in_its_order():
+    task = bundle_schema()["properties"]["tasks"]["items"]["properties"]
+    keys = ["readiness_s", "per_item_s", "max_batch_size", "total_wall_s", "max_artifact_bytes"]
+    assert list(task["limits"]["properties"]) == list(TASK_LIMITS) == [*keys, "gpu_class"]
+    places = [place for place, _ in TASK_FIELDS if place[0] == "limits"]
+    assert places == [("limits", name) for name in TASK_LIMITS]
+
+
+def test_the_admin_and_the_api_show_the_limits_as_before():
+    fieldsets = dict(admin.site._registry[Task].fieldsets)
+    assert fieldsets["Limits"]["fields"] == (
+        "readiness_s", "per_item_s", "max_batch_size", "total_wall_s", "timeout_policy",
+        "error_policy", "image_search_enabled", "web_search_enabled", "gpu_class",
+    )  # fmt: skip
+    assert TaskSerializer.Meta.fields == (
+        "id", "challenge", "task_id", "name", "description", "protocol", "readiness_s",
+        "per_item_s", "max_batch_size", "total_wall_s", "timeout_policy", "error_policy",
+        "image_search_enabled", "web_search_enabled", "judge", "settings", "primary_metric",
+        "entry_rule", "quota_per_day", "quota_total", "quota_concurrent", "max_artifact_bytes",
+        "splits_selectable",
+    )  # fmt: skip
