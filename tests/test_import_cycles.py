@@ -6,7 +6,6 @@ only when a submodule imports the package back."""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable
 from pathlib import Path
 
 import grimp
@@ -21,20 +20,6 @@ shape = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(shape)
 
 PACKAGES = ("agentkit", "evaluator", "workers", "leaderboard", "podium")
-# Being broken (issue #33, on another branch): the lead removes this allow-list at merge. A
-# cycle all of whose modules are (or are under) one group's is let through.
-KNOWN = (
-    ("leaderboard.models", "leaderboard.board_store", "leaderboard.ranking", "leaderboard.slices"),
-    ("leaderboard.audits", "leaderboard.audit_results"),
-)
-
-
-def _within(module: str, group: Iterable[str]) -> bool:
-    return any(module == name or module.startswith(name + ".") for name in group)
-
-
-def _known(component: list[str]) -> bool:
-    return any(all(_within(m, group) for m in component) for group in KNOWN)
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +29,7 @@ def _importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_no_import_cycle() -> None:
     graph = grimp.build_graph(*PACKAGES, cache_dir=None, exclude_type_checking_imports=True)
-    found = [c for c in shape.cycles(graph) if not _known(c)]
+    found = shape.cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -64,4 +49,3 @@ def test_a_cycle_is_found_however_long_and_a_package_importing_its_submodules_is
     assert shape.cycles(_graph((package, seam), (package, "evaluator.seam.pages"))) == []
     back = _graph((package, seam), (seam, package))  # a submodule importing its package back
     assert shape.cycles(back) == [[package, seam]]
-    assert not _known(["leaderboard.audits", "leaderboard.ranking"])  # across two groups
