@@ -120,7 +120,7 @@ def _parse_turn(turn: Any, where: str, files: BatchFiles) -> TurnRequest:
     )
 
 
-def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
+def _string(obj: dict[str, Any], key: str, where: str, optional: bool = False) -> Any:
     value = obj.get(key)
     if value is None and optional:
         return None
@@ -130,7 +130,7 @@ def _string(obj: dict, key: str, where: str, optional: bool = False) -> Any:
     return value
 
 
-def _image(turn: dict, where: str, files: BatchFiles) -> Image.Image | None:
+def _image(turn: dict[str, Any], where: str, files: BatchFiles) -> Image.Image | None:
     path, inline = turn.get("image_path"), turn.get("image_b64")
     if path is not None and inline is not None:
         raise BadRequest(f"{where} has both image_path and image_b64: send one of them")

@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import PIL
 
@@ -112,7 +112,7 @@ class AgentHost:
         finally:
             self.load_s = round(time.monotonic() - self._started, 3)
 
-    def readiness(self) -> tuple[int, dict]:
+    def readiness(self) -> tuple[int, dict[str, Any]]:
         """The ``/ready`` answer: (HTTP status, JSON body)."""
         if self.state == LOADING:
             return 503, {"ready": False, "loading_s": round(time.monotonic() - self._started, 3)}

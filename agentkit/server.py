@@ -28,8 +28,9 @@ from typing import Any, cast
 
 from agentkit import __version__
 from agentkit.adapters import AgentProtocolError
-from agentkit.batch import BadRequest, BatchRequest, parse_batch
+from agentkit.batch import BatchRequest, parse_batch
 from agentkit.host import AgentHost, Busy, NotReady, Outcome
+from agentkit.image_open import BadRequest
 from agentkit.protocol import AGENT_SOCKET, BATCH_PATH, READY_PATH, SEARCH_SOCKET
 
 MAX_BODY_BYTES = 256 * 1024 * 1024  # 16 turns of large base64 images fit easily
@@ -103,7 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
         return self.close_connection
 
     def fileno(self) -> int:
-        return self.connection.fileno()
+        descriptor: int = self.connection.fileno()
+        return descriptor
 
     def pending(self) -> bool:
         """Whether the next request's bytes are already buffered (read without waiting)."""
@@ -171,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self._reply(500, {"error": f"agentkit failed: {type(exc).__name__}: {exc}"})
 
-    def _reply(self, status: int, body: dict) -> None:
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
         """Status line, headers and body in one write: the reader wakes up once."""
         data = json.dumps(body).encode()
         if status >= 400:

@@ -149,7 +149,8 @@ def make_judge(name: str, rubric: Rubric, **options: Any) -> Judge:
             raise EvaluatorError(f"rules judge: takes no options, got {given}")
         return RulesJudge(rubric)
     if name == "openai":
-        return __getattr__("OpenAIJudge")(rubric=rubric, **_openai_options(options))
+        judge: Judge = __getattr__("OpenAIJudge")(rubric=rubric, **_openai_options(options))
+        return judge
     raise EvaluatorError(f"unknown judge {name!r}: choose one of {JUDGE_NAMES}")
 
 

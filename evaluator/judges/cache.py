@@ -119,7 +119,8 @@ class SQLiteCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+            count: int = self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+            return count
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Judgment]:
         keys = list(keys)

@@ -76,7 +76,7 @@ def turn_request(
     image_path: str | None = None,
     rag_context: str | None = None,
     domain: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The benchmark's TurnRequest for ``ref``. ``image_path``: where its image is inside the
     container (``ImageVolume.show``); ``rag_context`` and ``domain`` are for kit B agents."""
     return {

@@ -10,6 +10,7 @@ sign-flip permutation test on the same per-conversation differences (see
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def compare_runs(
     counting: str = "paper",
     seed: int = 0,
     n_boot: int = DEFAULT_N_BOOT,
-) -> dict:
+) -> dict[str, Any]:
     """Truthfulness difference (a - b) with its paired 95 % interval and p-value.
 
     Raises :class:`EvaluatorError` when the runs cover different turns, when either run has
@@ -92,7 +93,7 @@ def compare_runs(
     }
 
 
-def format_comparison(result: dict, a_name: str = "A", b_name: str = "B") -> str:
+def format_comparison(result: dict[str, Any], a_name: str = "A", b_name: str = "B") -> str:
     """A few readable lines for a :func:`compare_runs` result."""
     low, high = result["difference_ci95"]
     kind = "multi-turn" if result["multi_turn"] else "single-turn"

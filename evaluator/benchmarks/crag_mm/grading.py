@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from evaluator.benchmarks.crag_mm.records import GradedTurn, Prediction, Split, Verdict
 from evaluator.benchmarks.crag_mm.truncation import Truncator
@@ -74,7 +75,7 @@ def grade(
     Every row carries the judge's identity, so a run says which judge configuration made it.
     """
     is_missing = missing_rule(missing_variant)
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     to_judge: list[int] = []
     requests: list[JudgeRequest] = []
     for conversation, turn_idx, turn in split.turns():

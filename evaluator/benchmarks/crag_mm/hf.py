@@ -118,7 +118,9 @@ def hf_conversations(
         yield conversation, image_bytes
 
 
-def _open(src: Path, hf_split: str | None) -> tuple[datasets.Features, Iterator[tuple[str, dict]]]:
+def _open(
+    src: Path, hf_split: str | None
+) -> tuple[datasets.Features, Iterator[tuple[str, dict[str, Any]]]]:
     import datasets  # here: loading it takes a second and a half (``loading.py`` imports this)
 
     if src.is_dir() and _is_saved_dataset(src):
@@ -171,7 +173,7 @@ def _parquet_features(file: Path) -> datasets.Features:
         raise EvaluatorError(f"{file}: not a readable parquet file: {exc}") from exc
 
 
-def _parquet_rows(files: list[Path]) -> Iterator[tuple[str, dict]]:
+def _parquet_rows(files: list[Path]) -> Iterator[tuple[str, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
     for file in files:
@@ -182,7 +184,7 @@ def _parquet_rows(files: list[Path]) -> Iterator[tuple[str, dict]]:
                 row += 1
 
 
-def _dataset_rows(dataset: datasets.Dataset, label: str) -> Iterator[tuple[str, dict]]:
+def _dataset_rows(dataset: datasets.Dataset, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
     row = 0
     for table in dataset.with_format("arrow").iter(batch_size=BATCH_ROWS):
         for item in table.to_pylist():
@@ -296,7 +298,8 @@ def _image_bytes(value: Any, where: str) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, dict) and value.get("bytes"):
-        return value["bytes"]
+        data: bytes | None = value["bytes"]
+        return data
     path = value.get("path") if isinstance(value, dict) else None
     if path and Path(path).is_file():
         return Path(path).read_bytes()

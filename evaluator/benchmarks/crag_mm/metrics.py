@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,8 @@ class CountedTurns:
         """Truthfulness units of the turns in ``mask``, one per conversation."""
         if self.multi_turn:
             return self.conversation_scores(mask)
-        return (2 * self.correct[mask] + self.miss[mask] - 1).astype(np.float64)
+        scores: np.ndarray = (2 * self.correct[mask] + self.miss[mask] - 1).astype(np.float64)
+        return scores
 
     def truthfulness(self, mask: np.ndarray) -> float:
         """The headline truthfulness of the turns in ``mask`` (a complete, non-empty block)."""
@@ -241,14 +243,14 @@ def count_turns(graded: Sequence[GradedTurn], counting: str = "paper") -> Counte
     )
 
 
-def score_block(counted: CountedTurns, mask: np.ndarray, seed: int, n_boot: int) -> dict:
+def score_block(counted: CountedTurns, mask: np.ndarray, seed: int, n_boot: int) -> dict[str, Any]:
     """Counts, rates, truthfulness and interval for the turns selected by ``mask``."""
     turns = int(mask.sum())
     in_block = np.bincount(counted.conversation[mask], minlength=len(counted.session_ids)) > 0
     correct = int(counted.correct[mask].sum())
     miss = int(counted.miss[mask].sum())
     unjudged = int(counted.unjudged[mask].sum())
-    block: dict = {
+    block: dict[str, Any] = {
         "turns": turns,
         "conversations": int(in_block.sum()),
         "correct": correct,
@@ -302,12 +304,12 @@ def score_turns(
     counting: str = "paper",
     seed: int = 0,
     n_boot: int = DEFAULT_N_BOOT,
-) -> dict:
+) -> dict[str, Any]:
     """Score a run: ``all`` turns, ``ego`` turns and every slice value (see the module doc)."""
     check_resampling(seed, n_boot)
     counted = count_turns(graded, counting)
     everything = np.ones(counted.conversation.size, dtype=bool)
-    slices: dict[str, dict[str, dict]] = {}
+    slices: dict[str, dict[str, dict[str, Any]]] = {}
     for name, values in slice_values(counted).items():
         distinct = list(np.unique(values))
         if name == TURN_SLICE:
@@ -326,7 +328,7 @@ def score_turns(
     }
 
 
-def official_scores(block: dict) -> dict[str, float]:
+def official_scores(block: dict[str, Any]) -> dict[str, float]:
     """A block in the official kits' ``scores_dictionary`` keys and float values."""
     if any(block[key] is None for key in OFFICIAL_KEYS.values()):
         raise EvaluatorError("the official score dictionary needs a complete, non-empty block")

@@ -75,7 +75,8 @@ class TokenizerTruncator(Truncator):
         self.name = name
 
     def truncate(self, text: str) -> str:
-        return self._tokenizer.decode(self._tokenizer.encode(text).ids)
+        cut: str = self._tokenizer.decode(self._tokenizer.encode(text).ids)
+        return cut
 
 
 # Pieces shaped like Llama-3's pre-tokenizer splits: contractions, an optional leading
