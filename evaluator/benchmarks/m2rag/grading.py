@@ -205,10 +205,11 @@ def _graded(
     except ValueError as exc:
         return GradedAnswer(**base, grade=UNJUDGED, judge_error=str(exc))
     faithful = faithfulness(supported)
+    placed_files = [query.images[index].file for index in answer.indices]
     graded = GradedAnswer(
         **base, grade="", **scores, context_precision=average_precision(verdicts),
         faithfulness=official_clamp(faithful), faithfulness_nan=math.isnan(faithful),
-        image_recall=image_recall(answer.indices, query.positives()), coherence=coherence,
+        image_recall=image_recall(placed_files, query.positive_files()), coherence=coherence,
         helpfulness=helpfulness, reference=reference,
     )  # fmt: skip
     return graded.with_grade()

@@ -58,6 +58,11 @@ class M2Query:
         """The indices of the images whose stored score is at least ``POSITIVE_SCORE``."""
         return {i for i, image in enumerate(self.images) if image.score >= POSITIVE_SCORE}
 
+    def positive_files(self) -> list[str]:
+        """The files of the positive listings, in order, a file listed twice twice (what
+        image recall counts, as the official code counts cached URLs)."""
+        return [self.images[i].file for i in sorted(self.positives())]
+
 
 @dataclass
 class M2Split:

@@ -9,8 +9,12 @@
   sum_k (precision@k x v_k) / (sum_k v_k + 1e-10), so 0 when no context is useful.
 - Faithfulness (ragas): the share of the answer's statements the contexts support; no
   statement gives NaN, which the official clamp reads as 1.0.
-- Image recall: |positives placed| / |positives| (positives: stored score >= 8), 1.0 when the
-  query has none.
+- Image recall, counted by image (the file; the official code's cached URL), as the official
+  code counts: |distinct positive images placed| / |positive listings| (a listing: an image's
+  place among the query's images; positive: stored score >= 8), 1.0 when there is none. An
+  image listed twice as a positive counts twice below and once above the line, so placing it
+  (once or at both places) gives 1/2; placing a listing scored below 8 of an image another
+  listing holds as positive counts, as the same image.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def official_clamp(value: float) -> float:
     return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
 
 
-def image_recall(placed: Collection[int], positives: Collection[int]) -> float:
-    """|positives placed| / |positives|; 1.0 when there are none."""
-    wanted = set(positives)
-    return len(wanted & set(placed)) / len(wanted) if wanted else 1.0
+def image_recall(placed: Collection[str], positives: Sequence[str]) -> float:
+    """|distinct ``positives`` among ``placed``| / |``positives``| (one entry per positive
+    listing, repeats kept); 1.0 when there are none."""
+    return len(set(positives) & set(placed)) / len(positives) if positives else 1.0

@@ -40,8 +40,9 @@ def split(tmp_path: Path) -> M2Split:
     return load_split(write_split(tmp_path))
 
 
-def write_split(tmp_path: Path) -> Path:
-    """One query (two pages, an extra image) in Podium's format in ``tmp_path``."""
+def write_split(tmp_path: Path, extra_file: int = 2, extra_score: int = 8) -> Path:
+    """One query (two pages, an extra image) in Podium's format in ``tmp_path``; the extra
+    image is ``images/<extra_file>.png`` scored ``extra_score``."""
     import random
 
     (tmp_path / "images").mkdir()
@@ -59,7 +60,8 @@ def write_split(tmp_path: Path) -> Path:
             {"title": "B", "text": "Stripes are grey.",
              "images": [{"file": files[1], "score": 2, "caption": "grey stripes"}]},
         ],
-        "extra_images": [{"file": files[2], "score": 8, "caption": "another circle"}],
+        "extra_images": [{"file": files[extra_file], "score": extra_score,
+                          "caption": "another circle"}],
     }  # fmt: skip
     (tmp_path / "queries.jsonl").write_text(json.dumps(record) + "\n")
     return tmp_path
@@ -115,6 +117,36 @@ def test_text_and_image_prompts_go_to_their_endpoints_and_score_by_hand(
     path.write_text(stream.getvalue())
     (again,) = M2RAG().grade(split, predictions, ReplayJudge(path, M2RAG.rubric), None, False)
     assert again == item
+
+
+@pytest.mark.parametrize(
+    ("extra_file", "extra_score", "answer", "recall"),
+    [
+        # images/0.png listed twice (image 0 on page A scored 9, image 2 the extra scored 9),
+        # both placed: positive files [0.png, 0.png], placed {0.png}: 1 / 2 listings = 0.5
+        # (by index {0, 2} & {0, 2}: 2 / 2 = 1.0); every case places two images, so the
+        # contexts are 2 pages and 2 captions, the 4 verdicts the fake judge gives
+        (0, 9, "![a](image 0) and ![b](image 2)", 0.5),
+        # images/1.png listed at 1 (scored 2) and 2 (scored 9); the answer places images 0, 1:
+        # positives [0.png, 1.png], placed {0.png, 1.png}: 2 / 2 = 1.0 (by index
+        # {0, 1} & {0, 2}: 1 / 2)
+        (1, 9, "![a](image 0) and ![b](image 1)", 1.0),
+        # images/0.png at 0 (scored 9) and 2 (scored 3); the answer places images 1, 2:
+        # positives [0.png], placed {1.png, 0.png}: 1 / 1 = 1.0 (by index {1, 2} & {0}: 0.0)
+        (0, 3, "![b](image 1) and ![c](image 2)", 1.0),
+    ],
+)
+def test_image_recall_counts_an_image_listed_twice_by_its_file(
+    tmp_path: Path, servers: tuple[FakeOpenAI, FakeOpenAI],
+    extra_file: int, extra_score: int, answer: str, recall: float,
+) -> None:  # fmt: skip
+    text, vision = servers
+    split = load_split(write_split(tmp_path, extra_file, extra_score))
+    benchmark = M2RAG(vision_base_url=vision.url, vision_model="fake-judge")
+    (item,) = benchmark.grade(split, {"q1": M2Prediction("q1", answer)}, judge_for(text),
+                              None, False)  # fmt: skip
+    assert item.grade != UNJUDGED, item.judge_error
+    assert item.image_recall == recall
 
 
 def test_verdicts_are_cached_across_runs(

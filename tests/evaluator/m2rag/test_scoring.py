@@ -57,8 +57,22 @@ def test_faithfulness_is_the_supported_share_and_nan_reads_one_officially() -> N
     assert official_clamp(0.25) == 0.25
 
 
-def test_image_recall_counts_each_positive_once_and_is_one_without_positives() -> None:
-    assert image_recall([0, 0, 2], positives={0, 1, 2, 3}) == 0.5  # duplicates count once
-    assert image_recall([5], positives={0, 1}) == 0.0
-    assert image_recall([], positives=set()) == 1.0
-    assert image_recall([3], positives=set()) == 1.0
+def test_image_recall_counts_images_by_file_as_the_official_code_counts_urls() -> None:
+    """Official (evaluate.py): len(set(positive URLs) & set(placed URLs)) / len(positive URLs),
+    the positive URLs a list with one entry per positive listing (repeats kept)."""
+    # four distinct positives, two placed (a and c; a placed twice): |{a, c}| / 4 = 0.5
+    assert image_recall(["a", "a", "c"], positives=["a", "b", "c", "d"]) == 0.5
+    assert image_recall(["x"], positives=["a", "b"]) == 0.0
+    assert image_recall([], positives=[]) == 1.0
+    assert image_recall(["c"], positives=[]) == 1.0
+    # one image listed twice, both listings positive, the answer places both: the set of
+    # positives {a} meets the placed {a} in 1 image, over 2 positive listings = 1/2
+    # (counting by index gave {0, 2} & {0, 2} / 2 = 1.0)
+    assert image_recall(["a", "a"], positives=["a", "a"]) == 0.5
+    # placing only one of the two listings reads the same 1/2 (by index: 1/2 too)
+    assert image_recall(["a"], positives=["a", "a"]) == 0.5
+    # with a third positive b placed as well: |{a, b}| / 3 listings = 2/3 (by index: 3/3)
+    assert image_recall(["a", "a", "b"], positives=["a", "a", "b"]) == pytest.approx(2 / 3)
+    # the image listed once scored 9 (index 0) and once scored 2 (index 1); the answer places
+    # index 1: the positive a is placed, 1/1 = 1.0 (by index: {1} & {0} / 1 = 0.0)
+    assert image_recall(["a"], positives=["a"]) == 1.0
