@@ -3,8 +3,12 @@
 A judge call is keyed ``answer/<query_id>/<setting>``; it is sent the question, every
 annotator answer as an alternative (``JudgeRequest.ground_truth`` holds them as a JSON list)
 and the prediction. The reply is read as the spec says: the score is the first number after
-``Score:``, clamped to [0, 1]; ``NO_ANSWER`` right after it marks no answer (an "I don't
+``Score:``, clamped to [0, 1]; a no-answer mark right after it marks no answer (an "I don't
 know": scored 0 and counted in ``idk_rate``); a reply with no score leaves the answer unjudged.
+The mark is Podium's ``NO_ANSWER`` (what its prompt asks for) or the paper's judge's wording,
+``Score: 0 | No Answer``: on the score's line, in any case, its two words joined by a space,
+``_`` or ``-`` (or none), after an optional ``|``, ``,``, ``;``, ``:``, ``/`` or dash and an
+optional ``(`` or ``[``. "No answer" on a later line is the judge's prose, not the mark.
 Grades: ``"no_answer"``, or the score written shortest (``"1"``, ``"0.5"``, ``"0"``).
 
 The ``rules`` judge (offline, deterministic, NOT an LLM): an empty answer or one holding a
@@ -51,7 +55,10 @@ STOPWORDS = frozenset((
     "color", "coloured", "colored", "mostly", "mainly", "usually",
 ))
 # fmt: on
-_SCORE = re.compile(r"Score:\s*([-+]?\d+(?:\.\d+)?)(\s*NO_ANSWER)?")
+_SCORE = re.compile(
+    r"Score:\s*([-+]?\d+(?:\.\d+)?)"
+    r"(\s*NO_ANSWER|[ \t]*(?:[|,;:/\u2013\u2014-][ \t]*)?[(\[]?[ \t]*(?i:no[ \t_-]*answer)\b)?"
+)
 _WORD = re.compile(r"[^\W_]+")
 
 

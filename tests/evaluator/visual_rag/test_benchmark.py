@@ -128,6 +128,14 @@ def test_bad_predictions_are_refused(
         ("Score: -2", "0"),
         ("Score: 0.75", "0.75"),
         ("The assistant refused.\nScore: 0 NO_ANSWER", "no_answer"),
+        # the paper's judge's mark, and variants of its case, spacing and separator
+        ("The assistant refused.\nScore: 0 | No Answer", "no_answer"),
+        ("Score: 0|no answer", "no_answer"),
+        ("Score: 0 - NO-ANSWER", "no_answer"),
+        ("Score: 0 (No Answer)", "no_answer"),
+        ("Score:0 | no_answer.", "no_answer"),
+        ("Score: 0\nNo answer of the references matches.", "0"),  # prose on a later line
+        ("Score: 0 | No Answers given match", "0"),  # not the mark
         ('{"verdict": "Score: 0 NO_ANSWER"}', "no_answer"),
         ('{"verdict": "Score: 0.5"}', "0.5"),
         ("It is correct.", None),
@@ -219,6 +227,33 @@ def test_scores_on_a_hand_computed_run(tmp_path: Path, split_dir: Path) -> None:
     assert set(scores["slices"]) == {"feature", "species"}
     q1 = scores["slices"]["species"]["species q1"]
     assert q1["settings"]["gt_clue"]["accuracy"] == 100.0 and q1["retrieval"]["count"] == 1
+
+
+def test_the_idk_rate_counts_podiums_and_the_papers_no_answer_marks(split_dir: Path) -> None:
+    benchmark = VisualRAG()
+    split = benchmark.load_split(split_dir)
+    rows = [
+        {"query_id": q, "setting": s, "answer": f"{q} {s}"}
+        for q in ("q1", "q2")
+        for s in ("zero_shot", "gt_clue", "non_clue")
+    ]
+    loaded, _ = benchmark.load_predictions(predictions(split_dir.parent / "p.jsonl", rows), split)
+    with FakeOpenAI(reply="Score: 0.5") as server:
+        server.replies["q1 zero_shot"] = "refusal\nScore: 0 | No Answer"  # the paper's mark
+        server.replies["q2 zero_shot"] = "refusal\nScore: 0 NO_ANSWER"  # Podium's
+        server.replies["q1 gt_clue"] = "refusal\nScore: 0 | no answer"
+        server.replies["q2 gt_clue"] = "right\nScore: 1"
+        server.replies["q1 non_clue"] = "Score: 0\nNo answer of the references matches."
+        judge = make_judge("openai", benchmark.rubric, base_url=server.url, model="m",
+                           api_key="k", structured="none")  # fmt: skip
+        graded = benchmark.grade(split, loaded, judge, None, progress=False)
+    settings = benchmark.aggregate(graded)["settings"]
+    # zero_shot: both marks are no answer: idk 2/2 = 100, accuracy (0 + 0) / 2 = 0
+    assert (settings["zero_shot"]["idk_rate"], settings["zero_shot"]["accuracy"]) == (100.0, 0.0)
+    # gt_clue: one no answer, one 1: idk 1/2 = 50, accuracy (0 + 1) / 2 = 50
+    assert (settings["gt_clue"]["idk_rate"], settings["gt_clue"]["accuracy"]) == (50.0, 50.0)
+    # non_clue: "No answer" on the line after the score is prose: 0 and 0.5, idk 0, acc 25
+    assert (settings["non_clue"]["idk_rate"], settings["non_clue"]["accuracy"]) == (0.0, 25.0)
 
 
 def test_cli_with_an_llm_judge_then_replay(tmp_path: Path, split_dir: Path) -> None:
