@@ -20,7 +20,7 @@ from pathlib import Path
 from evaluator import benchmarks
 from evaluator.judges import JUDGE_NAMES, JudgmentCache, MemoryCache, SQLiteCache, make_judge
 from evaluator.judges.base import STRUCTURED_MODES
-from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
+from evaluator.judges.transcript import TRANSCRIPT, ReplayJudge, TranscriptWriter
 from evaluator.records import EvaluatorError
 from evaluator.report import read_items, read_scores, scores_document, write_report
 
@@ -178,6 +178,8 @@ def score(args: argparse.Namespace) -> int:
         raise EvaluatorError("--transcript goes with --judge replay, and --judge replay needs it")
     options = {"transcript": args.transcript} if replay else _judge_options(args)
     judge = make_judge(args.judge, benchmark.rubric, **options)
+    if isinstance(judge, ReplayJudge):  # a line whose key this split never asks is refused
+        judge.refuse_unasked(benchmark.never_asked(split, judge.lines.keys()))
     cache: JudgmentCache | None = None  # a replay asks its transcript only
     if not replay:
         cache = (

@@ -11,15 +11,20 @@ from typing import Any
 def judge_notices(
     document: Mapping[str, Any], judge_errors: Iterable[str | None], units: str, withheld: str
 ) -> list[str]:
-    """What a reader must not miss, for every benchmark: a non-LLM judge, an incomplete run
-    (with its judge errors, most common first; ``units`` names what went unjudged, ``withheld``
-    which figures are withheld)."""
+    """What a reader must not miss, for every benchmark: a non-LLM judge (rules, or a
+    transcript written by hand), an incomplete run (with its judge errors, most common first;
+    ``units`` names what went unjudged, ``withheld`` which figures are withheld)."""
     found = []
     judge = document["judge"]
     if judge["kind"] == "rules":
         found.append(
             f"NOTICE: verdicts by the '{judge['id']}' judge (deterministic rules), NOT an LLM "
             "judge: do not compare these numbers with LLM-judged results."
+        )
+    if judge["kind"] == "written":
+        found.append(
+            "NOTICE: verdicts read from a transcript whose lines name no judge (written by "
+            "hand): no judge model or prompt stands behind these numbers."
         )
     if not document["complete"]:
         reasons = Counter(error for error in judge_errors if error)

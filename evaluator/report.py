@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evaluator.benchmarks import get_benchmark
 from evaluator.jsonl import json_objects
 from evaluator.judges.base import Judge
+from evaluator.judges.transcript import WRITTEN
 from evaluator.notices import judge_notices as judge_notices  # plugins import it from here too
 from evaluator.records import EvaluatorError
 
@@ -31,8 +32,11 @@ RULES_PREFIX = "rules"
 
 
 def judge_record(judge: Judge) -> dict[str, str]:
-    """The judge as scores.json names it; ``kind`` says whether an LLM made the verdicts."""
+    """The judge as scores.json names it; ``kind`` says whether an LLM made the verdicts
+    (``llm``), deterministic rules (``rules``) or a transcript naming no judge (``written``)."""
     kind = "rules" if judge.judge_id.split("@")[0] == RULES_PREFIX else "llm"
+    if judge.judge_id == WRITTEN[0]:
+        kind = "written"
     return {
         "id": judge.judge_id,
         "prompt_version": judge.prompt_version,

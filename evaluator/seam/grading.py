@@ -4,7 +4,7 @@ graded items are written to and read back from."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -49,6 +49,12 @@ class Grading(ABC, Generic[SplitT, PredictionT, ItemT]):
     ) -> list[ItemT]:
         """Grade every item of ``split``; items the judge could not decide stay undecided.
         Every judge call goes to ``transcript`` (with the key the benchmark gives it)."""
+
+    def never_asked(self, split: SplitT, keys: Collection[str]) -> set[str]:
+        """The keys among ``keys`` that no grading of ``split`` asks the judge, whatever the
+        predictions: a replayed transcript's line under one is refused (a key of another split,
+        or mistyped). The default knows of none."""
+        return set()
 
     def vision_routed(self, judge: Judge, vision: Judge) -> Judge:
         """The judge to give ``grade``: ``judge`` for the prompts, ``vision`` (a model that

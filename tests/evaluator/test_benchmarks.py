@@ -111,6 +111,34 @@ def test_the_cli_scores_and_replays_with_no_judge_call(scored: Any, tmp_path: Pa
     assert main([*argv[:-1], str(tmp_path / "third")]) == 2
 
 
+def test_a_written_transcript_of_keys_and_replies_replays_to_the_same_scores(
+    scored: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An organiser's transcript: only each call's key and reply (no judge, prompt, judged)."""
+    name, _, split_dir, predictions_file, _, _, _ = scored
+    common = ["score", "--protocol", name, "--split", str(split_dir)]
+    common += ["--predictions", str(predictions_file), "--no-progress"]
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert main([*common, "--judge", "rules", "--no-cache", "--out", str(first)]) == EXIT_OK
+    calls = [json.loads(line) for line in (first / "transcript.jsonl").read_text().splitlines()]
+    written = tmp_path / "written.jsonl"
+    written.write_text("".join(json.dumps({"key": c["key"], "reply": c["reply"]}) + "\n"
+                               for c in reversed(calls)))  # fmt: skip
+    argv = [*common, "--judge", "replay", "--transcript", str(written)]
+    assert main([*argv, "--out", str(again)]) == EXIT_OK
+    expected, replayed = read_scores(first), read_scores(again)
+    assert replayed["judge"]["id"] == "replay:written" and replayed["judge"]["kind"] == "written"
+    assert {**replayed, "judge": expected["judge"]} == expected
+    # a line under a key this split never asks is refused, naming its line
+    if name not in PLUGINS:  # a plugin may leave its keys unchecked (``never_asked``)
+        with written.open("a") as stream:
+            stream.write(json.dumps({"key": "answer/no-such-item/x", "reply": "1"}) + "\n")
+        capsys.readouterr()
+        assert main([*argv, "--out", str(tmp_path / "third")]) == 2
+        error = capsys.readouterr().err
+        assert f"written.jsonl:{len(calls) + 1}: key 'answer/no-such-item/x'" in error
+
+
 def test_a_run_compared_with_itself_is_not_separable(scored: Any) -> None:
     _, benchmark, _, _, graded, _, root = scored
     result = benchmark.compare(graded, read_items(root / "run"), seed=0)

@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.benchmarks.crag_mm.records import Verdict
 from evaluator.cli import EXIT_BAD_INPUT, EXIT_OK
-from evaluator.report import SCORES_JSON, read_items
+from evaluator.report import SCORES_JSON, read_items, read_scores
 from tests.evaluator.test_cli import (
     openai_flags,
     predictions,
@@ -95,7 +95,11 @@ def test_a_missing_key_or_another_answer_is_refused_by_name(split, predictions, 
     ("content", "message"),
     [
         ("{not json\n", "short.jsonl:1: malformed JSON"),
-        ('{"key": "turn/x"}\n', "short.jsonl:1: field 'judge' missing or not str"),
+        ("[1]\n", "short.jsonl:1: expected a JSON object, got list"),
+        ('{"key": "turn/x"}\n', "short.jsonl:1: field 'reply' missing"),
+        ('{"reply": "CORRECT"}\n', "short.jsonl:1: field 'key' missing"),
+        ('{"key": "turn/x", "reply": 3}\n', "short.jsonl:1: field 'reply' must be a string"),
+        ('{"key": "turn/x", "reply": "x", "judged": ["q"]}\n', "short.jsonl:1: field 'judged'"),
         ("", "no judge call for key"),
     ],
 )
@@ -106,6 +110,87 @@ def test_a_broken_transcript_is_named_with_its_line(
     broken.write_text(content)
     assert _replay(split, predictions, tmp_path / "x", broken) == EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+def _written(calls: list[dict]) -> str:
+    """An organiser's transcript: each call's key and reply only."""
+    return "".join(json.dumps({"key": c["key"], "reply": c["reply"]}) + "\n" for c in calls)
+
+
+def test_a_written_transcript_of_keys_and_replies_replays_to_the_same_scores(
+    split, predictions, server, tmp_path, capsys
+):
+    server.replies["What"] = "CORRECT"  # some turns correct, the rest WRONG
+    first = tmp_path / "first"
+    assert score(split, predictions, first, *openai_flags(server, tmp_path / "c.db")) == EXIT_OK
+    calls = _calls(first)  # replies {"verdict": ...}: the judge's structured output
+    # the organiser writes the bare verdict words CRAG-MM's rubric reads
+    words = [{**c, "reply": json.loads(c["reply"])["verdict"]} for c in calls]
+    assert {c["reply"] for c in words} == {"CORRECT", "WRONG"}
+    written = tmp_path / "written.jsonl"
+    written.write_text(_written(words))
+    capsys.readouterr()
+    again = tmp_path / "again"
+    assert _replay(split, predictions, again, written) == EXIT_OK
+    assert "NOTICE: verdicts read from a transcript whose lines name no judge" in (
+        capsys.readouterr().out
+    )
+    expected, replayed = read_scores(first), read_scores(again)
+    assert replayed["judge"] == {"id": "replay:written", "prompt_version": "",
+                                 "prompt_hash": "", "kind": "written"}  # fmt: skip
+    assert {**replayed, "judge": expected["judge"]} == expected
+    verdicts = [(t.interaction_id, t.verdict) for t in read_items(first)]
+    assert [(t.interaction_id, t.verdict) for t in read_items(again)] == verdicts
+    # a written line is for whatever answer the run has under its key: with no `judged`, a
+    # changed answer takes the line's reply (the organiser wrote it for these predictions)
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    target = calls[0]["key"].removeprefix("turn/")
+    for row in rows:
+        if row["interaction_id"] == target:
+            row["response"] = "Another answer altogether."
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert _replay(split, changed, tmp_path / "y", written) == EXIT_OK
+    assert read_scores(tmp_path / "y")["all"] == expected["all"]
+
+
+def test_what_a_written_line_has_beyond_key_and_reply_is_checked(
+    split, predictions, tmp_path, capsys
+):
+    first = tmp_path / "first"
+    assert score(split, predictions, first, "--no-cache") == EXIT_OK
+    calls = _calls(first)
+    assert len(calls) >= 2
+    one, two = calls[0], calls[1]
+    bare = {"key": two["key"], "reply": two["reply"]}
+    cases = [
+        # a line naming part of its judge
+        ([{"key": one["key"], "reply": one["reply"], "judge": "rules@1"}],
+         "short.jsonl:1: fields judge, prompt_version, prompt_hash go together"),
+        # a line recorded for another prompt
+        ([{**one, "prompt_hash": "0" * 64}, *calls[1:]],
+         "short.jsonl:1: field 'prompt_hash': recorded for another prompt"),
+        # two judges in one file
+        ([one, {**two, "judge": "openai:other@1"}, *calls[2:]],
+         "short.jsonl:2: judge ('openai:other@1'"),
+        # a recorded line beside a written one
+        ([one, bare, *calls[2:]], "short.jsonl:2: line 1 names its judge"),
+        # one key twice with two replies
+        ([{"key": one["key"], "reply": "CORRECT"}, {"key": one["key"], "reply": "WRONG"}],
+         f"short.jsonl:2: key {one['key']!r} again (line 1)"),
+        # a key no turn of the split has
+        ([bare, {"key": "turn/no-such-turn", "reply": "CORRECT"}],
+         "short.jsonl:2: key 'turn/no-such-turn': this split never asks"),
+        # `judged`, when present, is still this run's question, ground truth and answer
+        ([{"key": one["key"], "reply": one["reply"], "judged": ["q", "gt", "other"]}],
+         "short.jsonl:1: the call for key"),
+    ]  # fmt: skip
+    for lines, message in cases:
+        broken = tmp_path / "short.jsonl"
+        broken.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        capsys.readouterr()
+        assert _replay(split, predictions, tmp_path / "x", broken) == EXIT_BAD_INPUT, message
+        assert message in capsys.readouterr().err, message
 
 
 def test_transcript_and_replay_go_together(split, predictions, tmp_path, capsys):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from evaluator.benchmarks.crag_mm.agent import TurnPlan
 from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison
-from evaluator.benchmarks.crag_mm.grading import MISSING_RULES, grade, missing_rule
+from evaluator.benchmarks.crag_mm.grading import MISSING_RULES, grade, missing_rule, never_asked
 from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, EGO_SLICE, TURN_SLICE, score_turns
 from evaluator.benchmarks.crag_mm.predictions import load_predictions, write_predictions
@@ -299,6 +299,9 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
             progress,
             transcript,
         )
+
+    def never_asked(self, split: Split, keys: Collection[str]) -> set[str]:
+        return never_asked(split, keys)
 
     def aggregate(self, graded: Sequence[GradedTurn], seed: int = 0) -> dict[str, Any]:
         return score_turns(graded, counting=self.counting, seed=seed)

@@ -8,7 +8,7 @@ as a hallucination: the turn stays UNJUDGED (with the judge's reason) until judg
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from evaluator.benchmarks.crag_mm.records import GradedTurn, Prediction, Split, Verdict
@@ -56,6 +56,16 @@ def is_exact_match(response: str, ground_truth: str) -> bool:
     return response.strip().lower() == ground_truth.strip().lower()
 
 
+def turn_key(interaction_id: str) -> str:
+    """A turn's judge call's stable key (``docs/evaluator.md``, Writing a transcript)."""
+    return f"turn/{interaction_id}"
+
+
+def never_asked(split: Split, keys: Collection[str]) -> set[str]:
+    """The keys among ``keys`` that are no turn's of ``split``."""
+    return set(keys) - {turn_key(turn.interaction_id) for _, _, turn in split.turns()}
+
+
 def grade(
     split: Split,
     predictions: Mapping[str, Prediction],
@@ -90,7 +100,7 @@ def grade(
         else:
             verdict = Verdict.UNJUDGED
             to_judge.append(len(rows))
-            key = f"turn/{turn.interaction_id}"  # the call's stable key (docs/evaluator.md)
+            key = turn_key(turn.interaction_id)
             requests.append(JudgeRequest(turn.query, turn.ground_truth, response, key))
         rows.append(
             {

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from evaluator.benchmarks.m2rag import agent, answer, items
-from evaluator.benchmarks.m2rag.grading import forecast, grade_answers, predicted_calls
+from evaluator.benchmarks.m2rag.grading import (
+    forecast,
+    grade_answers,
+    never_asked,
+    predicted_calls,
+)
 from evaluator.benchmarks.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.benchmarks.m2rag.judging import M2RAGRubric, RoutedJudge
 from evaluator.benchmarks.m2rag.metrics import METRICS, compare_answers, score_answers
@@ -153,6 +158,9 @@ class M2RAG(Benchmark[M2Split, M2Prediction, GradedAnswer]):
 
     def judge_forecast(self, split: M2Split) -> JudgeForecast:
         return forecast(split)
+
+    def never_asked(self, split: M2Split, keys: Collection[str]) -> set[str]:
+        return never_asked(split, keys)
 
     def bundle_files(self, split: M2Split) -> list[str]:
         files = {image.file for query in split.queries for image in query.images}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from evaluator.benchmarks.m2rag.answer import ParsedAnswer, parse_answer
@@ -60,6 +60,20 @@ def predicted_calls(split: M2Split, predictions: Mapping[str, M2Prediction]) -> 
             placed = parse_answer(prediction.answer, len(query.images)).placements
             total += CALLS_PER_ANSWER + len(IMAGE_PROMPTS) * len(placed)
     return total
+
+
+def never_asked(split: M2Split, keys: Collection[str]) -> set[str]:
+    """The keys among ``keys`` no answer to ``split`` asks: all but the answer prompts'
+    and, for each image a query offers, the image prompts'."""
+    asked = {
+        f"answer/{query.query_id}/{call}"
+        for query in split.queries
+        for call in (*ANSWER_PROMPTS, "verdicts", *(
+            f"image/{index}/{prompt}" for index in range(len(query.images))
+            for prompt in IMAGE_PROMPTS
+        ))
+    }  # fmt: skip
+    return set(keys) - asked
 
 
 def forecast(split: M2Split) -> JudgeForecast:

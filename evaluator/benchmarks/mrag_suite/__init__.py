@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -164,6 +164,9 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         )
         self.calls = {"predicted": predicted, "requested": writer.lines - start}
         return graded
+
+    def never_asked(self, split: items.MragSplit, keys: Collection[str]) -> set[str]:
+        return grading.never_asked(split, keys)
 
     def judge_forecast(self, split: items.MragSplit) -> JudgeForecast:
         return forecast([(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items])

@@ -78,6 +78,18 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def check_key(text: str, claims: Sequence[Claim]) -> str:
+    """A check call's key: ``check/`` and the first 16 hex digits of the sha256 of ``text``,
+    ``/`` and those of the claims' JSON (``[[s, p, o], ...]``, ``json.dumps`` with non-ASCII
+    kept), each in UTF-8."""
+    return f"check/{_digest(text)}/{_digest(claims_json(claims))}"
+
+
+def claims_json(claims: Sequence[Claim]) -> str:
+    """The claims as a check call carries them (its ``response``)."""
+    return json.dumps([list(claim) for claim in claims], ensure_ascii=False)
+
+
 def _extract(key: str, question: str, text: str) -> JudgeRequest:
     return JudgeRequest(EXTRACT + question, "", text, key)
 
@@ -167,11 +179,9 @@ def _check_requests(
         for text, claims in by_text.items():
             ordered = sorted(claims)
             for start in range(0, len(ordered), CLAIMS_PER_CHECK):
-                chunk = json.dumps(
-                    [list(c) for c in ordered[start : start + CLAIMS_PER_CHECK]], ensure_ascii=False
-                )
-                key = f"check/{_digest(text)}/{_digest(chunk)}"
-                calls[key] = JudgeRequest(CHECK, text, chunk, key)
+                batch = ordered[start : start + CLAIMS_PER_CHECK]
+                key = check_key(text, batch)
+                calls[key] = JudgeRequest(CHECK, text, claims_json(batch), key)
                 for claim in ordered[start : start + CLAIMS_PER_CHECK]:
                     where[(text, claim)] = key
     return calls, where

@@ -8,14 +8,15 @@ the answer's judge calls failed (``judge_error`` says why; its claim metrics are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.benchmarks.mrag_suite.answers import exact_match, rouge_l
 from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, diagnose_answers
 from evaluator.benchmarks.mrag_suite.items import MragSplit
-from evaluator.benchmarks.mrag_suite.modes import MragAnswer, answer_key, retrieved
+from evaluator.benchmarks.mrag_suite.modes import MODES, MragAnswer, answer_key, retrieved
 from evaluator.benchmarks.mrag_suite.ragchecker import PROFILE, answer_profile
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
@@ -28,6 +29,19 @@ TEXTS = ("item_id", "mode", "question", "reference", "short_answer", "long_answe
 COUNTS = ("response_claims", "reference_claims", "retrieved", "judge_requests")
 AUDIT = ("judge_id", "prompt_version", "prompt_hash")  # the judge that graded the answer
 COLUMNS = (*TEXTS, "exact_match", "rouge_l", *COUNTS, "judge_error", "notes", *AUDIT, *PROFILE)
+
+
+_CHECK_KEY = re.compile(r"check/[0-9a-f]{16}/[0-9a-f]{16}")
+
+
+def never_asked(split: MragSplit, keys: Collection[str]) -> set[str]:
+    """The keys among ``keys`` no answer to ``split`` asks, in any mode: all but its items'
+    extraction and accuracy keys and check keys (``check/<16 hex>/<16 hex>``)."""
+    asked = {f"claims/reference/{item.item_id}" for item in split.items} | {
+        f"{call}/{answer_key(mode, item.item_id)}"
+        for call in ("claims/answer", "accuracy") for mode in MODES for item in split.items
+    }  # fmt: skip
+    return {key for key in keys if key not in asked and _CHECK_KEY.fullmatch(key) is None}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -188,6 +188,9 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
             split, predictions, self.evaluated, judge, cache, progress, transcript
         )
         return graded
+
+    def never_asked(self, split: VisualSplit, keys: Collection[str]) -> set[str]:
+        return grading.never_asked(split, keys)
 
     def bundle_files(self, split: VisualSplit) -> list[str]:
         """The query file as it came (either layout) and every candidate's image."""

@@ -10,11 +10,17 @@ prediction) is ``no_answer`` with no judge call; the rest go to the judge, keyed
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.benchmarks.visual_rag.items import VisualPrediction, VisualSplit, prediction_key
+from evaluator.benchmarks.visual_rag.items import (
+    SETTING_PATTERN,
+    VisualPrediction,
+    VisualSplit,
+    prediction_key,
+)
 from evaluator.benchmarks.visual_rag.judging import NO_ANSWER
 from evaluator.benchmarks.visual_rag.retrieval import KS, score_ranking
 from evaluator.benchmarks.visual_rag.rouge import rouge1_recall
@@ -30,6 +36,26 @@ WARNINGS_PER_QUERY = 5  # a ranking's warnings kept (the rest counted): rankings
 RETRIEVAL_METRICS: tuple[str, ...] = tuple(
     f"{name}@{k}" for name in ("recall", "ndcg", "hit", "hit_count") for k in KS
 )
+
+
+_SETTING = re.compile(SETTING_PATTERN)
+
+
+def answer_key(query_id: str, setting: str) -> str:
+    """The judge call's key of a query's answer in a setting."""
+    return f"answer/{query_id}/{setting}"
+
+
+def never_asked(split: VisualSplit, keys: Collection[str]) -> set[str]:
+    """The keys among ``keys`` other than ``answer/<a query's id>/<a setting's name>``."""
+    ids = {query.query_id for query in split.queries}
+
+    def asked(key: str) -> bool:
+        head, _, rest = key.partition("/")
+        query_id, _, setting = rest.rpartition("/")
+        return head == "answer" and query_id in ids and _SETTING.fullmatch(setting) is not None
+
+    return {key for key in keys if not asked(key)}
 
 
 @dataclass(frozen=True)
@@ -108,7 +134,7 @@ def grade_queries(
                         query.question,
                         json.dumps(list(query.answers), ensure_ascii=False),
                         answer,
-                        key=f"answer/{query.query_id}/{setting}",
+                        key=answer_key(query.query_id, setting),
                     )
                 )
             rows.append(

@@ -199,3 +199,12 @@ def test_the_forecast_bounds_the_calls_before_any_answer(split: M2Split) -> None
     forecast = M2RAG().judge_forecast(split)
     assert forecast.rounds == (4 + 3 * 3, 1) and forecast.answers == 1
     assert forecast.calls == 14 >= 11
+
+
+def test_the_keys_a_split_never_asks(split: M2Split) -> None:
+    keys = ["answer/q1/fluency", "answer/q1/verdicts", "answer/q1/image/2/coherence",  # asked
+            "answer/q1/image/3/coherence", "answer/q1/image/0/fluency", "answer/q2/relevance",
+            "answer/q1/score"]  # fmt: skip
+    assert M2RAG().never_asked(split, keys) == {  # 3 images: 0, 1 and 2
+        "answer/q1/image/3/coherence", "answer/q1/image/0/fluency", "answer/q2/relevance",
+        "answer/q1/score"}  # fmt: skip

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from evaluator.benchmarks.mrag_suite.claims import fit_labels
-from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, diagnose_answers, forecast
+from evaluator.benchmarks.mrag_suite.diagnosis import (
+    AnswerCase,
+    check_key,
+    claims_json,
+    diagnose_answers,
+    forecast,
+)
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, load_split
 from evaluator.benchmarks.mrag_suite.judging import CHECK, MragRubric
 from evaluator.benchmarks.mrag_suite.modes import MragAnswer, retrieved
@@ -203,3 +209,11 @@ def test_the_forecast_by_hand() -> None:
     assert forecast([]).per_answer == 0.0
     with pytest.raises(ValueError, match="at least 1, got 0"):
         calls.wall_s(0, 1.0)
+
+
+def test_a_check_key_hashes_the_text_and_the_claims_json() -> None:
+    """Digests by `sha256sum` of the bytes: 'The sky is blue.' and the claims' JSON
+    '[["sky", "is", "blue"], ["Zoë", "likes", "tea"]]' (", " separators, ë kept as UTF-8)."""
+    claims = [("sky", "is", "blue"), ("Zoë", "likes", "tea")]
+    assert claims_json(claims) == '[["sky", "is", "blue"], ["Zoë", "likes", "tea"]]'
+    assert check_key("The sky is blue.", claims) == "check/52ae4fd504d855f1/b16a94fe7587e813"

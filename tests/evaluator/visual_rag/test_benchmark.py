@@ -319,3 +319,11 @@ def test_stored_replies_become_predictions(split_dir: Path) -> None:
     assert (broken.answer, broken.ranking) == ("", ())
     with pytest.raises(EvaluatorError, match="name the settings"):
         VisualRAG().split_keys(split)
+
+
+def test_the_keys_a_split_never_asks(split_dir: Path) -> None:
+    split = VisualRAG().load_split(split_dir)  # queries q1, q2
+    keys = ["answer/q1/zero_shot", "answer/q2/topk_7", "answer/q1/one_in_12",  # asked
+            "answer/q1/one_in_1", "answer/q9/gt_clue", "turn/q1", "answer/q1"]  # fmt: skip
+    assert VisualRAG().never_asked(split, keys) == {
+        "answer/q1/one_in_1", "answer/q9/gt_clue", "turn/q1", "answer/q1"}  # fmt: skip
