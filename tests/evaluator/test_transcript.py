@@ -31,6 +31,16 @@ def _replay(split: Path, predictions: Path, out: Path, transcript: Path) -> int:
     return score(split, predictions, out, "--judge=replay", f"--transcript={transcript}")
 
 
+def _changed(predictions: Path, key: str, out: Path) -> Path:
+    """``predictions`` with another answer for the turn of judge call ``key``."""
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    for row in rows:
+        if f"turn/{row['interaction_id']}" == key:
+            row["response"] = "Another answer altogether."
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return out
+
+
 def test_a_rules_run_is_transcribed_and_replayed_to_the_same_scores(split, predictions, tmp_path):
     first = tmp_path / "first"
     assert score(split, predictions, first, "--no-cache") == EXIT_OK
@@ -80,13 +90,7 @@ def test_a_missing_key_or_another_answer_is_refused_by_name(split, predictions, 
     assert _replay(split, predictions, tmp_path / "x", short) == EXIT_BAD_INPUT
     assert f"no judge call for key {calls[0]['key']!r}" in capsys.readouterr().err
 
-    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
-    first_judged = calls[0]["key"].removeprefix("turn/")
-    for row in rows:
-        if row["interaction_id"] == first_judged:
-            row["response"] = "Another answer altogether."
-    changed = tmp_path / "changed.jsonl"
-    changed.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    changed = _changed(predictions, calls[0]["key"], tmp_path / "changed.jsonl")
     assert _replay(split, changed, tmp_path / "y", first / "transcript.jsonl") == EXIT_BAD_INPUT
     assert "judged another question, ground truth or answer" in capsys.readouterr().err
 
@@ -143,13 +147,7 @@ def test_a_written_transcript_of_keys_and_replies_replays_to_the_same_scores(
     assert [(t.interaction_id, t.verdict) for t in read_items(again)] == verdicts
     # a written line is for whatever answer the run has under its key: with no `judged`, a
     # changed answer takes the line's reply (the organiser wrote it for these predictions)
-    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
-    target = calls[0]["key"].removeprefix("turn/")
-    for row in rows:
-        if row["interaction_id"] == target:
-            row["response"] = "Another answer altogether."
-    changed = tmp_path / "changed.jsonl"
-    changed.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    changed = _changed(predictions, calls[0]["key"], tmp_path / "changed.jsonl")
     assert _replay(split, changed, tmp_path / "y", written) == EXIT_OK
     assert read_scores(tmp_path / "y")["all"] == expected["all"]
 
