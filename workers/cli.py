@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from evaluator.benchmarks import DEFAULT, benchmark_class, names
 from evaluator.records import EvaluatorError
-from evaluator.seam import Benchmark
+from evaluator.seam import SomeBenchmark
 from workers.images import ImageError
 from workers.limits import OPTIONS, Limits, option_text
 from workers.outcomes import ItemResult, SearchUnavailable
@@ -153,7 +153,7 @@ def _outcomes_path(out: Path) -> Path:
 
 
 def read_answered(
-    out: Path, benchmark: Benchmark[Any, Any, Any], split: Any, known: set[str]
+    out: Path, benchmark: SomeBenchmark, split: Any, known: set[str]
 ) -> dict[str, str]:
     """Items recorded by earlier runs into ``out``: key -> stored reply ("" when the item got
     no answer). ``known``: the run's item keys. Bad lines are an EvaluatorError naming file and
@@ -184,9 +184,7 @@ def read_answered(
 class PredictionWriter:
     """The sink of a CLI run: appends each batch's answers and outcomes, then fsyncs both."""
 
-    def __init__(
-        self, out: Path, progress: tqdm, benchmark: Benchmark[Any, Any, Any], split: Any
-    ) -> None:
+    def __init__(self, out: Path, progress: tqdm, benchmark: SomeBenchmark, split: Any) -> None:
         self.benchmark, self.split = benchmark, split
         out.parent.mkdir(parents=True, exist_ok=True)
         self.predictions: IO[str] = out.open("a", encoding="utf-8")
