@@ -25,7 +25,7 @@ from evaluator.notices import judge_notices as judge_notices  # plugins import i
 from evaluator.records import EvaluatorError
 
 if TYPE_CHECKING:
-    from evaluator.seam import Benchmark
+    from evaluator.seam import SomeBenchmark
 
 SCORES_JSON = "scores.json"
 RULES_PREFIX = "rules"
@@ -46,7 +46,7 @@ def judge_record(judge: Judge) -> dict[str, str]:
 
 
 def scores_document(
-    benchmark: Benchmark[Any, Any, Any],
+    benchmark: SomeBenchmark,
     scores: Mapping[str, Any],
     judge: Judge,
     warnings: Sequence[str],
@@ -71,7 +71,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def write_report(
     out_dir: str | Path,
-    benchmark: Benchmark[Any, Any, Any],
+    benchmark: SomeBenchmark,
     graded: Sequence[Any],
     document: Mapping[str, Any],
 ) -> Path:

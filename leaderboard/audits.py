@@ -24,7 +24,7 @@ from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from evaluator.judge_audit import draw
-from evaluator.seam import Benchmark
+from evaluator.seam import SomeBenchmark
 from leaderboard import permissions
 from leaderboard.models import (
     AuditItem,
@@ -167,7 +167,7 @@ def open_audit(
 def _strata(
     split: Split,
     judge: JudgeOnSplit,
-    benchmark: Benchmark[Any, Any, Any],
+    benchmark: SomeBenchmark,
     dimension: str,
     menu: tuple[str, ...],
 ) -> dict[tuple[str, str], list[int]]:
@@ -201,7 +201,7 @@ def _gold(value: object) -> list[str]:
     return [str(value)]
 
 
-def answer_as_judged(row: dict, benchmark: Benchmark[Any, Any, Any], response: str) -> str:
+def answer_as_judged(row: dict, benchmark: SomeBenchmark, response: str) -> str:
     """The answer as the judge read it: the verdict row's answer field, else the stored reply
     (what an audit item shows, and how its labels are found again for another run's answer)."""
     said = row.get(benchmark.answer_field)

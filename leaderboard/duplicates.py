@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 from rapidfuzz import fuzz
 
-from evaluator.seam import Grading
+from evaluator.seam import SomeGrading
 from leaderboard.models import AnswerSimilarity, EvaluationRun, ItemAnswer
 
 FLAG_SHARE = 0.9
@@ -36,7 +35,7 @@ def normalise(text: str) -> str:
     return _SPACES.sub(" ", _PUNCTUATION.sub(" ", text)).strip()
 
 
-def answer_texts(run: EvaluationRun, benchmark: Grading[Any, Any, Any]) -> dict[str, str]:
+def answer_texts(run: EvaluationRun, benchmark: SomeGrading) -> dict[str, str]:
     """The run's given answers, normalised, by item key."""
     rows = ItemAnswer.objects.filter(run=run, outcome=ItemAnswer.Outcome.ANSWERED).values_list(
         "item_key", "response", "verdict__verdict"
@@ -60,7 +59,7 @@ def likeness(a: dict[str, str], b: dict[str, str]) -> tuple[int, int]:
     return len(shared), alike
 
 
-def flag_similar_runs(run: EvaluationRun, benchmark: Grading[Any, Any, Any]) -> int:
+def flag_similar_runs(run: EvaluationRun, benchmark: SomeGrading) -> int:
     """Compare ``run`` with the other teams' done runs on its split and setting; store the
     flagged pairs (replacing the run's earlier ones). Returns how many are flagged."""
     mine = answer_texts(run, benchmark)

@@ -19,9 +19,9 @@ from django.utils import timezone
 from kombu.exceptions import KombuError
 
 from leaderboard.models import EvaluationRun
+from leaderboard.monitoring import queue_depths, stale_cutoff
 from podium import monitoring_events
 from podium.celery import app
-from podium.monitoring import queue_depths, stale_cutoff
 
 logger = logging.getLogger("podium.operations")
 INSPECT_TIMEOUT_S = 1.0

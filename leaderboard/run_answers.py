@@ -15,7 +15,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from evaluator.seam import Pages
+from evaluator.seam import SomePages
 from leaderboard.answer_markdown import rendered_answer
 from leaderboard.models import EvaluationRun, ItemAnswer, SliceScore
 from leaderboard.models.results import ALL
@@ -86,9 +86,7 @@ def slice_options(run: EvaluationRun) -> list[tuple[str, list[str]]]:
     return list(options.items())
 
 
-def list_answers(
-    run: EvaluationRun, benchmark: Pages[Any, Any], wanted: AnswerFilter
-) -> AnswerList:
+def list_answers(run: EvaluationRun, benchmark: SomePages, wanted: AnswerFilter) -> AnswerList:
     """The page of ``run``'s answers ``wanted`` asks for, in split order."""
     chosen = ItemAnswer.objects.filter(run=run)
     verdicts = sorted(set(chosen.exclude(verdict=None).values_list("verdict__verdict", flat=True)))
@@ -127,7 +125,7 @@ def list_answers(
     return AnswerList(page, listed, verdicts, wrong, slices, problem)
 
 
-def _answer_row(answer: ItemAnswer, benchmark: Pages[Any, Any]) -> AnswerRow:
+def _answer_row(answer: ItemAnswer, benchmark: SomePages) -> AnswerRow:
     question, truth = benchmark.shown_fields
     judged = hasattr(answer, "verdict")
     row = (answer.verdict.detail if judged else None) or {}

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.core.files import File
@@ -28,7 +28,7 @@ from django.utils import timezone
 from evaluator.archives import ArchiveError, ArchiveLimits, extract_tar
 from evaluator.benchmarks import get_benchmark
 from evaluator.records import EvaluatorError
-from evaluator.seam import Splits
+from evaluator.seam import SomeSplits
 from leaderboard.models import Split, Task
 
 _CHUNK = 1024 * 1024
@@ -128,7 +128,7 @@ def prepared_split(
     block's duration. Raises :class:`SplitImportError`."""
     if not root.exists():
         raise SplitImportError(f"{root}: does not exist")
-    benchmark: Splits[Any] = get_benchmark(benchmark_name)
+    benchmark: SomeSplits = get_benchmark(benchmark_name)
     with tempfile.TemporaryDirectory(prefix="podium-split-") as scratch:
         try:
             data = benchmark.load_split(root, hf_split=hf_split, cache_dir=Path(scratch) / "hf")

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from leaderboard.monitoring import metrics_view
 from leaderboard.views import (
     audits,
     boards,
@@ -22,6 +23,7 @@ app_name = "leaderboard"
 board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
+    path("metrics", metrics_view, name="metrics"),
     path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),

@@ -3,7 +3,7 @@
 Every worker node already reaches the broker's Redis, so that is where events go: one Redis hash
 per metric, beside the Celery queues. Worker processes on every node add to the same figures
 (atomic ``HINCRBY``), and the web node reads them when Prometheus scrapes it
-(``podium.monitoring``), with no exporter port per worker and no shared directory. Redis losing
+(``leaderboard.monitoring``), with no exporter port per worker and no shared directory. Redis losing
 its data resets the counters, which Prometheus reads as a counter reset. Recording never fails
 the work: a Redis error is logged and the event dropped. Why this design: ``docs/deploy.md``,
 "Observability".

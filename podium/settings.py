@@ -481,7 +481,7 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"PODIUM_LOG_FORMAT: {exc}") from None
 
-# /metrics (podium/monitoring.py) answers staff, and scrapers sending this bearer token.
+# /metrics (leaderboard/monitoring.py) answers staff, and scrapers sending this bearer token.
 PODIUM_METRICS_TOKEN = os.environ.get("PODIUM_METRICS_TOKEN", "")
 if PODIUM_METRICS_TOKEN and len(PODIUM_METRICS_TOKEN) < 24:
     raise ImproperlyConfigured("PODIUM_METRICS_TOKEN: use at least 24 characters (or leave unset)")

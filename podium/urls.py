@@ -1,4 +1,6 @@
-"""Top-level URLs: pages, the admin, sign-in, the REST API and ``/metrics``.
+"""Top-level URLs: pages (``/metrics`` among them: ``leaderboard.monitoring``), the admin,
+sign-in and the REST API. The apps' routes are included by name, so the project imports none of
+its apps.
 
 Static assets are served by WhiteNoise's middleware (``PODIUM_SERVE_STATIC``), the probes
 (``/healthz``, ``/readyz``) by ``podium.health.ProbeMiddleware``; stored files (split bundles,
@@ -8,12 +10,9 @@ submission artifacts) have no URL at all.
 from django.contrib import admin
 from django.urls import include, path
 
-from podium.monitoring import metrics_view
-
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("api/", include("leaderboard.api.urls")),
-    path("metrics", metrics_view, name="metrics"),
     path("", include("leaderboard.urls")),
 ]

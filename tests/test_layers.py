@@ -84,6 +84,7 @@ def test_an_import_across_the_layers_fails_the_check(tmp_path):
         "evaluator/cli.py": "import workers.runner\n",
         "agentkit/serve.py": "import podium.settings\n",
         "leaderboard/models.py": "def rank():\n    from leaderboard import board_store\n",
+        "podium/urls.py": "from leaderboard.monitoring import metrics_view\n",
     }
     broken = _project(tmp_path / "broken", upward)
     assert broken.returncode != 0
@@ -93,5 +94,6 @@ def test_an_import_across_the_layers_fails_the_check(tmp_path):
         "evaluator is not allowed to import workers",
         "agentkit is not allowed to import podium",
         "leaderboard.models is not allowed to import leaderboard.board_store",
+        "podium is not allowed to import leaderboard",
     ):
         assert arrow in broken.stdout, broken.stdout

@@ -18,16 +18,15 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from tqdm import tqdm
 
-from agentkit.protocol import MAX_BATCH_SIZE
 from evaluator.benchmarks import DEFAULT, benchmark_class, names
 from evaluator.records import EvaluatorError
-from evaluator.seam import Benchmark
+from evaluator.seam import SomeBenchmark
 from workers.images import ImageError
-from workers.limits import Limits
+from workers.limits import OPTIONS, Limits, option_text
 from workers.outcomes import ItemResult, SearchUnavailable
 from workers.runner import run_agent
 from workers.sandbox import SandboxPolicy
@@ -46,17 +45,42 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
 
 
-def _positive(kind: type[int] | type[float]) -> Callable[[str], float | int]:
+def _number(kind: type[int] | type[float]) -> Callable[[str], float | int]:
     def parse(text: str) -> float | int:
         try:
-            value = kind(text)
+            return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+    return parse
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float | int]:
+    def parse(text: str) -> float | int:
+        value = _number(kind)(text)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r} must be positive")
         return value
 
     return parse
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The run's limits from the command line; a value out of range is named by its option."""
+    try:
+        return Limits(**{name: getattr(args, name) for name in OPTIONS})
+    except ValueError as exc:
+        message = str(exc)
+        for name, (flag, _) in OPTIONS.items():
+            message = message.replace(f"Limits.{name}", flag)
+        raise ValueError(message) from None
+
+
+def _limit_types() -> dict[str, object]:
+    """The type of each ``Limits`` field the command line sets (``workers.limits.OPTIONS``)."""
+    hints = get_type_hints(Limits)
+    return {name: hints[name] for name in OPTIONS}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--image", required=True, help="image tag or ID in the local engine")
     parser.add_argument("--split", required=True, type=Path, help="split directory")
     parser.add_argument(
-        "--protocol", dest="benchmark", metavar="BENCHMARK", choices=names(), default=DEFAULT
+        "--protocol",
+        dest="benchmark",
+        metavar="BENCHMARK",
+        choices=names(),
+        default=DEFAULT,
+        help=f"the benchmark: {', '.join(names())} (default: {DEFAULT})",
     )
     parser.add_argument("--setting", default="", help="the setting to run (visual-rag)")
     parser.add_argument(
@@ -78,29 +107,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, type=Path, help="predictions JSONL (resumed)")
     parser.add_argument("--report", required=True, type=Path, help="run report JSON")
     limits = parser.add_argument_group("limits (defaults: the original challenge's)")
-    limits.add_argument(
-        "--batch-size-max",
-        type=int,
-        default=MAX_BATCH_SIZE,
-        choices=range(1, MAX_BATCH_SIZE + 1),
-        metavar=f"1..{MAX_BATCH_SIZE}",
-    )
-    limits.add_argument(
-        "--per-turn-s", dest="per_item_s", type=_positive(float), default=defaults.per_item_s
-    )
-    limits.add_argument("--readiness-s", type=_positive(float), default=defaults.readiness_s)
-    limits.add_argument("--total-s", type=_positive(float), help="total wall time of the run")
-    limits.add_argument("--timeout-policy", choices=("missing", "fail"), default="missing")
-    limits.add_argument(
-        "--error-policy",
-        choices=("continue", "abort"),
-        default="continue",
-        help="an agent error: its batch scored missing (continue) or the run ends (abort)",
-    )
-    limits.add_argument("--max-restarts", type=int, default=defaults.max_restarts)
-    limits.add_argument(
-        "--max-consecutive-timeouts", type=_positive(int), default=defaults.max_consecutive_timeouts
-    )
+    for name, kind in _limit_types().items():
+        flag, help_text = OPTIONS[name]
+        default = getattr(defaults, name)
+        described = (
+            f"{help_text} (default: {option_text(default) if default is not None else 'none'})"
+        )
+        if get_origin(kind) is Literal:
+            limits.add_argument(
+                flag, dest=name, choices=get_args(kind), default=default, help=described
+            )
+        else:  # a number (Limits checks its range; an error names the option)
+            number = int if int in (kind, *get_args(kind)) else float
+            metavar = "S" if name.endswith("_s") else "N"
+            limits.add_argument(
+                flag,
+                dest=name,
+                type=_number(number),
+                default=default,
+                metavar=metavar,
+                help=described,
+            )
     box = parser.add_argument_group("sandbox")
     box.add_argument("--memory", type=parse_size, default=sandbox.memory_bytes, help="e.g. 16g")
     box.add_argument("--cpus", type=_positive(float), default=sandbox.cpus)
@@ -126,7 +153,7 @@ def _outcomes_path(out: Path) -> Path:
 
 
 def read_answered(
-    out: Path, benchmark: Benchmark[Any, Any, Any], split: Any, known: set[str]
+    out: Path, benchmark: SomeBenchmark, split: Any, known: set[str]
 ) -> dict[str, str]:
     """Items recorded by earlier runs into ``out``: key -> stored reply ("" when the item got
     no answer). ``known``: the run's item keys. Bad lines are an EvaluatorError naming file and
@@ -157,9 +184,7 @@ def read_answered(
 class PredictionWriter:
     """The sink of a CLI run: appends each batch's answers and outcomes, then fsyncs both."""
 
-    def __init__(
-        self, out: Path, progress: tqdm, benchmark: Benchmark[Any, Any, Any], split: Any
-    ) -> None:
+    def __init__(self, out: Path, progress: tqdm, benchmark: SomeBenchmark, split: Any) -> None:
         self.benchmark, self.split = benchmark, split
         out.parent.mkdir(parents=True, exist_ok=True)
         self.predictions: IO[str] = out.open("a", encoding="utf-8")
@@ -208,16 +233,7 @@ def _search_process(corpus: Path) -> SearchProcess:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        limits = Limits(
-            readiness_s=args.readiness_s,
-            per_item_s=args.per_item_s,
-            max_batch_size=args.batch_size_max,
-            total_wall_s=args.total_s,
-            max_consecutive_timeouts=args.max_consecutive_timeouts,
-            max_restarts=args.max_restarts,
-            timeout_policy=args.timeout_policy,
-            error_policy=args.error_policy,
-        )
+        limits = _limits(args)
         policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
         benchmark = benchmark_class(args.benchmark)().for_setting(args.setting)
         split = benchmark.load_split(args.split)

@@ -4,6 +4,7 @@ search process's own limits."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,9 +24,9 @@ class Limits:
     max_restarts: int = 3  # more restarts than this is a crash loop: the run fails
     answer_cap_bytes: int = 64 * 1024  # longer answers are cut (UTF-8 bytes)
     timeout_policy: TimeoutPolicy = "missing"  # "missing": record and go on; "fail": end run
-    # the agent raised on a batch (HTTP 5xx): "continue": its items are errors, the run goes on;
-    # "abort": the run fails, as the official evaluation
-    error_policy: ErrorPolicy = "continue"
+    # the agent raised on a batch (HTTP 5xx): "abort": the run fails, as the official evaluation
+    # (and a task's default); "continue": its items are errors, the run goes on
+    error_policy: ErrorPolicy = "abort"
     searches_per_item: int = 20  # search.sock requests a batch may make, per item in it
 
     def __post_init__(self) -> None:
@@ -62,6 +63,38 @@ class Limits:
         """A batch call's time: ``per_item_s`` x the agent's batch size (the official rule:
         10 s x ``get_batch_size()``, however many items the call holds)."""
         return self.per_item_s * batch_size
+
+
+# The limits a user sets on the runner's command line (``python -m workers.cli``), each field
+# with its option and help: the CLI's arguments and the starter kit's commands (``as_options``)
+# both come from this one list.
+OPTIONS: dict[str, tuple[str, str]] = {
+    "max_batch_size": ("--batch-size-max", "the agent's batch size is clipped to this"),
+    "per_item_s": ("--per-turn-s", "a batch call's time per item of the agent's batch size"),
+    "readiness_s": ("--readiness-s", "start-up time until /ready says ready"),
+    "total_wall_s": ("--total-s", "total wall time of the run"),
+    "timeout_policy": ("--timeout-policy", "a timed-out batch: scored missing, or the run fails"),
+    "error_policy": ("--error-policy", "an agent error: the run fails (abort) or goes on"),
+    "max_restarts": ("--max-restarts", "restarts of a crashed agent before the run fails"),
+    "max_consecutive_timeouts": ("--max-consecutive-timeouts", "timeouts in a row: restart"),
+}
+
+
+def as_options(limits: Limits, names: Iterable[str] = OPTIONS) -> list[str]:
+    """``limits``' fields ``names`` as ``python -m workers.cli`` options ("--per-turn-s 10",
+    ...), in the order of ``OPTIONS``; a limit that is None (no total time) is left out."""
+    chosen = set(names)
+    values = ((name, getattr(limits, name)) for name in OPTIONS if name in chosen)
+    return [
+        f"{OPTIONS[name][0]} {option_text(value)}" for name, value in values if value is not None
+    ]
+
+
+def option_text(value: object) -> str:
+    """A limit's value as an option writes it: 600.0 as 600."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 MEMORY_ENV = "PODIUM_SEARCH_MEMORY_BYTES"

@@ -22,6 +22,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from evaluator.records import EvaluatorError
+from evaluator.seam import SomeBenchmark
 from evaluator.seam.benchmark import Benchmark
 
 ENTRY_POINT_GROUP = "podium.benchmarks"
@@ -53,7 +54,7 @@ def is_known(name: str) -> bool:
 
 
 @functools.cache
-def _loaded(name: str, module: str) -> type[Benchmark[Any, Any, Any]]:
+def _loaded(name: str, module: str) -> type[SomeBenchmark]:
     found = getattr(importlib.import_module(module), "BENCHMARK", None)
     if not (isinstance(found, type) and issubclass(found, Benchmark)):
         raise EvaluatorError(f"benchmark {name!r}: {module}.BENCHMARK is not a Benchmark class")
@@ -62,7 +63,7 @@ def _loaded(name: str, module: str) -> type[Benchmark[Any, Any, Any]]:
     return found
 
 
-def benchmark_class(name: str) -> type[Benchmark[Any, Any, Any]]:
+def benchmark_class(name: str) -> type[SomeBenchmark]:
     """The benchmark class called ``name`` (imported now if it was not yet)."""
     packages = _packages()
     if name not in packages:
@@ -72,7 +73,7 @@ def benchmark_class(name: str) -> type[Benchmark[Any, Any, Any]]:
     return _loaded(name, packages[name])
 
 
-def get_benchmark(name: str, **settings: Any) -> Benchmark[Any, Any, Any]:
+def get_benchmark(name: str, **settings: Any) -> SomeBenchmark:
     """The benchmark called ``name``, built with its ``settings`` (see each benchmark's class)."""
     return benchmark_class(name)(**settings)
 

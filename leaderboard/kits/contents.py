@@ -34,7 +34,10 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from leaderboard.models import Challenge, KitFile, Split, Task
+from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.pipeline.bundles import corpus_sha256
+from leaderboard.pipeline.run import limits_for
+from workers.limits import as_options
 
 # Podium's source the commands need, whole: none of these packages imports Django (the import
 # contracts in pyproject.toml, checked by ``lint-imports``).
@@ -272,14 +275,13 @@ def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommand
     setting = task.run_settings()[0]
     benchmark = f" --protocol {task.benchmark}"
     out = f"runs/{task.task_id}{'-' + setting if setting else ''}"
+    limits = limits_for(task)
     run = [
         f"python -m workers.cli --image my-agent{benchmark} --task {task.task_id}",
         f"--split {directory}" + (f" --setting {setting}" if setting else ""),
         f"--out {out}/predictions.jsonl --report {out}/report.json",
-        f"--batch-size-max {task.max_batch_size} --per-turn-s {task.per_item_s:g} "
-        f"--readiness-s {task.readiness_s} --total-s {task.total_wall_s}",
-        f"--timeout-policy {'fail' if task.timeout_policy == 'fail-run' else 'missing'} "
-        f"--error-policy {task.error_policy}",
+        " ".join(as_options(limits, RUN_LIMITS)),
+        " ".join(as_options(limits, RUN_POLICIES)),
     ]
     if corpus and task.declared().search_corpus and task.declared().searches:
         run.append("--corpus corpus")

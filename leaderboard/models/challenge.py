@@ -15,7 +15,7 @@ from agentkit.protocol import MAX_BATCH_SIZE, MIN_BATCH_SIZE
 from evaluator import benchmarks
 from evaluator.benchmarks import benchmark_class, get_benchmark
 from evaluator.records import EvaluatorError
-from evaluator.seam import Benchmark
+from evaluator.seam import SomeBenchmark
 from workers.package_index import IndexURLError, PackageIndex
 
 
@@ -321,7 +321,7 @@ class Task(models.Model):
             return f"judge endpoint {name!r} names no model (PODIUM_JUDGE_ENDPOINTS)"
         return None
 
-    def declared(self) -> Benchmark[Any, Any, Any]:
+    def declared(self) -> SomeBenchmark:
         """The task's benchmark: its metrics, primary metric, how its scores are stored."""
         return get_benchmark(self.benchmark)
 
@@ -333,7 +333,7 @@ class Task(models.Model):
         except EvaluatorError:
             return dict(self.settings)
 
-    def scoring(self) -> Benchmark[Any, Any, Any]:
+    def scoring(self) -> SomeBenchmark:
         """The task's benchmark with the task's settings (what grades and scores its runs)."""
         return benchmark_class(self.benchmark).from_settings(self.settings)
 

@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import IO, Any
+from typing import IO
 
 import redis
 from django.conf import settings
@@ -25,6 +25,7 @@ from evaluator.judges.base import Judge
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TRANSCRIPT, TranscriptWriter
 from evaluator.records import EvaluatorError, Judgment
+from evaluator.seam import SomeBenchmark
 from evaluator.seam.benchmark import Benchmark, ItemT, PredictionT, SplitT
 from leaderboard.judge_choice import RULES, JudgeSpec, judge_spec
 from leaderboard.judgment_cache import DjangoJudgmentCache
@@ -159,7 +160,7 @@ def _store_transcript(run: EvaluationRun, transcript: IO[str]) -> None:
         run.transcript.storage.delete(old)
 
 
-def task_benchmark(task: Task) -> Benchmark[Any, Any, Any]:
+def task_benchmark(task: Task) -> SomeBenchmark:
     """The task's benchmark with its settings; settings it refuses are Podium's fault (the
     admin checks them when they are saved)."""
     try:
@@ -168,7 +169,7 @@ def task_benchmark(task: Task) -> Benchmark[Any, Any, Any]:
         raise PodiumFault(f"task {task}: {exc}") from exc
 
 
-def benchmark_for_run(run: EvaluationRun) -> Benchmark[Any, Any, Any]:
+def benchmark_for_run(run: EvaluationRun) -> SomeBenchmark:
     """The benchmark that plans, grades and scores ``run``: its task's, for its setting."""
     try:
         return task_benchmark(run.task).for_setting(run.setting)

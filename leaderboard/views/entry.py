@@ -11,12 +11,11 @@ reveal stays hidden from everyone but its organisers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from evaluator.seam import Benchmark, Metric
+from evaluator.seam import Metric, SomeBenchmark
 from leaderboard import board_cache, ranking
 from leaderboard.charts import NUMBER, Chart, Point, bar_chart, slice_chart
 from leaderboard.views import board_nav, board_settings, board_table
@@ -42,7 +41,7 @@ class ProfileShown:
 
 
 def _profile(
-    benchmark: Benchmark[Any, Any, Any], entry: ranking.Entry, board: ranking.Board
+    benchmark: SomeBenchmark, entry: ranking.Entry, board: ranking.Board
 ) -> ProfileShown | None:
     """The entry's profile (``Benchmark.profile``) from its headline metrics; None when the
     benchmark has none."""

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from leaderboard import operations, run_actions
 from leaderboard.models import EvaluationRun
-from podium.monitoring import runs_by_state
+from leaderboard.monitoring import runs_by_state
 
 logger = logging.getLogger("podium.operations")
 ACTIONS = {

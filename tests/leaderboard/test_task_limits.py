@@ -1,19 +1,24 @@
 """A task's limits are listed once (``leaderboard.models.challenge``): the runner's limits, the
-bundle's ``limits:`` keys, the admin's fieldset and the API's fields all come from that list,
-and what a user sees of them stays as it was."""
+bundle's ``limits:`` keys, the admin's fieldset, the API's fields and the starter kit's run
+commands all come from that list (the runner's options from ``workers.limits.OPTIONS``), and
+what a user sees of them stays as it was."""
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
+import pytest
 from django.contrib import admin
 
 from leaderboard.api.serializers import TaskSerializer
 from leaderboard.challenge_bundle.schema import TASK_FIELDS, bundle_schema
+from leaderboard.kits.contents import _task_commands
 from leaderboard.models import Task
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES, TASK_LIMITS
 from leaderboard.pipeline.run import limits_for
-from workers.limits import Limits
+from workers.cli import _limits, build_parser
+from workers.limits import OPTIONS, Limits
 
 
 def test_each_limit_is_a_task_field_and_each_run_limit_the_runners():
@@ -55,3 +60,43 @@ def test_the_admin_and_the_api_show_the_limits_as_before():
         "entry_rule", "quota_per_day", "quota_total", "quota_concurrent", "max_artifact_bytes",
         "splits_selectable",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("total", "timeout_policy", "error_policy"),
+    [(900, Task.TimeoutPolicy.FAIL_RUN, Task.ErrorPolicy.CONTINUE), (None, "missing", "abort")],
+)
+def test_the_kits_run_command_gives_the_runner_its_tasks_limits(
+    total, timeout_policy, error_policy
+):
+    task = Task(
+        task_id="multi-turn-qa", benchmark="crag-mm", readiness_s=7, per_item_s=2.5,
+        max_batch_size=3, total_wall_s=total, timeout_policy=timeout_policy,
+        error_policy=error_policy,
+    )  # fmt: skip
+    command = shlex.split(_task_commands(task, [], corpus=False).run.replace("\\\n", " "))
+    assert command[:3] == ["python", "-m", "workers.cli"]
+    args = build_parser().parse_args(command[3:])
+    assert _limits(args) == limits_for(task)
+    assert ("--total-s" in command) == (total is not None)
+
+
+def test_the_runner_takes_each_option_and_an_error_names_it(capsys):
+    required = ["--image", "x", "--split", "s", "--task", "t", "--out", "o", "--report", "r"]
+    assert _limits(build_parser().parse_args(required)) == Limits()
+    assert Limits().error_policy == "abort"  # the server's default and the official evaluation
+    values = {"per_item_s": "2.5", "readiness_s": "7", "max_batch_size": "3", "total_wall_s": "60",
+              "timeout_policy": "fail", "error_policy": "continue", "max_restarts": "0",
+              "max_consecutive_timeouts": "5"}  # fmt: skip
+    assert set(values) == set(OPTIONS)
+    argv = [*required, *(x for name, v in values.items() for x in (OPTIONS[name][0], v))]
+    limits = _limits(build_parser().parse_args(argv))
+    assert (limits.per_item_s, limits.max_batch_size, limits.total_wall_s) == (2.5, 3, 60)
+    assert (limits.error_policy, limits.max_restarts, limits.max_consecutive_timeouts) == (
+        "continue", 0, 5,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"^--per-turn-s must be positive, got 0\.0$"):
+        _limits(build_parser().parse_args([*required, "--per-turn-s", "0"]))
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*required, "--max-restarts", "two"])
+    assert "--max-restarts: 'two' is not a whole number" in capsys.readouterr().err

@@ -39,7 +39,15 @@ TEST_POLICY = SandboxPolicy(
     socket_dir_bytes=1 * MiB,
     log_max_bytes=256 * 1024,
 )
-TEST_LIMITS = Limits(readiness_s=30, per_item_s=2, max_consecutive_timeouts=2, max_restarts=2)
+# "continue": these tests look at every item's outcome after an agent error (Limits' default,
+# "abort", is tested on its own: test_runner.py)
+TEST_LIMITS = Limits(
+    readiness_s=30,
+    per_item_s=2,
+    max_consecutive_timeouts=2,
+    max_restarts=2,
+    error_policy="continue",
+)
 
 
 @pytest.fixture(scope="session")
