@@ -37,13 +37,16 @@ from leaderboard.models import Challenge, KitFile, Split, Task
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.pipeline.bundles import corpus_sha256
 from leaderboard.pipeline.run import limits_for
+from leaderboard.task_environment import task_environment
 from workers.limits import as_options
 
 # Podium's source the commands need, whole: none of these packages imports Django (the import
 # contracts in pyproject.toml, checked by ``lint-imports``).
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
 # podium.cli and what it imports of podium (none of them imports Django)
-CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "downloads.py")
+CLI_MODULES = (
+    "cli.py", "api_client.py", "cli_challenge.py", "cli_context.py", "cli_text.py", "downloads.py"
+)  # fmt: skip
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
 REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
 KIT_FORMAT = 1  # bumped when the layout of a kit changes
@@ -192,6 +195,8 @@ def plan(challenge: Challenge) -> KitPlan:
     agent_folders = tuple(by_name[name] for name in agents)
     without = sorted({t.declared().title for t in tasks if examples[t.task_id] is None})
     files = tuple(challenge.kit_files.order_by("path"))
+    models = list(challenge.hub_models.all())
+    envs = [task_environment(task, models) for task in tasks]
     manifest = {
         "format": KIT_FORMAT,
         "challenge": challenge.slug,
@@ -202,8 +207,9 @@ def plan(challenge: Challenge) -> KitPlan:
                 "settings": task.effective_settings,
                 "run_settings": list(task.run_settings()),
                 "example_agent": getattr(examples[task.task_id], "name", None),
+                **env.as_dict(),  # what its agents can use on Podium
             }
-            for task in tasks
+            for task, env in zip(tasks, envs, strict=True)
         ],
         "splits": [
             {"task_id": s.task.task_id, "kind": s.kind, "path": split_path(s), "sha256": s.sha256}
@@ -219,7 +225,10 @@ def plan(challenge: Challenge) -> KitPlan:
         "leaderboard/kit/README.md",
         {
             "challenge": challenge,
-            "tasks": [(task, _task_commands(task, splits, corpus is not None)) for task in tasks],
+            "tasks": [
+                (task, _task_commands(task, splits, corpus is not None), env)
+                for task, env in zip(tasks, envs, strict=True)
+            ],
             "splits": splits,
             "withheld": withheld,
             "corpus": corpus,
