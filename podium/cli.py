@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from podium import cli_challenge
 from podium.api_client import Client, CliError, ProgressReader, error_detail
-from podium.cli_context import declarations
+from podium.cli_context import preflight
 from podium.cli_text import format_kit, format_leaderboard, format_quota, format_submission
 from podium.downloads import DownloadFailed, download
 
@@ -59,26 +59,14 @@ def quota(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     return client.call("GET", f"challenges/{args.challenge}/quota/", params=_choice(args))
 
 
-def preflight(client: Client, args: argparse.Namespace, context: Path | None) -> dict[str, Any]:
-    """``quota``, and for a build context what it declares (its Dockerfile's base images, its
-    models) checked as the upload will check them."""
-    if context is None:
-        return quota(client, args)
-    try:
-        return client.call(
-            "POST",
-            f"challenges/{args.challenge}/quota/",
-            json={**_choice(args), **declarations(context)},
-        )
-    except CliError as exc:
-        raise CliError(f"not submitted: {exc}") from None
-
-
 def submit(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     path = None if args.ref else Path(args.archive or args.context)
     if path is not None and not path.is_file():
         raise CliError(f"{path}: no such file")
-    allowed = preflight(client, args, path if args.context else None)  # before a byte is sent
+    if args.context:  # what it declares checked too (its Dockerfile's bases, its models)
+        allowed = preflight(client, args.challenge, _choice(args), Path(args.context))
+    else:
+        allowed = quota(client, args)  # before a byte is uploaded
     if not allowed["allowed"]:
         raise CliError(f"not submitted: {allowed['problem']}")
     data = {

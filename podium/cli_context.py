@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from evaluator.tar_scan import DOCKERFILE, MANIFESTS, MAX_DOCKERFILE_BYTES, MAX_MANIFEST_BYTES
-from podium.api_client import CliError
+from podium.api_client import Client, CliError
+
+
+def preflight(
+    client: Client, challenge: str, chosen: dict[str, Any], context: Path
+) -> dict[str, Any]:
+    """The quota preflight (``chosen``: team, tasks, splits) with what the build context at
+    ``context`` declares, checked as the upload will check it; a refusal is ``CliError``."""
+    path = f"challenges/{challenge}/quota/"
+    try:
+        return client.call("POST", path, json={**chosen, **declarations(context)})
+    except CliError as exc:
+        raise CliError(f"not submitted: {exc}") from None
 
 
 def declarations(path: Path) -> dict[str, Any]:
