@@ -9,7 +9,8 @@ longer than that or take its memory.
 
 Findings come back as data (``Refusal``: a code, the entry, a reason in Podium's words), for the
 caller to phrase. The small manifests a build context may carry at its top level
-(``MANIFESTS``: the models it loads) come back as text.
+(``MANIFESTS``: the models it loads) come back as text, and so does its ``Dockerfile`` (the base
+images it starts from), when it is a regular file of at most ``MAX_DOCKERFILE_BYTES``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ CHUNK_BYTES = 1024 * 1024
 MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz"}
 MANIFESTS = ("aicrowd.json", "podium.json")
 MAX_MANIFEST_BYTES = 64 * 1024
+DOCKERFILE = "Dockerfile"
+MAX_DOCKERFILE_BYTES = 1024 * 1024  # a larger one is left to the build, which reads it whole
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -43,6 +46,7 @@ class TarScan:
     compression: str  # "", "gz", "bz2" or "xz"
     has_required: bool  # the required member is a file at the top level
     manifests: dict[str, str] = field(default_factory=dict)  # MANIFESTS found at the top level
+    dockerfile: str | None = None  # the top-level Dockerfile's text (the first, as builds read)
 
 
 @dataclass
@@ -90,6 +94,8 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
     reader = _HashingReader(stream)
     found = False
     manifests: dict[str, str] = {}
+    dockerfile: str | None = None
+    first_dockerfile = True
     members = unpacked = 0
     links = LinkTracker()
     try:
@@ -111,6 +117,8 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
                     data = archive.extractfile(member)
                     assert data is not None  # a regular file
                     manifests[name] = data.read().decode("utf-8", errors="replace")
+                elif name == DOCKERFILE and member.isfile() and first_dockerfile:
+                    dockerfile, first_dockerfile = _text(archive, member), False
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         why = "the file is empty" if reader.size == 0 else str(exc) or type(exc).__name__
         raise Refusal("not_tar", why) from None
@@ -118,7 +126,21 @@ def scan_tar(stream: IO[bytes], limits: ArchiveLimits, required: str) -> TarScan
         raise Refusal("unsafe_member", why)
     while reader.read(CHUNK_BYTES):  # hash what follows the end-of-archive marker too
         pass
-    return TarScan(reader.sha256.hexdigest(), reader.size, compression, found, manifests)
+    return TarScan(
+        reader.sha256.hexdigest(), reader.size, compression, found, manifests, dockerfile
+    )
+
+
+def _text(archive: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
+    """A Dockerfile's text; None when it is too large or not UTF-8 (the build then says why)."""
+    if member.size > MAX_DOCKERFILE_BYTES:
+        return None
+    data = archive.extractfile(member)
+    assert data is not None  # a regular file
+    try:
+        return data.read().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def scan_file(

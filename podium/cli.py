@@ -13,8 +13,9 @@ The server and the token come from ``--url`` / ``--token`` or ``PODIUM_URL`` / `
 (a token made on your account page, ``/account/``, or by ``POST /api/token/``). ``--json``
 (anywhere on the line) prints one JSON document on stdout, an error as ``{"error": ...}``.
 ``submit`` asks the server first whether the team may submit (quota, phase, rules, the tasks
-chosen, the file's size) and uploads nothing when not. Uploads stream from disk with a progress
-bar.
+chosen, the file's size; for a build context, the base images its Dockerfile starts from and
+the models its ``aicrowd.json`` or ``podium.json`` declares) and uploads nothing when not.
+Uploads stream from disk with a progress bar.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tqdm import tqdm
 
 from podium import cli_challenge
 from podium.api_client import Client, CliError, ProgressReader, error_detail
+from podium.cli_context import preflight
 from podium.cli_text import format_kit, format_leaderboard, format_quota, format_submission
 from podium.downloads import DownloadFailed, download
 
@@ -61,7 +63,10 @@ def submit(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     path = None if args.ref else Path(args.archive or args.context)
     if path is not None and not path.is_file():
         raise CliError(f"{path}: no such file")
-    allowed = quota(client, args)  # before a byte is uploaded
+    if args.context:  # what it declares checked too (its Dockerfile's bases, its models)
+        allowed = preflight(client, args.challenge, _choice(args), Path(args.context))
+    else:
+        allowed = quota(client, args)  # before a byte is uploaded
     if not allowed["allowed"]:
         raise CliError(f"not submitted: {allowed['problem']}")
     data = {

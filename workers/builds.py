@@ -175,6 +175,7 @@ def build_context(
                 text,
                 _resolver(base_images, engine.client),
                 BUILD_ARG_NAMES if package_index else (),
+                allowed=base_images,
             )
         except DockerfileError as exc:
             raise ImageError(f"{tar_path}: {exc}") from None

@@ -5,7 +5,11 @@ Every image reference a build can read (``FROM`` in every stage, ``COPY --from``
 earlier stage of the same file, or ``scratch``. References are written out: a build argument or
 variable in one is refused, as it could expand into any name. An allowed base is pinned: the line
 is rewritten to the image ID the engine has for it now, so what is built is what Podium checked.
-Anything else is refused before building, naming the line.
+Anything else is refused before building, naming the line and the allowed bases.
+
+``check_base_images`` is the same check where no engine is at hand (a submission's upload): the
+references are matched by name only; an image ID written out is left to the build, which knows
+the allowed bases' IDs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+
+from workers.images import full_reference
 
 # Dockerfile parser directives (before any instruction): only ``escape`` changes parsing here.
 _DIRECTIVE = re.compile(r"#\s*(\w+)\s*=\s*(\S+)\s*$")
@@ -24,6 +30,7 @@ _QUOTES = "\"'"
 # UTF-8 byte-order mark before the first line is dropped.
 _WORDS = re.compile(r"[ \t\v\f\r]+")
 _BOM = "\ufeff"
+_IMAGE_ID = re.compile(r"(sha256:)?[0-9a-f]{64}")
 
 
 class DockerfileError(Exception):
@@ -33,6 +40,7 @@ class DockerfileError(Exception):
 @dataclass
 class _Stages:
     names: list[str] = field(default_factory=list)  # "" for an unnamed stage
+    allowed: Sequence[str] = ()  # the allowed bases, as the messages name them
 
     def known(self, ref: str, by_index: bool) -> bool:
         """``ref`` names an earlier stage (by name, or by index where ``by_index``)."""
@@ -113,17 +121,33 @@ def _pin_flag(flag: str, pin: Callable[[str], str]) -> str:
     return f"--{option}={','.join(parts)}"
 
 
+def check_base_images(text: str, allowed: Sequence[str]) -> None:
+    """Raise ``DockerfileError`` (naming the line and the ``allowed`` bases) when ``text`` reads
+    an image that is none of ``allowed`` (by name, as Docker normalises it), no earlier stage
+    and not ``scratch``. An image ID is left to the build."""
+    names = {full_reference(name) for name in allowed}
+
+    def named(ref: str) -> str | None:
+        return ref if _IMAGE_ID.fullmatch(ref) or full_reference(ref) in names else None
+
+    pin_base_images(text, named, allowed=allowed)
+
+
 def pin_base_images(
-    text: str, resolve: Callable[[str], str | None], stage_args: Sequence[str] = ()
+    text: str,
+    resolve: Callable[[str], str | None],
+    stage_args: Sequence[str] = (),
+    allowed: Sequence[str] = (),
 ) -> str:
     """``text`` with every base image reference pinned to an image ID, and ``ARG <name>``
     declared for each of ``stage_args`` at the start of every stage (so build arguments Podium
     passes reach the stage's ``RUN`` steps).
 
     ``resolve(reference)`` gives the image ID of an allowed base image, or None when the
-    reference is not one. Raises ``DockerfileError`` naming the line of any other reference.
+    reference is not one. Raises ``DockerfileError`` naming the line of any other reference
+    and the ``allowed`` bases.
     """
-    stages = _Stages()
+    stages = _Stages(allowed=allowed)
     out = _lines(text)
     for line in _logical_lines(text):
         words = _words(line.text)
@@ -184,8 +208,9 @@ def _check(
         return ref
     image_id = resolve(ref)
     if image_id is None:
+        bases = f"; the allowed bases are {', '.join(stages.allowed)}" if stages.allowed else ""
         raise DockerfileError(
             f"Dockerfile line {number}: {keyword} {ref!r} is not one of the base images this "
-            "challenge allows (or an earlier stage of this Dockerfile)"
+            f"challenge allows (or an earlier stage of this Dockerfile){bases}"
         )
     return image_id

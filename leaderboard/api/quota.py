@@ -5,9 +5,16 @@ closed phase or a wrong choice of tasks is refused before a byte of the image is
 every check ``submit`` makes without an artifact (``leaderboard.submitting.admit``), then reads
 the chosen tasks' quotas. ``submit`` checks them again under the team's row lock: this answer is
 advice, that check is the authority.
+
+``POST`` (a JSON body: the same choice, and what the client read from its build context: the
+``Dockerfile`` and the manifests ``evaluator.tar_scan.MANIFESTS``) also checks the declared
+models and base images as the upload will (``leaderboard.submitting.runnable``): 400 on
+``artifact`` naming the models the challenge provides and the bases it allows.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
@@ -19,9 +26,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluator.tar_scan import MANIFESTS, MAX_DOCKERFILE_BYTES, MAX_MANIFEST_BYTES
 from leaderboard import permissions, quotas
 from leaderboard.api.submissions import as_api_error, requested_team
 from leaderboard.submitting import Choice, admit
+from leaderboard.submitting.runnable import check_context
 
 
 class TaskQuotaSerializer(serializers.Serializer):
@@ -66,6 +75,41 @@ class QuotaSerializer(serializers.Serializer):
     tasks = TaskQuotaSerializer(many=True)
 
 
+class PreflightSerializer(serializers.Serializer):
+    """The preflight's question with a build context's declarations (``POST``)."""
+
+    team = serializers.CharField(required=False, help_text="optional when in one team")
+    tasks = serializers.ListField(child=serializers.CharField(), required=False)
+    splits = serializers.ListField(child=serializers.CharField(), required=False)
+    filename = serializers.CharField(
+        required=False, default="the build context", help_text="the file, for the messages"
+    )
+    dockerfile = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=MAX_DOCKERFILE_BYTES,
+        help_text="the context's top-level Dockerfile, as text",
+    )
+    manifests = serializers.DictField(
+        child=serializers.CharField(
+            trim_whitespace=False, allow_blank=True, max_length=MAX_MANIFEST_BYTES
+        ),
+        required=False,
+        default=dict,
+        help_text=f"its top-level {' and '.join(MANIFESTS)}, by name, as text",
+    )
+
+    def validate_manifests(self, value: dict[str, str]) -> dict[str, str]:
+        if unknown := sorted(set(value) - set(MANIFESTS)):
+            raise serializers.ValidationError(
+                f"{', '.join(unknown)}: not a manifest ({' or '.join(MANIFESTS)})"
+            )
+        return value
+
+
 class QuotaView(APIView):
     permission_classes = (IsAuthenticated,)
 
@@ -84,13 +128,45 @@ class QuotaView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         """Whether the team may submit now on the chosen tasks and splits, and each task's
         quota use; 200 with ``allowed`` false and the reason when a quota is spent."""
-        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
         params = request.query_params
-        team = requested_team(request, params.get("team"))
         choice = Choice.from_data({name: params.getlist(name) for name in ("tasks", "splits")})
+        return self._answer(request, slug, params.get("team"), choice)
+
+    @extend_schema(
+        request=PreflightSerializer,
+        responses={
+            200: QuotaSerializer,
+            400: OpenApiResponse(
+                description="as GET; or on `artifact`, a model the challenge does not provide "
+                "or a base image it does not allow, naming those it does"
+            ),
+            403: OpenApiResponse(description="not a member of the team"),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """As ``GET``, and the build context's declared models and base images checked as the
+        upload will check them."""
+        asked = PreflightSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        data = asked.validated_data
+        return self._answer(request, slug, data.get("team"), Choice.from_data(data), data)
+
+    def _answer(
+        self,
+        request: Request,
+        slug: str,
+        team_name: str | None,
+        choice: Choice,
+        context: dict[str, Any] | None = None,
+    ) -> Response:
+        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
+        team = requested_team(request, team_name)
         now = timezone.now()
         try:
             admission = admit(team, challenge, permissions.signed_in(request.user), choice, now=now)
+            if context is not None:
+                label, manifests = context["filename"], context["manifests"]
+                check_context(challenge, label, manifests, context["dockerfile"])
         except DjangoValidationError as exc:
             raise as_api_error(exc) from None
         chosen = admission.chosen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -19,6 +21,7 @@ from leaderboard.models import (
 )
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.models.results import ALL
+from leaderboard.task_environment import environments
 
 
 class PhaseSerializer(serializers.ModelSerializer):
@@ -27,12 +30,37 @@ class PhaseSerializer(serializers.ModelSerializer):
         fields = ("name", "starts_at", "ends_at", "quota_per_day", "quota_total")
 
 
+class HubModelIdSerializer(serializers.Serializer):
+    hub_id = serializers.CharField(help_text="as a kit declares it: aicrowd.json's repo_id")
+    revision = serializers.CharField()
+
+
+class TaskEnvironmentSerializer(serializers.Serializer):
+    """What a task's agents can run (``leaderboard.task_environment``)."""
+
+    task_id = serializers.CharField()
+    models = HubModelIdSerializer(many=True, help_text="the models agents may load by hub id")
+    gpu = serializers.BooleanField(help_text="each run gets one GPU of gpu_class")
+    gpu_class = serializers.CharField()
+    base_images = serializers.ListField(
+        child=serializers.CharField(), help_text="what a Dockerfile may start FROM"
+    )
+    package_index = serializers.CharField(
+        allow_null=True, help_text="the index builds reach; null: builds have no network"
+    )
+
+
 class ChallengeSerializer(serializers.ModelSerializer):
     phases = PhaseSerializer(many=True, read_only=True)
+    tasks = serializers.SerializerMethodField()
 
     class Meta:
         model = Challenge
-        fields = ("slug", "name", "description", "phases", "created_at")
+        fields = ("slug", "name", "description", "phases", "tasks", "created_at")
+
+    @extend_schema_field(TaskEnvironmentSerializer(many=True))
+    def get_tasks(self, challenge: Challenge) -> list[dict[str, Any]]:
+        return [env.as_dict() for env in environments(challenge)]
 
 
 class TaskSerializer(serializers.ModelSerializer):

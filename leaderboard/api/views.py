@@ -22,7 +22,8 @@ class ChallengeViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_field = "slug"
 
     def get_queryset(self) -> QuerySet:
-        return permissions.visible_challenges(self.request.user).prefetch_related("phases")
+        challenges = permissions.visible_challenges(self.request.user)
+        return challenges.prefetch_related("phases", "tasks", "hub_models")
 
 
 @extend_schema(parameters=[OpenApiParameter("challenge", str, description="challenge slug")])

@@ -22,13 +22,8 @@ from django.core.files.storage import default_storage
 
 from evaluator.archives import member_problem
 from leaderboard.kits import store
-from leaderboard.kits.contents import (
-    KitPlan,
-    code_files,
-    organiser_file_path,
-    split_path,
-    tool_requirements,
-)
+from leaderboard.kits.commands import split_path
+from leaderboard.kits.contents import KitPlan, code_files, organiser_file_path, tool_requirements
 from leaderboard.models import KitFile
 from leaderboard.pipeline.bundles import corpus_name
 

@@ -2,8 +2,10 @@
 
 A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
 
-- ``README.md``: the steps, from the base image to a submission, with the local evaluation
-  commands written out for each task (its limits, its benchmark's settings);
+- ``README.md``: what each task's agents can use on Podium (``leaderboard.task_environment``:
+  models, GPU, base images, package index), then the steps, from the base image to a
+  submission, with the local evaluation commands written out for each task
+  (``leaderboard.kits.commands``: its limits, its benchmark's settings);
 - ``agents/<example>/``: the example agent of each benchmark the challenge's tasks use, when it
   has one (``Samples.example_agent``);
 - ``data/<task>/<split>/``: the public splits (validation and public test) whose data the
@@ -15,8 +17,8 @@ A kit (one ``.tar.gz``, a folder ``<slug>-starter-kit/``) carries:
 - ``tools/``: Podium's own ``agentkit``, ``evaluator`` and ``workers`` (its Django parts left
   out), ``podium/cli.py`` and the modules it imports, with ``tools/requirements.txt``: what
   the commands need;
-- ``kit.json``: the manifest (the splits, the corpus and the organisers' files by sha256, the
-  version).
+- ``kit.json``: the manifest (the tasks with their environment; the splits, the corpus and the
+  organisers' files by sha256; the version).
 
 The version is a hash of everything that goes in, so the archive is made again exactly when a
 public split, the corpus, a setting, a limit or Podium's code changes.
@@ -33,17 +35,18 @@ from pathlib import Path
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from leaderboard.kits.commands import split_path, task_commands
 from leaderboard.models import Challenge, KitFile, Split, Task
-from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.pipeline.bundles import corpus_sha256
-from leaderboard.pipeline.run import limits_for
-from workers.limits import as_options
+from leaderboard.task_environment import task_environment
 
 # Podium's source the commands need, whole: none of these packages imports Django (the import
 # contracts in pyproject.toml, checked by ``lint-imports``).
 TOOL_PACKAGES = ("agentkit", "evaluator", "workers")
 # podium.cli and what it imports of podium (none of them imports Django)
-CLI_MODULES = ("cli.py", "api_client.py", "cli_challenge.py", "cli_text.py", "downloads.py")
+CLI_MODULES = (
+    "cli.py", "api_client.py", "cli_challenge.py", "cli_context.py", "cli_text.py", "downloads.py"
+)  # fmt: skip
 # requirements.txt sections the tools need (from the "# --- workers" line to "# --- tests").
 REQUIREMENT_SECTIONS = ("# --- workers", "# --- evaluator")
 KIT_FORMAT = 1  # bumped when the layout of a kit changes
@@ -90,10 +93,6 @@ class KitPlan:
 
 def organiser_file_path(kit_file: KitFile) -> str:
     return f"{ORGANISER_FILES}/{kit_file.path}"
-
-
-def split_path(split: Split) -> str:
-    return f"data/{split.task.task_id}/{split.kind}"
 
 
 def kit_splits(challenge: Challenge) -> tuple[list[Split], list[tuple[Split, str]]]:
@@ -192,6 +191,8 @@ def plan(challenge: Challenge) -> KitPlan:
     agent_folders = tuple(by_name[name] for name in agents)
     without = sorted({t.declared().title for t in tasks if examples[t.task_id] is None})
     files = tuple(challenge.kit_files.order_by("path"))
+    models = list(challenge.hub_models.all())
+    envs = [task_environment(task, models) for task in tasks]
     manifest = {
         "format": KIT_FORMAT,
         "challenge": challenge.slug,
@@ -202,8 +203,9 @@ def plan(challenge: Challenge) -> KitPlan:
                 "settings": task.effective_settings,
                 "run_settings": list(task.run_settings()),
                 "example_agent": getattr(examples[task.task_id], "name", None),
+                **env.as_dict(),  # what its agents can use on Podium
             }
-            for task in tasks
+            for task, env in zip(tasks, envs, strict=True)
         ],
         "splits": [
             {"task_id": s.task.task_id, "kind": s.kind, "path": split_path(s), "sha256": s.sha256}
@@ -219,7 +221,10 @@ def plan(challenge: Challenge) -> KitPlan:
         "leaderboard/kit/README.md",
         {
             "challenge": challenge,
-            "tasks": [(task, _task_commands(task, splits, corpus is not None)) for task in tasks],
+            "tasks": [
+                (task, task_commands(task, splits, corpus is not None), env)
+                for task, env in zip(tasks, envs, strict=True)
+            ],
             "splits": splits,
             "withheld": withheld,
             "corpus": corpus,
@@ -249,51 +254,4 @@ def plan(challenge: Challenge) -> KitPlan:
         manifest=manifest,
         readme=readme,
         version=version,
-    )
-
-
-@dataclass(frozen=True)
-class TaskCommands:
-    run: str  # python -m workers.cli ...
-    score: str  # python -m evaluator score ...
-    split: str  # the split directory they use ("" when the kit has none of this task)
-
-
-def _score_options(task: Task, setting: str) -> list[str]:
-    """The task's benchmark settings as ``python -m evaluator score`` options, scoring the one
-    setting run (``evaluated`` is the list of settings a server run covers)."""
-    options = [f"--settings {setting}"] if setting else []
-    for key, value in task.effective_settings.items():
-        if key != "evaluated":
-            options.append(f"--{key.replace('_', '-')} {value}")
-    return options
-
-
-def _task_commands(task: Task, splits: list[Split], corpus: bool) -> TaskCommands:
-    mine = [s for s in splits if s.task_id == task.pk]
-    directory = split_path(mine[0]) if mine else f"data/{task.task_id}/validation"
-    setting = task.run_settings()[0]
-    benchmark = f" --protocol {task.benchmark}"
-    out = f"runs/{task.task_id}{'-' + setting if setting else ''}"
-    limits = limits_for(task)
-    run = [
-        f"python -m workers.cli --image my-agent{benchmark} --task {task.task_id}",
-        f"--split {directory}" + (f" --setting {setting}" if setting else ""),
-        f"--out {out}/predictions.jsonl --report {out}/report.json",
-        " ".join(as_options(limits, RUN_LIMITS)),
-        " ".join(as_options(limits, RUN_POLICIES)),
-    ]
-    if corpus and task.declared().search_corpus and task.declared().searches:
-        run.append("--corpus corpus")
-    score = [
-        f"python -m evaluator score{benchmark} --split {directory}",
-        " ".join(
-            [
-                f"--predictions {out}/predictions.jsonl --out {out}/scores",
-                *_score_options(task, setting),
-            ]
-        ),
-    ]
-    return TaskCommands(
-        run=" \\\n    ".join(run), score=" \\\n    ".join(score), split=directory if mine else ""
     )

@@ -69,6 +69,7 @@ class ArchiveFacts:
     size: int
     compression: str  # "", "gz", "bz2" or "xz"
     manifests: dict[str, str] | None = None  # None: not read yet (the build stage reads them)
+    dockerfile: str | None = None  # a build context's, when read (``evaluator.tar_scan``)
 
     @property
     def suffix(self) -> str:
@@ -140,7 +141,9 @@ def _check(path: Path, kind: str, label: str, timeout_s: float) -> ArchiveFacts:
         raise ValidationError(message, code=refusal.code) from None
     if not scan.has_required:
         raise ValidationError(f"{label}: {WHY_REQUIRED[Kind(kind)]}", code=f"no_{required}")
-    return ArchiveFacts(scan.sha256, scan.size, scan.compression, dict(scan.manifests))
+    return ArchiveFacts(
+        scan.sha256, scan.size, scan.compression, dict(scan.manifests), scan.dockerfile
+    )
 
 
 def _unchecked_facts(path: Path) -> ArchiveFacts:

@@ -38,7 +38,7 @@ from leaderboard.pages import must_accept_rules
 from leaderboard.quotas import check_quotas
 from leaderboard.submitting.artifacts import check_reference, inspect_archive
 from leaderboard.submitting.choice import Choice, Chosen, resolve, wanted_splits
-from leaderboard.submitting.hub_models import allowed_models
+from leaderboard.submitting.runnable import check_context
 from leaderboard.tasks import dispatch_stage
 from leaderboard.teams import TeamError, check_one_team_per_challenge
 
@@ -200,12 +200,10 @@ def _check_artifact(artifact: Artifact, tasks: list[Task], submission: Submissio
     if facts.size > limit:  # a file object may not know its size before it is read
         raise ValidationError({"artifact": _too_large(artifact.label, facts.size, limit)})
     if facts.manifests is not None:  # else the build stage reads them
-        try:
-            submission.declared_models = allowed_models(
-                facts.manifests, submission.challenge, artifact.label
-            )
-        except ValidationError as exc:
-            raise ValidationError({"artifact": exc.messages}) from None
+        dockerfile = facts.dockerfile if artifact.kind == Kind.BUILD_CONTEXT else None
+        submission.declared_models = check_context(
+            submission.challenge, artifact.label, facts.manifests, dockerfile
+        )
     submission.artifact_sha256, submission.artifact_size = facts.sha256, facts.size
     return f"{artifact.kind}-{facts.sha256}{facts.suffix}"
 

@@ -28,6 +28,7 @@ from leaderboard import board_cache, pages, permissions, ranking
 from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split, current_splits
+from leaderboard.task_environment import task_environment
 from leaderboard.views import board_nav, board_page, board_settings, board_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
@@ -92,10 +93,10 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, f"You accepted the rules of {challenge.name}.")
         return redirect(f"{request.path}?tab=rules")
-    tasks = []
+    tasks, models = [], list(challenge.hub_models.all())
     for task in challenge.tasks.prefetch_related(current_splits()):
         splits = [(s, organiser or s.is_revealed()) for s in task.splits.all()]
-        tasks.append((task, splits))
+        tasks.append((task, splits, task_environment(task, models)))
     return render(
         request,
         "leaderboard/challenge_detail.html",

@@ -57,3 +57,43 @@ def test_a_spent_quota_is_refused_before_the_upload(page, ann, tmp_path):
     submission = Submission.objects.get()
     assert sorted(r.split.kind for r in submission.runs.all()) == ["public-test", "validation"]
     assert "Evaluated on multi-turn-qa (validation, public-test)" in page.inner_text("main")
+
+
+def test_a_build_context_the_challenge_cannot_run_is_refused_before_the_upload(
+    page, ann, tmp_path, settings
+):
+    """The official CRAG-MM kit's layout, gzipped: the page reads its Dockerfile and
+    aicrowd.json and the preflight refuses its base and its model, naming what is allowed."""
+    import json
+
+    from leaderboard.models import Challenge, HubModel
+    from tests.leaderboard.submit_support import write_tar
+
+    settings.PODIUM_BUILD_BASE_IMAGES = ["podium/agent-base:py3.11", "podium/agent-base:cuda12"]
+    HubModel.objects.create(challenge=Challenge.objects.get(), hub_id="org/tiny", snapshot="a" * 40)
+    kit = {"hf_models": [{"repo_id": "meta-llama/Llama-3.2-1B-Instruct", "revision": "main"}]}
+    members = {
+        "./Dockerfile": b"FROM python:3.10-slim-bookworm\nCOPY . /agent\n",
+        "./aicrowd.json": json.dumps(kit).encode(),
+        "./agents/user_config.py": b"UserAgent = None\n",
+    }
+    context = write_tar(tmp_path / "kit.tar.gz", members, compression="gz")
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    _sign_in(page)
+    posts.clear()
+    page.check("input[name=artifact_kind][value=build-context]")
+    page.set_input_files("#id_artifact", str(context))
+    page.fill("#id_method_name", "official-kit")
+    page.click("#submit-form button[type=submit]")
+    notice = page.locator("#submit-form .preflight")
+    notice.wait_for(state="visible")
+    assert notice.inner_text() == (
+        "CRAG-MM 2026 does not provide meta-llama/Llama-3.2-1B-Instruct@main: the models agents "
+        "may load are org/tiny@main kit.tar.gz: Dockerfile line 1: FROM "
+        "'python:3.10-slim-bookworm' is not one of the base images this challenge allows (or an "
+        "earlier stage of this Dockerfile); the allowed bases are podium/agent-base:py3.11, "
+        "podium/agent-base:cuda12"
+    )
+    assert [url.split("/", 3)[3] for url in posts] == ["api/challenges/crag-mm-2026/quota/"]
+    assert not Submission.objects.exists() and not page.locator(".upload-progress").is_visible()

@@ -74,3 +74,13 @@ def test_the_child_is_held_to_its_memory(tmp_path):
     with pytest.raises(Refusal) as refused:
         scan_file(path, LIMITS, "Dockerfile", memory_bytes=8 * 1024 * 1024)
     assert refused.value.code == "over_limits"
+
+
+def test_the_top_level_dockerfile_comes_back_as_text(tmp_path, monkeypatch):
+    first = b"\xef\xbb\xbfFROM podium/agent-base:py3.11\n"
+    members = {"sub/Dockerfile": b"FROM a\n", "./Dockerfile": first, "Dockerfile": b"FROM b\n"}
+    scan = scan_file(_tar(tmp_path / "a.tar.gz", members, "w:gz"), LIMITS, "Dockerfile")
+    assert scan.dockerfile == "\ufeffFROM podium/agent-base:py3.11\n"  # the first, as builds read
+    latin = _tar(tmp_path / "b.tar", {"Dockerfile": b"FROM caf\xe9\n"})
+    assert scan_file(latin, LIMITS, "Dockerfile").dockerfile is None  # the build says why
+    assert scan_file(_tar(tmp_path / "c.tar", {"x": b""}), LIMITS, "x").dockerfile is None

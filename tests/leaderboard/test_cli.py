@@ -271,3 +271,52 @@ def test_every_commands_help_names_the_environment(capsys):
             cli.main([command, "--help"])
         shown = capsys.readouterr().out
         assert "PODIUM_URL" in shown and "PODIUM_TOKEN" in shown and "--json" in shown, command
+
+
+def test_a_build_context_the_challenge_cannot_run_uploads_no_byte(
+    live_server, capsys, open_splits, token, tmp_path, settings
+):
+    """The official CRAG-MM kit's layout: its Dockerfile's base and aicrowd.json's model are
+    read from the tar here and refused by the preflight, naming what the challenge provides."""
+    from django.core.signals import request_started
+
+    from leaderboard.models import Challenge, HubModel
+
+    from .submit_support import write_tar
+
+    settings.PODIUM_BUILD_BASE_IMAGES = ["podium/agent-base:py3.11"]
+    HubModel.objects.create(challenge=Challenge.objects.get(), hub_id="org/tiny", snapshot="a" * 40)
+    kit = {"hf_models": [{"repo_id": "meta-llama/Llama-3.2-1B-Instruct", "revision": "main"}]}
+    members = {
+        "Dockerfile": b"FROM python:3.10-slim-bookworm\nCOPY . /agent\n",
+        "aicrowd.json": json.dumps(kit).encode(),
+        "requirements.txt": b"vllm\n",
+    }
+    context = write_tar(tmp_path / "kit.tar.gz", members, compression="gz")
+    received: list[tuple[str, str]] = []
+    request_started.connect(handler := lambda sender, environ, **kw: received.append(
+        (environ["REQUEST_METHOD"], environ["PATH_INFO"])
+    ))  # fmt: skip
+    try:
+        code, out, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
+                              f"--context={context}", "--method=kit", token=token)  # fmt: skip
+    finally:
+        request_started.disconnect(handler)
+    assert code == 1 and out == ""
+    assert err == (
+        "error: not submitted: 400 Bad Request: artifact: CRAG-MM 2026 does not provide "
+        "meta-llama/Llama-3.2-1B-Instruct@main: the models agents may load are org/tiny@main "
+        "kit.tar.gz: Dockerfile line 1: FROM 'python:3.10-slim-bookworm' is not one of the base "
+        "images this challenge allows (or an earlier stage of this Dockerfile); the allowed "
+        "bases are podium/agent-base:py3.11\n"
+    )
+    assert received == [("POST", "/api/challenges/crag-mm-2026/quota/")]  # the preflight only
+    assert not Submission.objects.exists()
+
+    members["Dockerfile"] = b"FROM podium/agent-base:py3.11\nCOPY . /agent\n"
+    members["aicrowd.json"] = b'{"hf_models": [{"repo_id": "org/tiny"}]}'
+    context = write_tar(tmp_path / "kit.tar.gz", members, compression="gz")
+    code, _, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
+                        f"--context={context}", "--method=kit", token=token)  # fmt: skip
+    assert code == 0, err
+    assert Submission.objects.get().declared_models == [{"hub_id": "org/tiny", "revision": "main"}]

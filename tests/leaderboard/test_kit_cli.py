@@ -15,6 +15,7 @@ import pytest
 from evaluator.archives import extract_tar
 from leaderboard import api_tokens
 from leaderboard.kits import archive, contents, downloads
+from leaderboard.kits.commands import task_commands
 from leaderboard.models import Task
 from podium import cli
 
@@ -45,7 +46,7 @@ def _in_kit(kit: Path, command: str) -> subprocess.CompletedProcess:
 def test_the_readme_evaluation_commands_run_from_the_kit_alone(unpacked_kit, kit_challenge):
     readme = (unpacked_kit / "README.md").read_text()
     task = Task.objects.get()
-    commands = contents._task_commands(task, list(contents.plan(kit_challenge).splits), False)
+    commands = task_commands(task, list(contents.plan(kit_challenge).splits), False)
     assert commands.run in readme and commands.score in readme
     predictions = unpacked_kit / "runs" / "multi-turn-qa" / "predictions.jsonl"
     predictions.parent.mkdir(parents=True)

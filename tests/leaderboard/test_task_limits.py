@@ -13,7 +13,7 @@ from django.contrib import admin
 
 from leaderboard.api.serializers import TaskSerializer
 from leaderboard.challenge_bundle.schema import TASK_FIELDS, bundle_schema
-from leaderboard.kits.contents import _task_commands
+from leaderboard.kits.commands import task_commands
 from leaderboard.models import Task
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES, TASK_LIMITS
 from leaderboard.pipeline.run import limits_for
@@ -74,7 +74,7 @@ def test_the_kits_run_command_gives_the_runner_its_tasks_limits(
         max_batch_size=3, total_wall_s=total, timeout_policy=timeout_policy,
         error_policy=error_policy,
     )  # fmt: skip
-    command = shlex.split(_task_commands(task, [], corpus=False).run.replace("\\\n", " "))
+    command = shlex.split(task_commands(task, [], corpus=False).run.replace("\\\n", " "))
     assert command[:3] == ["python", "-m", "workers.cli"]
     args = build_parser().parse_args(command[3:])
     assert _limits(args) == limits_for(task)

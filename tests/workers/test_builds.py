@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.workers.conftest import BASE_IMAGE, tar_bytes
-from workers.builds import build_context
+from workers.builds import DEFAULT_BASE_IMAGES, build_context
 from workers.images import ImageError
 
 pytestmark = pytest.mark.docker
@@ -120,6 +120,8 @@ def test_a_build_cannot_read_another_teams_image(
     message = str(refused.value)
     assert "Dockerfile line" in message and "build failed" not in message, message
     assert "is not one of the base images" in message or "write image references out" in message
+    if "is not one of" in message:  # the build's refusal lists what the Dockerfile may read
+        assert message.endswith(f"the allowed bases are {', '.join(DEFAULT_BASE_IMAGES)}")
     assert len(docker_client.containers.list(all=True)) == started, "nothing was built"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.dockerfile import DockerfileError, pin_base_images
+from workers.dockerfile import DockerfileError, check_base_images, pin_base_images
 
 BASE = "podium/agent-base:py3.11"
 resolve = {BASE: "sha256:" + "a" * 64, f"docker.io/{BASE}": "sha256:" + "a" * 64}.get
@@ -65,3 +65,31 @@ def test_the_escape_directive_and_onbuild_are_understood():
 def test_other_references_are_refused_naming_the_line(text, message):
     with pytest.raises(DockerfileError, match=message.replace("$", r"\$").replace("[", r"\[")):
         pin_base_images(text, resolve)
+
+
+ALLOWED = ("podium/agent-base:py3.11", "podium/agent-base:cuda12")
+
+
+def test_the_upload_check_matches_bases_by_name_as_docker_normalises_them():
+    check_base_images(
+        "FROM docker.io/podium/agent-base:py3.11 AS deps\n"
+        "FROM index.docker.io/podium/agent-base:cuda12\n"
+        "COPY --from=deps /a /b\n"
+        f"COPY --from=sha256:{'c' * 64} /x /y\n"  # an image ID: the build knows the bases' IDs
+        "FROM scratch\n",
+        ALLOWED,
+    )
+    for text, line in [
+        ("FROM podium/agent-base\n", "line 1: FROM 'podium/agent-base' is not"),  # :latest
+        ("FROM python:3.10-slim-bookworm\n", "line 1: FROM 'python:3.10-slim-bookworm' is not"),
+        (f"FROM {ALLOWED[0]}\nCOPY --from=team/x:1 / /\n", "line 2: COPY 'team/x:1' is not"),
+    ]:
+        with pytest.raises(DockerfileError) as refused:
+            check_base_images(text, ALLOWED)
+        assert str(refused.value) == (
+            f"Dockerfile {line} one of the base images this challenge allows (or an earlier "
+            "stage of this Dockerfile); the allowed bases are podium/agent-base:py3.11, "
+            "podium/agent-base:cuda12"
+        )
+    with pytest.raises(DockerfileError, match="no FROM instruction"):
+        check_base_images("# nothing\n", ALLOWED)

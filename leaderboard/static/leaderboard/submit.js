@@ -1,9 +1,9 @@
 // Sends the submission form with XMLHttpRequest to show upload progress. Before a byte of the
 // file is sent it asks the server whether the team may submit on the ticked tasks and splits
-// (GET data-quota-url: quota, phase, rules, the choice, the largest upload) and stops with the
-// server's reason when not. Without this script the form posts as usual; with it, the answer's
-// content replaces the page's: the form with its errors, or the page a successful submission is
-// redirected to.
+// (data-quota-url: quota, phase, rules, the choice, the largest upload; for a build context,
+// the base images and models it declares) and stops with the server's reason when not. Without
+// this script the form posts as usual; with it, the answer's content replaces the page's: the
+// form with its errors, or the page a successful submission is redirected to.
 (function () {
   "use strict";
 
@@ -17,7 +17,7 @@
       var file = fileInput && fileInput.files.length ? fileInput.files[0] : null;
       var sendsFile = file && kind && kind.value !== "registry-ref";
       refuse(form, "");
-      preflight(form, function (problem, maxBytes) {
+      preflight(form, sendsFile ? file : null, function (problem, maxBytes) {
         maxBytes = maxBytes || Number(form.dataset.maxBytes || 0);
         if (!problem && sendsFile && maxBytes && file.size > maxBytes) {
           problem = file.name + " is " + (file.size / 1048576).toFixed(1) + " MiB; the tasks " +
@@ -30,22 +30,26 @@
   }
 
   // The server's answer to "may this team submit on these tasks now?": calls back with the
-  // reason it may not (or "") and the largest upload it takes. When the question cannot be
-  // asked (network), the form is sent and the server decides.
-  function preflight(form, done) {
+  // reason it may not (or "") and the largest upload it takes. A build context's Dockerfile and
+  // manifests, read here (build_context.js), go with the question (POST): the server checks
+  // their base images and models as the upload will. When the question cannot be asked
+  // (network), the form is sent and the server decides.
+  function preflight(form, file, done) {
     var url = form.dataset.quotaUrl;
     var team = form.querySelector("select[name=team]");
     if (!url || !window.fetch || !team) return done("", 0);
-    var query = new URLSearchParams();
-    query.append("team", team.options[team.selectedIndex].text);
+    var asked = { team: team.options[team.selectedIndex].text, tasks: [], splits: [] };
     form.querySelectorAll("input[name=tasks]:checked").forEach(function (box) {
-      query.append("tasks", box.value);
+      asked.tasks.push(box.value);
       form.querySelectorAll("input[name=splits]:checked").forEach(function (split) {
-        if (split.value.indexOf(box.value + "/") === 0) query.append("splits", split.value);
+        if (split.value.indexOf(box.value + "/") === 0) asked.splits.push(split.value);
       });
     });
-    if (!query.has("tasks")) return done("Choose at least one task.", 0);
-    fetch(url + "?" + query.toString(), { credentials: "same-origin" })
+    if (!asked.tasks.length) return done("Choose at least one task.", 0);
+    var kind = form.querySelector("input[name=artifact_kind]:checked");
+    var context = file && kind && kind.value === "build-context" && window.PodiumBuildContext;
+    (context ? window.PodiumBuildContext.read(file) : Promise.resolve(null))
+      .then(function (declared) { return fetch.apply(null, request(url, asked, file, declared)); })
       .then(function (response) {
         return response.json().then(function (body) {
           if (response.ok) return done(body.allowed ? "" : body.problem, body.max_artifact_bytes);
@@ -55,12 +59,30 @@
       .catch(function () { done("", 0); });
   }
 
+  // GET with the choice in the query; POST with a build context's declarations too.
+  function request(url, asked, file, declared) {
+    if (!declared) {
+      var query = new URLSearchParams({ team: asked.team });
+      asked.tasks.forEach(function (task) { query.append("tasks", task); });
+      asked.splits.forEach(function (split) { query.append("splits", split); });
+      return [url + "?" + query.toString(), { credentials: "same-origin" }];
+    }
+    var token = document.querySelector("#submit-form input[name=csrfmiddlewaretoken]");
+    var body = Object.assign({ filename: file.name }, asked, declared);
+    return [url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": token ? token.value : "" },
+      body: JSON.stringify(body),
+    }];
+  }
+
   function messages(body) {
     if (!body || typeof body !== "object") return "";
     if (body.detail) return String(body.detail);
     return Object.keys(body).map(function (field) {
       var text = [].concat(body[field]).join(" ");
-      return field === "non_field_errors" ? text : field + ": " + text;
+      return field === "non_field_errors" || field === "artifact" ? text : field + ": " + text;
     }).join("; ");
   }
 
