@@ -113,7 +113,7 @@ def _rerun(run: EvaluationRun, by: User, why: str) -> None:
     EvaluationRun.objects.filter(pk=run.pk).update(**fresh)
     for name, value in fresh.items():
         setattr(run, name, value)
-    Submission.objects.filter(pk=run.submission_id, state=Submission.State.FAILED).update(
+    Submission.objects.filter(pk=run.submission_id, state__in=Submission.FAILED_STATES).update(
         state=Submission.State.RECEIVED, failure_reason=""
     )
     dispatch_stage(run, State.BUILDING)

@@ -101,7 +101,8 @@ def _requeue_or_fail(run: EvaluationRun) -> str:
             operator_detail=detail,
             failure_kind=EvaluationRun.FailureKind.LOST_WORKER,
         )
-        Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
+        if run.stage != State.BUILDING or not Submission.build_failed_for_podium(run.submission_id):
+            Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
         return "failed"
     requeue(run, detail)
     return "requeued"

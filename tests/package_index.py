@@ -7,26 +7,53 @@ import functools
 import http.server
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 
-def wheel(directory: Path, name: str, version: str, files: dict[str, str]) -> Path:
-    """A pure-Python wheel, made by hand: ``files`` are its modules (path -> source)."""
+def wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    files: Mapping[str, str | bytes],
+    requires: Sequence[str] = (),
+    entry_points: str = "",
+) -> Path:
+    """A pure-Python wheel, made by hand: ``files`` are its modules (path -> source),
+    ``requires`` its dependencies (``Requires-Dist``), ``entry_points`` its entry_points.txt."""
     dist = f"{name.replace('-', '_')}-{version}"
     path = directory / f"{dist}-py3-none-any.whl"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     meta = {
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        + needs,
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: podium-test\n"
         "Root-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    if entry_points:
+        meta[f"{dist}.dist-info/entry_points.txt"] = entry_points
     entries = {**files, **meta}
     record = "".join(f"{name},,\n" for name in entries) + f"{dist}.dist-info/RECORD,,\n"
-    with zipfile.ZipFile(path, "w") as archive:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for member, text in {**entries, f"{dist}.dist-info/RECORD": record}.items():
             archive.writestr(member, text)
     return path
+
+
+def pip_as(directory: Path, version: str) -> Path:
+    """This Python's own pip, as a wheel of pip ``version``: what a Dockerfile pinning pip
+    (``pip install -U pip==21.0.1``) installs from the test index, a pip that works."""
+    import pip
+
+    root = Path(pip.__file__).parent
+    files = {
+        f"pip/{p.relative_to(root)}": p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    scripts = "".join(f"{n} = pip._internal.cli.main:main\n" for n in ("pip", "pip3", "pip3.11"))
+    return wheel(directory, "pip", version, files, entry_points=f"[console_scripts]\n{scripts}")
 
 
 def write_simple_index(root: Path) -> None:

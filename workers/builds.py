@@ -37,6 +37,7 @@ import urllib3.exceptions
 
 from workers import build_engine
 from workers.build_engine import BuildSession
+from workers.build_failures import build_failure, plain_lines
 from workers.build_notices import notices as _notices
 from workers.dockerfile import DockerfileError, pin_base_images
 from workers.faults import PodiumFault
@@ -212,12 +213,12 @@ def _built(
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ImageError(f"{tar_path}: not a readable tar archive ({exc})") from None
         if package_index is None:
-            return _build(tar_path, context, engine, labels, limits, None)
+            return _build(tar_path, context, engine, labels, limits, None, None)
         gate_image = next(iter(engine.bases.values()), None)
         if gate_image is None:
             raise BaseImageMissing("no base image is in this engine for the index gate")
         with index_gate(engine.client, package_index, gate_image) as gate:
-            return _build(tar_path, context, engine, labels, limits, gate)
+            return _build(tar_path, context, engine, labels, limits, gate, package_index)
 
 
 def _build(
@@ -227,8 +228,10 @@ def _build(
     labels: Mapping[str, str] | None,
     limits: tuple[float, int, int],  # timeout_s, memory_bytes, max_layer_bytes
     gate: Gate | None,
+    index: PackageIndex | None,
 ) -> tuple[str, list[str]]:
-    """The built image's ID, and the last lines of the build's output."""
+    """The built image's ID, and the last lines of the build's output (plain text:
+    ``workers.build_failures``)."""
     # A private client of the build engine: closing it hangs up on the engine, which cancels
     # the build. The per-read timeout bounds a silent build step; the loop below bounds a
     # chatty one.
@@ -257,7 +260,7 @@ def _build(
         )
         for event in events:
             if "stream" in event:
-                tail.extend(str(event["stream"]).rstrip("\n").splitlines())
+                tail.extend(plain_lines(str(event["stream"])))
                 if step := _STEP.search(str(event["stream"])):
                     watch.step = step[1]
             if "error" in event:
@@ -267,28 +270,19 @@ def _build(
                         f"a build step wrote {_gib(watch.wrote)}, more than the "
                         f"{_gib(max_layer_bytes)} one step may write; it was stopped"
                     )
-                if gate is not None and gate.proxy.refused:
-                    why += (
-                        f" (the build asked for {', '.join(dict.fromkeys(gate.proxy.refused))}: "
-                        "builds reach the challenge's package index and no other host)"
-                    )
-                raise ImageError(_build_failure(tar_path, why, tail))
+                refused = list(dict.fromkeys(gate.proxy.refused)) if gate else []
+                raise ImageError(build_failure(tar_path, why, tail, index, refused))
             if isinstance(event.get("aux"), dict) and "ID" in event["aux"]:
                 image_id = event["aux"]["ID"]
             if time.monotonic() - started > timeout_s:
-                raise ImageError(_build_failure(tar_path, f"over {timeout_s:.0f} s", tail))
+                raise ImageError(build_failure(tar_path, f"over {timeout_s:.0f} s", tail))
     except (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError):
-        raise ImageError(_build_failure(tar_path, f"over {timeout_s:.0f} s", tail)) from None
+        raise ImageError(build_failure(tar_path, f"over {timeout_s:.0f} s", tail)) from None
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise ImageError(_build_failure(tar_path, str(exc), tail)) from None
+        raise ImageError(build_failure(tar_path, str(exc), tail)) from None
     finally:
         watch.close()
         api.close()
     if image_id is None:
-        raise ImageError(_build_failure(tar_path, "the engine reported no image", tail))
+        raise ImageError(build_failure(tar_path, "the engine reported no image", tail))
     return image_id, list(tail)
-
-
-def _build_failure(tar_path: Path, why: str, tail: collections.deque[str]) -> str:
-    log = "\n".join(tail) or "(empty)"
-    return f"{tar_path}: build failed: {why.strip()}\n--- last lines of the build log ---\n{log}"

@@ -18,6 +18,12 @@ from leaderboard.models.team import Team
 run_moved = Signal()
 
 
+PODIUM_BUILD_REASON = (
+    "Podium could not build your agent because of a problem on its side, not in your upload; "
+    "the organisers have the details. It does not count against your quota."
+)
+
+
 class Submission(models.Model):
     class ArtifactKind(models.TextChoices):
         IMAGE_ARCHIVE = "image-archive", "image archive (docker save)"
@@ -25,11 +31,22 @@ class Submission(models.Model):
         REGISTRY_REF = "registry-ref", "registry reference"
 
     class State(models.TextChoices):
+        """received -> building -> ready, or failed (the team's upload), or podium-failed (its
+        build failed on Podium's side for good: a fault, or the retries spent; refunded);
+        ``leaderboard.pipeline.build``. An organiser's re-run takes a failed one back to
+        received."""
+
         RECEIVED = "received", "received"
         BUILDING = "building", "building"
         READY = "ready", "image ready"
         FAILED = "failed", "failed"
+        PODIUM_FAILED = "podium-failed", "failed on Podium's side (refunded)"
         CANCELLED = "cancelled", "cancelled"
+
+    # whose build will not be made (again) unless an organiser re-runs one of its runs
+    FAILED_STATES = (State.FAILED, State.PODIUM_FAILED)
+    # whose image is not made yet: what a build that failed on Podium's side ends
+    UNBUILT_STATES = (State.RECEIVED, State.BUILDING)
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="submissions")
@@ -70,6 +87,21 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.method_name} ({self.team})"
+
+    @classmethod
+    def build_failed_for_podium(cls, pk: int) -> bool:
+        """The submission ``pk``, its image not made, ends ``podium-failed``: its build failed
+        on Podium's side for good. The team reads so (``PODIUM_BUILD_REASON``), its quota
+        refunded; False when its image was made (or it ended) meanwhile."""
+        unbuilt = cls.objects.filter(pk=pk, state__in=cls.UNBUILT_STATES)
+        return (
+            unbuilt.update(
+                state=cls.State.PODIUM_FAILED,
+                failure_reason=PODIUM_BUILD_REASON,
+                consumes_quota=False,
+            )
+            == 1
+        )
 
 
 class SubmissionTask(models.Model):

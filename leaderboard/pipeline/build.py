@@ -4,8 +4,17 @@ The first run of a submission loads (or builds, or pulls) its image, records the
 submission and hands the run over; the node then owes the image's archive to the other nodes
 (``image_store.offer``: its exporter stores it when another node asks, or ahead as
 ``PODIUM_IMAGE_STORE`` says; in ``always`` mode this stage stores it right after the hand-over).
-Its other runs find the image by that digest, in their engine or in storage. A bad artifact
-fails the submission and its runs with the engine's reason; an unreachable engine is retried.
+Its other runs find the image by that digest, in their engine or in storage.
+
+The submission's state always ends (``Submission.State``): ``building`` once a run starts
+making its image, then ``ready``; or ``failed``, with the engine's reason, when the team's upload
+is at fault; or ``podium-failed`` (refunded) when Podium is: a ``PodiumFault`` (a base image
+missing on this node, a bad package index setting), a bug, or a Docker engine or build engine
+that stayed unreachable through the bounded retries of ``stage_tasks``
+(``MAX_INFRASTRUCTURE_RETRIES``, with back-off; meanwhile the submission stays ``building`` and
+the run names the fault it waits on) or a worker lost too often (``leaderboard.tasks``). Either
+failure ends its other runs as they reach this stage, and an organiser's re-run starts again
+from ``received``.
 """
 
 from __future__ import annotations
@@ -139,6 +148,9 @@ def submission_image(submission: Submission, client: docker.DockerClient) -> Age
         found = _on_this_node(submission.image_digest, client)
         if found is not None:
             return found
+    Submission.objects.filter(pk=submission.pk, state=Submission.State.RECEIVED).update(
+        state=Submission.State.BUILDING
+    )  # seen while it builds; a failure ends it (build_stage, fail_for_podium)
     with transaction.atomic():
         locked = Submission.objects.select_for_update().get(pk=submission.pk)
         if locked.image_digest and locked.image_digest != submission.image_digest:
@@ -146,7 +158,6 @@ def submission_image(submission: Submission, client: docker.DockerClient) -> Age
             if found is not None:
                 submission.image_digest = locked.image_digest
                 return found
-        Submission.objects.filter(pk=locked.pk).update(state=Submission.State.BUILDING)
         try:
             image = _materialise(locked, client)
         except ImageError:
@@ -176,6 +187,8 @@ def build_stage(run: EvaluationRun) -> None:
     if submission.state == Submission.State.FAILED:
         run.move_to(State.FAILED, failure_reason=submission.failure_reason)
         return
+    if submission.state == Submission.State.PODIUM_FAILED:  # fail_for_podium ends the run
+        raise PodiumFault(f"submission #{submission.pk}: its build failed on Podium's side")
     client = docker_client()
     try:
         try:

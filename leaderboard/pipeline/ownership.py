@@ -135,7 +135,9 @@ def hand_over(run: EvaluationRun, stage: str) -> None:
 
 
 def fail_for_podium(run: EvaluationRun, detail: str) -> None:
-    """Fail the run for a reason on Podium's side: participant-safe reason, quota refunded."""
+    """Fail the run for a reason on Podium's side: participant-safe reason, quota refunded. A
+    run that failed building an image not made yet ends its submission too (``podium-failed``:
+    ``Submission.build_failed_for_podium``); its other runs then fail the same way."""
     logger.error("run #%s failed on Podium's side: %s", run.pk, detail)
     run.move_to(
         State.FAILED,
@@ -143,7 +145,8 @@ def fail_for_podium(run: EvaluationRun, detail: str) -> None:
         operator_detail=detail,
         failure_kind=EvaluationRun.FailureKind.PODIUM,
     )
-    Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
+    if run.stage != State.BUILDING or not Submission.build_failed_for_podium(run.submission_id):
+        Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
 
 
 def release(run: EvaluationRun, fault: Exception, countdown_s: float = 0) -> None:

@@ -117,7 +117,7 @@ def add_missing_runs(
     and ``submission`` has no run for yet: a split imported, or a setting enabled, after it was
     submitted (an organiser's action; the image is reused); ``only``: on that split alone. None
     for a failed or cancelled submission."""
-    if submission.state in (Submission.State.FAILED, Submission.State.CANCELLED):
+    if submission.state in (*Submission.FAILED_STATES, Submission.State.CANCELLED):
         return []
     have = set(submission.runs.values_list("split_id", "setting"))
     wanted = [s for s in wanted_splits(submission) if only is None or s.pk == only.pk]

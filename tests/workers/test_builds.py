@@ -244,14 +244,57 @@ def test_a_build_installs_from_the_package_index_and_reaches_nothing_else(
     message = str(failure.value)
     assert "HTTP Error 403" in message
     assert (
-        "(the build asked for example.org:80: builds reach the challenge's package index and no "
-        "other host)" in message
+        f"Builds have no network but this challenge's package index, {url}: pip installs from "
+        "it (a package it does not serve cannot be installed), and every other host is out of "
+        "reach. This build asked for example.org:80.\n" in message
     )
     assert build_engine.containers.list(all=True, filters={"label": LABEL_GATE}) == []
 
     # and without an index, the same pip install has no network
     with pytest.raises(ImageError, match="build failed"):
         build_context(context(tmp_path, dockerfile, "c.tar"), client=docker_client)
+
+
+def test_a_pip_install_that_cannot_be_met_reads_as_sentences(
+    docker_client, build_engine, base_image, tmp_path
+):
+    """A step installing what no index serves fails with plain text (the colours its output
+    carried removed) and the sentence that builds have no network, saying whether the
+    challenge has a package index (and naming it)."""
+    from tests.package_index import serve_index, wheel
+    from workers.package_index import PackageIndex
+
+    dockerfile = (
+        f"FROM {base_image}\n"
+        r"RUN printf '\033[1;31mpreparing\033[0m \033]0;title\007\n' && "
+        "pip install --retries 0 --timeout 3 --no-cache-dir podium-not-served==1.0\n"
+    )
+    with pytest.raises(ImageError) as failure:
+        build_context(context(tmp_path, dockerfile), client=docker_client)
+    reason = str(failure.value)
+    assert "\x1b" not in reason and "\x07" not in reason
+    assert "returned a non-zero code: 1. Builds have no network, and this challenge names no " in (
+        reason
+    )
+    log = reason.split("--- last lines of the build log ---\n")[1]
+    assert "preparing " in log.splitlines()  # the line the step printed, plain
+    assert "ERROR: No matching distribution found for podium-not-served==1.0" in log
+
+    (tmp_path / "index/files").mkdir(parents=True)
+    wheel(tmp_path / "index/files", "podium-test-dep", "1.0", {"podium_test_dep.py": ""})
+    with serve_index(tmp_path / "index") as (url, requests), pytest.raises(ImageError) as failure:
+        build_context(
+            context(tmp_path, dockerfile, "b.tar"),
+            package_index=PackageIndex.parse(url),
+            client=docker_client,
+        )
+    reason = str(failure.value)
+    assert "/simple/podium-not-served/" in requests and "\x1b" not in reason
+    assert (
+        f"returned a non-zero code: 1. Builds have no network but this challenge's package "
+        f"index, {url}: pip installs from it" in reason
+    )
+    assert "No matching distribution found for podium-not-served==1.0" in reason
 
 
 def test_a_flood_from_the_images_own_python_leaves_a_short_build_log(

@@ -6,11 +6,15 @@ from __future__ import annotations
 import contextlib
 from datetime import timedelta
 
+import docker
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from leaderboard import run_actions
 from leaderboard.models import Challenge, EvaluationRun, Submission
+from leaderboard.models.submission import PODIUM_BUILD_REASON
 from leaderboard.pipeline import stage_tasks
 from leaderboard.pipeline.ownership import PODIUM_FAULT_REASON, claim, hand_over, worker_id
 from leaderboard.splits import import_split_dir
@@ -152,6 +156,52 @@ def test_a_fault_on_podiums_side_fails_the_run_and_refunds_the_quota(
     assert run.failure_reason == PODIUM_FAULT_REASON
     assert "no search corpus" in run.operator_detail
     assert not Submission.objects.get(pk=submission.pk).consumes_quota
+
+
+@pytest.mark.slow
+def test_a_base_image_missing_on_the_node_ends_the_submission_as_podiums_failure(
+    pipeline, challenge_with_split, team_member, settings, tmp_path
+):
+    """The docs' advice for GPU tasks, ``FROM podium/agent-base:cuda12``, where that image is
+    not built: each run fails as Podium's fault, and the submission ends ``podium-failed``,
+    refunded, instead of staying "received"; an organiser's re-run starts it again."""
+    missing = "podium/agent-base:cuda12"
+    if docker.from_env().images.list(name=missing):
+        pytest.skip(f"{missing} is built on this node")
+    assert missing in settings.PODIUM_BUILD_BASE_IMAGES
+    team, user = team_member
+    task = challenge_with_split.tasks.get()
+    import_split_dir(task, "public-test", write_split(tmp_path / "public", 2, 1))
+    context = tar_bytes({"Dockerfile": f"FROM {missing}\nCOPY . /agent\n".encode()})
+    submission = submit(
+        team,
+        challenge_with_split,
+        user,
+        Artifact(
+            kind=Submission.ArtifactKind.BUILD_CONTEXT, file=SimpleUploadedFile("gpu.tar", context)
+        ),
+        MethodInfo(method_name="gpu"),
+    )
+    pipeline.start_worker("worker")
+    runs = pipeline.wait_finished(submission, timeout_s=120)
+    assert [(r.state, r.failure_kind, r.failure_reason) for r in runs] == [
+        (State.FAILED, "podium", PODIUM_FAULT_REASON)
+    ] * 2
+    assert any(
+        f"Podium's base image {missing} is not in this engine" in r.operator_detail for r in runs
+    )
+    submission.refresh_from_db()
+    assert (submission.state, submission.failure_reason, submission.consumes_quota) == (
+        Submission.State.PODIUM_FAILED, PODIUM_BUILD_REASON, False,
+    )  # fmt: skip
+    organiser = User.objects.create_superuser("org", password="pw-secret-123")
+    assert run_actions.rerun(runs, organiser, "cuda12 built") == []
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.RECEIVED
+    runs = pipeline.wait_finished(submission, timeout_s=120)  # still missing: ends again
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.PODIUM_FAILED
+    assert [r.state for r in runs] == [State.FAILED] * 2
 
 
 @pytest.mark.slow
