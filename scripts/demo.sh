@@ -17,6 +17,8 @@ bash scripts/install.sh
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/podium}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 export PODIUM_LOG_FORMAT="${PODIUM_LOG_FORMAT:-plain}"  # log lines read in a terminal (else JSON)
+# The demo runs every agent on the CPU: its one GPU class is "cpu", so its pages say no GPU
+export PODIUM_GPU_CLASSES="${PODIUM_GPU_CLASSES:-cpu}"
 echo "demo: database $DATABASE_URL, broker $REDIS_URL"
 
 echo "demo: migrating the database"
