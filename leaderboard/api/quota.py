@@ -24,7 +24,7 @@ from leaderboard.api.submissions import as_api_error, requested_team
 from leaderboard.submitting import Choice, admit
 
 
-class TaskQuotaSerializer(serializers.Serializer):
+class TaskQuotaSerializer(serializers.Serializer[dict[str, object]]):
     """The team's use of one chosen task's quotas (limits: null is unlimited) and the splits a
     submission would run on now."""
 
@@ -56,7 +56,7 @@ class TaskQuotaSerializer(serializers.Serializer):
     problem = serializers.CharField(allow_null=True)
 
 
-class QuotaSerializer(serializers.Serializer):
+class QuotaSerializer(serializers.Serializer[dict[str, object]]):
     challenge = serializers.CharField()
     team = serializers.CharField()
     exempt = serializers.BooleanField(help_text="organisers: no quota applies")
