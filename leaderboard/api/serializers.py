@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
-from evaluator.benchmarks.base import Metric
+from evaluator.seam import Metric
 from rest_framework import serializers
 
 from leaderboard import permissions
