@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
-from evaluator.seam import Metric
 from rest_framework import serializers
 
+from evaluator.seam import Metric
 from leaderboard import permissions
 from leaderboard.models import (
     Challenge,
