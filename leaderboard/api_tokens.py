@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import get_hasher, identify_hasher
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.db.models.signals import pre_save
@@ -28,14 +28,14 @@ class TokenError(ValueError):
     """A token that cannot be made; the message says why."""
 
 
-def live(user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def live(user: User) -> QuerySet[ApiToken]:
     """The account's tokens that have not expired, newest first."""
     return ApiToken.objects.filter(user=user).filter(
         Q(expiry__isnull=True) | Q(expiry__gt=timezone.now())
     )
 
 
-def create(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def create(user: User, name: str) -> tuple[ApiToken, str]:
     """A new token named ``name``, expiring after ``PODIUM_API_TOKEN_TTL_DAYS``; returns it and
     its key, which is not kept anywhere (only its digest is): show it once."""
     name = " ".join(name.split())
@@ -57,7 +57,7 @@ def create(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     return token, key
 
 
-def revoke(user: AbstractBaseUser, digest: str | None = None) -> int:
+def revoke(user: User, digest: str | None = None) -> int:
     """Revoke the account's token with this digest, or all of them; returns how many."""
     tokens = ApiToken.objects.filter(user=user)
     if digest is not None:

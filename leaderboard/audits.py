@@ -12,6 +12,7 @@ others. Who may do what is ``leaderboard.permissions``' to say (``can_label``).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,7 +202,7 @@ def _gold(value: object) -> list[str]:
     return [str(value)]
 
 
-def answer_as_judged(row: dict, benchmark: SomeBenchmark, response: str) -> str:
+def answer_as_judged(row: Mapping[str, Any], benchmark: SomeBenchmark, response: str) -> str:
     """The answer as the judge read it: the verdict row's answer field, else the stored reply
     (what an audit item shows, and how its labels are found again for another run's answer)."""
     said = row.get(benchmark.answer_field)

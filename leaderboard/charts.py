@@ -17,7 +17,7 @@ from html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.seam import Metric
-from leaderboard.ranking import SliceTable
+from leaderboard.ranking import SliceCell, SliceTable
 
 MAX_SERIES = 8
 LABEL_WIDTH = 190
@@ -116,12 +116,12 @@ def _axis(metric: Metric, points: list[Point]) -> tuple[float, float]:
 NUMBER = (int, float)
 
 
-def cell_value(cell: dict, metric: Metric) -> float | None:
+def cell_value(cell: SliceCell, metric: Metric) -> float | None:
     value = cell["metrics"].get(metric.name)
     return float(value) if isinstance(value, NUMBER) else None
 
 
-def cell_interval(cell: dict, metric: Metric) -> tuple[float, float] | None:
+def cell_interval(cell: SliceCell, metric: Metric) -> tuple[float, float] | None:
     ends = cell["metrics"].get(f"{metric.name}_ci95")
     # plain checks, no generator: a slice page reads ~2,600 intervals
     if (
@@ -179,7 +179,7 @@ def bar_chart(
     )
 
 
-def _point(cell: dict | None, metric: Metric) -> Point | None:
+def _point(cell: SliceCell | None, metric: Metric) -> Point | None:
     number = cell_value(cell, metric) if cell is not None else None
     if cell is None or number is None:
         return None

@@ -45,7 +45,8 @@ class Entry(NamedTuple):
     def metrics(self) -> dict[str, Any]:
         """Every metric of the run's headline block, by name: decoded on each access (a page
         decodes its own entries', not the whole board's)."""
-        return json.loads(self.metrics_json)
+        metrics: dict[str, Any] = json.loads(self.metrics_json)
+        return metrics
 
     def record(self) -> dict[str, Any]:
         """The entry as plain data: the one shape for exports and the API."""

@@ -7,7 +7,7 @@ endpoint in ``PODIUM_JUDGE_ENDPOINTS``, and the judge each of the challenge's ta
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
@@ -40,7 +40,7 @@ class JudgeSpec:
         return cls(OPENAI, task.judge_endpoint, model, task.judge_revision)
 
     @classmethod
-    def from_dict(cls, data: dict) -> JudgeSpec:
+    def from_dict(cls, data: Mapping[str, object]) -> JudgeSpec:
         return cls(
             **{name: str(data.get(name, "")) for name in ("kind", "endpoint", "model", "revision")}
         )

@@ -105,7 +105,8 @@ def ranked_with(
             Headline.objects.bulk_update(rows, ["primary"], batch_size=1000)
             raise _Discard(board_store.ranked(split, setting))
     except _Discard as discarded:
-        return discarded.args[0]
+        ranked: board_store.Ranked = discarded.args[0]
+        return ranked
 
 
 def kendall(old: list[int], new: list[int]) -> tuple[float | None, float | None]:

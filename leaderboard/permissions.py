@@ -40,6 +40,9 @@ from leaderboard.models import (
 User = auth.User | AnonymousUser  # anyone: signed in or not
 
 
+_Rows = QuerySet[Membership] | QuerySet[Submission] | QuerySet[TermsAcceptance]
+
+
 def signed_in(user: User) -> auth.User:
     """``user`` as the account it is, where only signed-in users get in (``login_required``,
     ``IsAuthenticated``): anyone else is refused (403)."""
@@ -166,7 +169,7 @@ def participants(challenge: Challenge, among: Iterable[int] | None = None) -> li
         submitters = submitters.filter(submitted_by__in=among)
         accepted = accepted.filter(user__in=among)
     found: dict[int, Participant] = {}
-    ways = (
+    ways: tuple[tuple[_Rows, str, Callable[[str], str]], ...] = (
         (members, "user", lambda team: f"is in team {team}, which takes part in {name}"),
         (submitters, "submitted_by", lambda team: f"submitted to {name} for team {team}"),
         (accepted, "user", lambda _: f"accepted the rules of {name}"),

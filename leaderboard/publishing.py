@@ -10,6 +10,8 @@ one is published only when its checklist finds nothing wrong:
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError
 
 from evaluator.judges.openai_judge import OpenAIJudge
@@ -58,7 +60,7 @@ def publish_problems(challenge: Challenge, has_corpus: bool | None = None) -> li
     return problems
 
 
-def _split_problems(split: Split, phase_end) -> list[str]:
+def _split_problems(split: Split, phase_end: datetime | None) -> list[str]:
     if not split.is_private:
         return []
     where = f"split {split.task.task_id}/{split.kind}"

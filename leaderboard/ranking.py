@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Case, F, QuerySet, TextField, Value, When
-from django.db.models.expressions import Window
+from django.db.models.expressions import OrderBy, Window
 from django.db.models.functions import Cast, RowNumber
 
 from evaluator.seam import Metric
@@ -55,7 +55,7 @@ def _descending(task: Task) -> bool:
     return all(m.higher_is_better for m in task.declared().metrics if m.name == task.primary_metric)
 
 
-def _by_primary(task: Task) -> Any:
+def _by_primary(task: Task) -> OrderBy:
     return (
         F("primary").desc(nulls_last=True)
         if _descending(task)
@@ -63,7 +63,7 @@ def _by_primary(task: Task) -> Any:
     )
 
 
-def _team_order(task: Task) -> list:
+def _team_order(task: Task) -> list[OrderBy]:
     metric = _by_primary(task)
     oldest_first = F("run__submission__created_at").asc()
     if task.entry_rule == Task.EntryRule.LATEST:

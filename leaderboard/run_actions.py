@@ -47,7 +47,12 @@ class RunActionRefused(Exception):
 
 
 def _act(
-    kind: str, runs: Iterable[EvaluationRun], by: User, why: str, act: Callable, detail: str = ""
+    kind: str,
+    runs: Iterable[EvaluationRun],
+    by: User,
+    why: str,
+    act: Callable[[EvaluationRun, User, str], None],
+    detail: str = "",
 ) -> list[str]:
     """``act`` on each run under a row lock, logged (with ``detail``); the refusals, one line
     each."""

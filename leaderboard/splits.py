@@ -140,14 +140,26 @@ def prepared_split(
             yield PreparedSplit(bundle, sha256, counts, list(benchmark.split_notes(data)))
 
 
-def import_split_bundle(task: Task, kind: str, upload: IO[bytes], **options) -> Split:
+def import_split_bundle(
+    task: Task,
+    kind: str,
+    upload: IO[bytes],
+    *,
+    hf_split: str | None = None,
+    visibility: str | None = None,
+    reveal_at: datetime | None = None,
+    notes: list[str] | None = None,
+) -> Split:
     """Import a tar of a split directory (the admin's upload); unsafe members are refused."""
     with tempfile.TemporaryDirectory(prefix="podium-upload-") as scratch:
         try:
             root = unpack_upload(upload, Path(scratch))
         except ArchiveError as e:
             raise SplitImportError(f"the uploaded bundle: {e}") from e
-        return import_split_dir(task, kind, root, **options)
+        return import_split_dir(
+            task, kind, root, hf_split=hf_split, visibility=visibility, reveal_at=reveal_at,
+            notes=notes,
+        )  # fmt: skip
 
 
 def unpack_upload(upload: IO[bytes], scratch: Path, limits: ArchiveLimits | None = None) -> Path:

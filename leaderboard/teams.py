@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from allauth.account.models import EmailAddress
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
@@ -50,7 +52,7 @@ def create_team(user: User, name: str) -> Team:
     return team
 
 
-def invite(team: Team, by: User, email: str, link_for) -> Invitation:
+def invite(team: Team, by: User, email: str, link_for: Callable[[str], str]) -> Invitation:
     """Mail an invitation to ``email``; ``link_for(token)`` is the absolute URL to accept it."""
     if not captain(team, by):
         raise TeamError("only the team's captain invites")
@@ -129,7 +131,7 @@ def pass_captaincy(team: Team, by: User, to: User) -> None:
         Membership.objects.filter(team=team, user=by).update(role=Role.MEMBER)
 
 
-def _challenges(team_ids: QuerySet | list[int]) -> QuerySet:
+def _challenges(team_ids: QuerySet[Team] | list[int]) -> QuerySet[Challenge]:
     return Challenge.objects.filter(submissions__team__in=team_ids).distinct()
 
 

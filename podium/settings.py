@@ -15,12 +15,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from podium.judge_endpoints import judge_endpoints
 from podium.logs import logging_config
 from workers.limits import SearchLimits
 from workers.sandbox import SandboxPolicy
+
+# Django's generic classes subscriptable at run time (ModelAdmin[Run], ModelForm[Challenge], ...)
+# as they are in the stubs; DRF's (serializers, viewsets, fields) define __class_getitem__ already.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

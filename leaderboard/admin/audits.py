@@ -12,7 +12,7 @@ from leaderboard.models import AuditItem, AuditLabel, ChallengeLabeller, JudgeAu
 
 
 @admin.register(JudgeAudit)
-class JudgeAuditAdmin(admin.ModelAdmin):
+class JudgeAuditAdmin(admin.ModelAdmin[JudgeAudit]):
     list_display = ("pk", "split", "judge_id", "prompt_version", "size", "opened_at", "finished_at",
                     "page")  # fmt: skip
     list_filter = ("split__task__challenge", "judge_id", "prompt_version")
@@ -33,7 +33,7 @@ class JudgeAuditAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditLabel)
-class AuditLabelAdmin(admin.ModelAdmin):
+class AuditLabelAdmin(admin.ModelAdmin[AuditLabel]):
     list_display = ("item", "labeller", "verdict", "note", "labelled_at")
     list_filter = ("item__audit__split__task__challenge", "verdict")
     list_select_related = ("item", "labeller")
@@ -47,7 +47,7 @@ class AuditLabelAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditItem)
-class AuditItemAdmin(admin.ModelAdmin):
+class AuditItemAdmin(admin.ModelAdmin[AuditItem]):
     list_display = ("audit", "position", "item_key", "slice_value", "judge_verdict")
     list_filter = ("audit__split__task__challenge", "judge_verdict")
     list_select_related = ("audit",)
@@ -61,7 +61,7 @@ class AuditItemAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChallengeLabeller)
-class ChallengeLabellerAdmin(admin.ModelAdmin):
+class ChallengeLabellerAdmin(admin.ModelAdmin[ChallengeLabeller]):
     """Who was made a labeller of a challenge's audits: a record that bars them from taking
     part in it for the challenge's lifetime, so never added, edited or removed by hand."""
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
@@ -24,19 +25,19 @@ from leaderboard.pipeline.bundles import corpus_sha256
 from leaderboard.splits import SplitImportError, import_split_bundle
 
 
-class PhaseInline(admin.TabularInline):
+class PhaseInline(admin.TabularInline[Phase, Challenge]):
     model = Phase
     extra = 0
 
 
-class TaskInline(admin.TabularInline):
+class TaskInline(admin.TabularInline[Task, Challenge]):
     model = Task
     extra = 0
     fields = ("task_id", "name", "benchmark", "judge_kind", "entry_rule", "order")
     show_change_link = True
 
 
-class ChallengeForm(forms.ModelForm):
+class ChallengeForm(forms.ModelForm[Challenge]):
     corpus_upload = forms.FileField(
         required=False,
         label="Import a search corpus",
@@ -65,7 +66,7 @@ class ChallengeForm(forms.ModelForm):
 
 
 @admin.register(Challenge)
-class ChallengeAdmin(admin.ModelAdmin):
+class ChallengeAdmin(admin.ModelAdmin[Challenge]):
     """A challenge starts as a draft; the Publish action publishes it once its checklist
     (``leaderboard.publishing``) finds nothing wrong, and its page shows that checklist. Its
     search corpus is imported here (or by ``manage.py import_corpus``)."""
@@ -86,7 +87,9 @@ class ChallengeAdmin(admin.ModelAdmin):
         sha256 = corpus_sha256(challenge) if challenge.pk is not None else None
         return f"sha256 {sha256}" if sha256 else "none imported"
 
-    def save_model(self, request: HttpRequest, obj: Challenge, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Challenge, form: forms.ModelForm[Challenge], change: bool
+    ) -> None:
         super().save_model(request, obj, form, change)
         imported = getattr(form, "corpus_import", None)
         if imported is not None:
@@ -102,7 +105,7 @@ class ChallengeAdmin(admin.ModelAdmin):
         return format_html_join(mark_safe("<br>"), "✗ {}", ((p,) for p in problems))
 
     @admin.action(description="Publish (after the checklist)")
-    def publish(self, request: HttpRequest, queryset: Any) -> None:
+    def publish(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
         for challenge in queryset:
             try:
                 publishing.publish(challenge)
@@ -113,13 +116,13 @@ class ChallengeAdmin(admin.ModelAdmin):
             self.message_user(request, f"{challenge.name} is published", messages.SUCCESS)
 
     @admin.action(description="Unpublish (back to a draft)")
-    def unpublish(self, request: HttpRequest, queryset: Any) -> None:
+    def unpublish(self, request: HttpRequest, queryset: QuerySet[Challenge]) -> None:
         count = queryset.update(is_published=False)
         self.message_user(request, f"{count} back to draft", messages.SUCCESS)
 
 
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(admin.ModelAdmin[Task]):
     list_display = (
         "__str__",
         "benchmark",
@@ -190,7 +193,7 @@ class TaskAdmin(admin.ModelAdmin):
 
     def get_form(
         self, request: HttpRequest, obj: Task | None = None, change: bool = False, **kwargs: Any
-    ) -> type[forms.ModelForm]:
+    ) -> type[forms.ModelForm[Task]]:
         kwargs["form"] = task_form(self._benchmark(request, obj))
         return super().get_form(request, obj, change, **kwargs)
 
@@ -199,7 +202,7 @@ class TaskAdmin(admin.ModelAdmin):
         return (*self.fieldsets, ("Protocol settings", {"fields": generated}))
 
 
-class SplitForm(forms.ModelForm):
+class SplitForm(forms.ModelForm[Split]):
     upload = forms.FileField(
         required=False,
         help_text="a tar of the split directory (Podium format or Hugging Face layout); "
@@ -239,7 +242,7 @@ class SplitForm(forms.ModelForm):
 
 
 @admin.register(Split)
-class SplitAdmin(admin.ModelAdmin):
+class SplitAdmin(admin.ModelAdmin[Split]):
     form = SplitForm
     list_display = (
         "__str__",
@@ -263,7 +266,7 @@ class SplitAdmin(admin.ModelAdmin):
 
 
 @admin.register(RankedBoard)
-class RankedBoardAdmin(admin.ModelAdmin):
+class RankedBoardAdmin(admin.ModelAdmin[RankedBoard]):
     """Ranked when the split's results change (``leaderboard.board_store``): read-only; a
     deleted one is ranked again by the board's next view."""
 
@@ -279,14 +282,14 @@ class RankedBoardAdmin(admin.ModelAdmin):
 
 
 @admin.register(Phase)
-class PhaseAdmin(admin.ModelAdmin):
+class PhaseAdmin(admin.ModelAdmin[Phase]):
     list_display = ("name", "challenge", "starts_at", "ends_at", "quota_per_day", "quota_total")
     list_filter = ("challenge",)
     search_fields = ("name", "challenge__name")
 
 
 @admin.register(HubModel)
-class HubModelAdmin(admin.ModelAdmin):
+class HubModelAdmin(admin.ModelAdmin[HubModel]):
     """The models a challenge provides. They are added with ``manage.py register_model`` on the
     worker nodes (the files go into each node's model store); here they are listed, and removed
     to stop new submissions from declaring them."""

@@ -4,13 +4,18 @@ which judge, when, from which, why). They are started, resumed and published on 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.contrib import admin
+from django.db.models import Model
 from django.http import HttpRequest
 
 from leaderboard.models import JudgePreview, PreviewFlip, PreviewRun
 
+_M = TypeVar("_M", bound=Model)
 
-class ReadOnly(admin.ModelAdmin):
+
+class ReadOnly(admin.ModelAdmin[_M]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -19,7 +24,7 @@ class ReadOnly(admin.ModelAdmin):
 
 
 @admin.register(JudgePreview)
-class JudgePreviewAdmin(ReadOnly):
+class JudgePreviewAdmin(ReadOnly[JudgePreview]):
     list_display = (
         "pk", "split", "candidate_label", "current_label", "state", "runs_done", "judge_calls",
         "created_by", "published_at", "published_by", "published_from",
@@ -30,13 +35,13 @@ class JudgePreviewAdmin(ReadOnly):
 
 
 @admin.register(PreviewRun)
-class PreviewRunAdmin(ReadOnly):
+class PreviewRunAdmin(ReadOnly[PreviewRun]):
     list_display = ("preview", "run", "setting", "old_judge_id", "items", "flipped")
     raw_id_fields = ("preview", "run")
 
 
 @admin.register(PreviewFlip)
-class PreviewFlipAdmin(ReadOnly):
+class PreviewFlipAdmin(ReadOnly[PreviewFlip]):
     list_display = ("preview", "answer", "old_verdict", "new_verdict")
     list_filter = ("old_verdict", "new_verdict")
     raw_id_fields = ("preview", "answer")

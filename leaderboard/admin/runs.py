@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -34,7 +34,7 @@ from leaderboard.run_actions import RunActionRefused
 from leaderboard.submitting import add_missing_runs
 
 
-class RunInline(admin.TabularInline):
+class RunInline(admin.TabularInline[EvaluationRun, Submission]):
     model = EvaluationRun
     extra = 0
     fields = ("task", "split", "state", "items_done", "items_total", "failure_reason")
@@ -43,7 +43,7 @@ class RunInline(admin.TabularInline):
     can_delete = False
 
 
-class ChosenTaskInline(admin.TabularInline):
+class ChosenTaskInline(admin.TabularInline[SubmissionTask, Submission]):
     """The tasks and splits the team chose: a record of the submission, never edited."""
 
     model = SubmissionTask
@@ -57,7 +57,7 @@ class ChosenTaskInline(admin.TabularInline):
 
 
 @admin.register(SubmissionTask)
-class SubmissionTaskAdmin(admin.ModelAdmin):
+class SubmissionTaskAdmin(admin.ModelAdmin[SubmissionTask]):
     """Which tasks (and splits; none listed: every split) each submission is evaluated on."""
 
     list_display = ("submission", "task", "split_kinds")
@@ -71,7 +71,7 @@ class SubmissionTaskAdmin(admin.ModelAdmin):
 
 
 @admin.register(Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(admin.ModelAdmin[Submission]):
     list_display = (
         "pk",
         "method_name",
@@ -89,17 +89,19 @@ class SubmissionAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     inlines = (ChosenTaskInline, RunInline)
     actions = ("mark_baseline", "refund_quota", "evaluate_missing")
-    formfield_overrides: ClassVar[dict] = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides: ClassVar[dict[type[models.Field[Any, Any]], dict[str, str]]] = {
+        models.URLField: {"assume_scheme": "https"}
+    }
 
     @admin.action(description="Mark as baseline entries")
-    def mark_baseline(self, request, queryset) -> None:
+    def mark_baseline(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         count = queryset.update(is_baseline=True)
         splits = Split.objects.filter(runs__submission__in=queryset).values_list("pk", flat=True)
         board_store.results_changed(*splits)
         self.message_user(request, f"{count} marked as baseline")
 
     @admin.action(description="Evaluate on splits and settings added since it was submitted")
-    def evaluate_missing(self, request, queryset) -> None:
+    def evaluate_missing(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         try:
             added = sum(len(add_missing_runs(submission)) for submission in queryset)
         except ValidationError as exc:
@@ -108,16 +110,27 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{added} run(s) added and queued", messages.SUCCESS)
 
     @admin.action(description="Refund quota (Podium caused the failure)")
-    def refund_quota(self, request, queryset) -> None:
+    def refund_quota(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         count = queryset.update(consumes_quota=False)
         self.message_user(request, f"{count} refunded", messages.SUCCESS)
 
 
-def _run_action(label: str, perform: Callable, help_text: str, judges: bool = False) -> Callable:
+_RunAction = Callable[
+    [admin.ModelAdmin[EvaluationRun], HttpRequest, QuerySet[EvaluationRun]], TemplateResponse | None
+]
+
+
+def _run_action(
+    label: str, perform: Callable[..., list[str]], help_text: str, judges: bool = False
+) -> _RunAction:
     """An admin action asking why (and, with ``judges``, which judge) before it does
     ``perform`` (``leaderboard.run_actions``)."""
 
-    def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
+    def action(
+        modeladmin: admin.ModelAdmin[EvaluationRun],
+        request: HttpRequest,
+        queryset: QuerySet[EvaluationRun],
+    ) -> TemplateResponse | None:
         error = ""
         tasks = Task.objects.filter(challenge__tasks__runs__in=queryset).distinct()
         if "why" in request.POST:
@@ -152,19 +165,19 @@ def _run_action(label: str, perform: Callable, help_text: str, judges: bool = Fa
     return admin.action(description=f"{label}…")(action)
 
 
-class RunActionInline(admin.TabularInline):
+class RunActionInline(admin.TabularInline[RunAction, EvaluationRun]):
     model = RunAction
     extra = 0
     fields = ("at", "kind", "by", "from_state", "why", "detail")
     readonly_fields = fields
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
 @admin.register(EvaluationRun)
-class EvaluationRunAdmin(admin.ModelAdmin):
+class EvaluationRunAdmin(admin.ModelAdmin[EvaluationRun]):
     """Runs are read here, never edited: organisers act through the actions, which are logged."""
 
     list_display = (
@@ -207,32 +220,32 @@ class EvaluationRunAdmin(admin.ModelAdmin):
         ),
     )
 
-    def get_readonly_fields(self, request, obj=None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(RunAction)
-class RunActionAdmin(admin.ModelAdmin):
+class RunActionAdmin(admin.ModelAdmin[RunAction]):
     list_display = ("at", "kind", "run", "by", "from_state", "why", "detail")
     list_filter = ("kind", "run__task__challenge")
     search_fields = ("why", "by__username")
     list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
 @admin.register(ItemAnswer)
-class ItemAnswerAdmin(admin.ModelAdmin):
+class ItemAnswerAdmin(admin.ModelAdmin[ItemAnswer]):
     list_display = ("run", "group", "item_key", "position", "outcome", "latency_s")
     list_filter = ("outcome",)
     search_fields = ("group", "item_key", "response")
@@ -241,7 +254,7 @@ class ItemAnswerAdmin(admin.ModelAdmin):
 
 
 @admin.register(ItemVerdict)
-class ItemVerdictAdmin(admin.ModelAdmin):
+class ItemVerdictAdmin(admin.ModelAdmin[ItemVerdict]):
     list_display = ("answer", "verdict", "judge_id", "prompt_version")
     list_filter = ("verdict", "judge_id")
     search_fields = ("answer__item_key", "judge_id")
@@ -249,7 +262,7 @@ class ItemVerdictAdmin(admin.ModelAdmin):
 
 
 @admin.register(SliceScore)
-class SliceScoreAdmin(admin.ModelAdmin):
+class SliceScoreAdmin(admin.ModelAdmin[SliceScore]):
     list_display = ("run", "dimension", "value", "count", "primary")
     list_filter = ("dimension",)
     search_fields = ("dimension", "value")
@@ -257,7 +270,7 @@ class SliceScoreAdmin(admin.ModelAdmin):
 
 
 @admin.register(Headline)
-class HeadlineAdmin(admin.ModelAdmin):
+class HeadlineAdmin(admin.ModelAdmin[Headline]):
     """Copied from the run's all/all SliceScore row when its scores are stored: read-only."""
 
     list_display = ("run", "split", "setting", "count", "primary")
@@ -272,14 +285,14 @@ class HeadlineAdmin(admin.ModelAdmin):
 
 
 @admin.register(EntryComparison)
-class EntryComparisonAdmin(admin.ModelAdmin):
+class EntryComparisonAdmin(admin.ModelAdmin[EntryComparison]):
     list_display = ("run_a", "run_b", "metric", "difference", "ci_low", "ci_high", "separable")
     list_filter = ("separable", "metric")
     raw_id_fields = ("run_a", "run_b", "split")
 
 
 @admin.register(JudgmentRecord)
-class JudgmentRecordAdmin(admin.ModelAdmin):
+class JudgmentRecordAdmin(admin.ModelAdmin[JudgmentRecord]):
     list_display = ("key", "verdict", "judge_id", "prompt_version", "created_at")
     list_filter = ("verdict", "judge_id", "prompt_version")
     search_fields = ("key", "raw")
@@ -295,15 +308,15 @@ class JudgmentRecordAdmin(admin.ModelAdmin):
 
 
 @admin.register(AnswerSimilarity)
-class AnswerSimilarityAdmin(admin.ModelAdmin):
+class AnswerSimilarityAdmin(admin.ModelAdmin[AnswerSimilarity]):
     """Flagged by the scoring stage (``leaderboard.duplicates``); read here, never edited."""
 
     list_display = ("run_a", "run_b", "split", "share", "alike", "items", "computed_at")
     list_filter = ("split__task__challenge",)
     raw_id_fields = ("run_a", "run_b", "split")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

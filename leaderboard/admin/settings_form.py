@@ -47,7 +47,7 @@ def settings_fields(benchmark: str) -> dict[str, forms.Field]:
     return {PREFIX + name: _field(spec) for name, spec in schema["properties"].items()}
 
 
-class TaskForm(forms.ModelForm):
+class TaskForm(forms.ModelForm[Task]):
     """The task's fields, plus its benchmark's settings (subclassed per benchmark by the admin)."""
 
     class Meta:

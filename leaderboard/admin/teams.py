@@ -3,31 +3,32 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from leaderboard.models import ApiToken, Invitation, Membership, Team, TermsAcceptance
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(admin.TabularInline[Membership, Team]):
     model = Membership
     extra = 0
     autocomplete_fields = ("user",)
 
 
-class InvitationInline(admin.TabularInline):
+class InvitationInline(admin.TabularInline[Invitation, Team]):
     model = Invitation
     extra = 0
     readonly_fields = ("token", "accepted_at")
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[Team]):
     list_display = ("name", "created_at")
     search_fields = ("name", "members__username", "members__email")
     inlines = (MembershipInline, InvitationInline)
 
 
 @admin.register(Invitation)
-class InvitationAdmin(admin.ModelAdmin):
+class InvitationAdmin(admin.ModelAdmin[Invitation]):
     list_display = ("email", "team", "created_at", "expires_at", "accepted_at")
     list_filter = ("accepted_at",)
     search_fields = ("email", "team__name")
@@ -35,7 +36,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_display = ("user", "team", "role", "joined_at")
     list_filter = ("role",)
     search_fields = ("user__username", "user__email", "team__name")
@@ -43,7 +44,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(TermsAcceptance)
-class TermsAcceptanceAdmin(admin.ModelAdmin):
+class TermsAcceptanceAdmin(admin.ModelAdmin[TermsAcceptance]):
     """Who accepted which version of a challenge's rules: a record, never edited by hand."""
 
     list_display = ("accepted_at", "user", "challenge", "rules_sha256")
@@ -51,15 +52,15 @@ class TermsAcceptanceAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "challenge__slug")
     list_select_related = ("user", "challenge")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     """Accounts' API tokens: seen and revoked (deleted) here, never made (a key is shown once, to
     its owner) nor edited. No key is stored, so none is shown."""
 
@@ -69,8 +70,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     fields = ("name", "user", "created", "last_used", "expiry")
     readonly_fields = fields
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

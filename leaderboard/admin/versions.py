@@ -4,24 +4,27 @@ files) and the agent images' archives (``docs/deploy.md``); read only."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 from django.contrib import admin
+from django.db.models import Model
 from django.http import HttpRequest
 
 from leaderboard.models import ChallengeVersion, ImageArchive, KitFile, SearchCorpus
 
+_M = TypeVar("_M", bound=Model)
 
-class ReadOnly(admin.ModelAdmin):
+
+class ReadOnly(admin.ModelAdmin[_M]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
 @admin.register(ChallengeVersion)
-class ChallengeVersionAdmin(ReadOnly):
+class ChallengeVersionAdmin(ReadOnly[ChallengeVersion]):
     """The bundles imported (``docs/challenge-bundle.md``): read only."""
 
     list_display = ("challenge", "number", "imported_at", "imported_by", "via")
@@ -32,7 +35,7 @@ class ChallengeVersionAdmin(ReadOnly):
 
 
 @admin.register(SearchCorpus)
-class SearchCorpusAdmin(ReadOnly):
+class SearchCorpusAdmin(ReadOnly[SearchCorpus]):
     """Each challenge's stored corpus (imported on the challenge's admin page, by
     ``manage.py import_corpus`` or a bundle)."""
 
@@ -41,7 +44,7 @@ class SearchCorpusAdmin(ReadOnly):
 
 
 @admin.register(KitFile)
-class KitFileAdmin(ReadOnly):
+class KitFileAdmin(ReadOnly[KitFile]):
     """The organisers' files in the starter kits (a bundle's ``challenge.kit_files``)."""
 
     list_display = ("challenge", "path", "size", "sha256")
@@ -50,7 +53,7 @@ class KitFileAdmin(ReadOnly):
 
 
 @admin.register(ImageArchive)
-class ImageArchiveAdmin(ReadOnly):
+class ImageArchiveAdmin(ReadOnly[ImageArchive]):
     """Agent images' archives for the other nodes: owed by a node, stored, or swept
     (``PODIUM_IMAGE_STORE``, ``PODIUM_IMAGE_STORE_KEEP_S``)."""
 

@@ -5,11 +5,13 @@ once a minute per token so that a busy client costs no write per request."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
 from knox.auth import TokenAuthentication
+from knox.models import AbstractAuthToken
 from rest_framework.exceptions import AuthenticationFailed
 
 from leaderboard.models import ApiToken
@@ -26,7 +28,7 @@ class InactiveAccount(AuthenticationFailed):
 
 
 class ApiTokenAuthentication(TokenAuthentication):
-    def authenticate_credentials(self, token: bytes) -> tuple[Any, ApiToken]:
+    def authenticate_credentials(self, token: bytes) -> tuple[AbstractBaseUser, AbstractAuthToken]:
         try:
             token.decode("utf-8")
             return super().authenticate_credentials(token)
@@ -35,7 +37,8 @@ class ApiTokenAuthentication(TokenAuthentication):
         except (UnicodeDecodeError, AuthenticationFailed):
             raise AuthenticationFailed(INVALID) from None
 
-    def validate_user(self, auth_token: ApiToken) -> tuple[Any, ApiToken]:
+    # knox hands it tokens of KNOX_TOKEN_MODEL, ApiToken here, which its stub cannot name
+    def validate_user(self, auth_token: ApiToken) -> tuple[User, ApiToken]:  # type: ignore[override]
         if not auth_token.user.is_active:
             raise InactiveAccount()
         now = timezone.now()
@@ -45,7 +48,7 @@ class ApiTokenAuthentication(TokenAuthentication):
         return auth_token.user, auth_token
 
 
-class ApiTokenScheme(KnoxTokenScheme):
+class ApiTokenScheme(KnoxTokenScheme):  # type: ignore[no-untyped-call]  # drf-spectacular's unannotated __init_subclass__
     """The schema's name for it (``Authorization: Token <key>``), as with DRF's tokens before."""
 
     target_class = "leaderboard.api.authentication.ApiTokenAuthentication"

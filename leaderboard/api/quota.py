@@ -33,7 +33,7 @@ from leaderboard.submitting import Choice, admit
 from leaderboard.submitting.runnable import check_context
 
 
-class TaskQuotaSerializer(serializers.Serializer):
+class TaskQuotaSerializer(serializers.Serializer[dict[str, object]]):
     """The team's use of one chosen task's quotas (limits: null is unlimited) and the splits a
     submission would run on now."""
 
@@ -65,7 +65,7 @@ class TaskQuotaSerializer(serializers.Serializer):
     problem = serializers.CharField(allow_null=True)
 
 
-class QuotaSerializer(serializers.Serializer):
+class QuotaSerializer(serializers.Serializer[dict[str, object]]):
     challenge = serializers.CharField()
     team = serializers.CharField()
     exempt = serializers.BooleanField(help_text="organisers: no quota applies")
@@ -75,7 +75,7 @@ class QuotaSerializer(serializers.Serializer):
     tasks = TaskQuotaSerializer(many=True)
 
 
-class PreflightSerializer(serializers.Serializer):
+class PreflightSerializer(serializers.Serializer[dict[str, object]]):
     """The preflight's question with a build context's declarations (``POST``)."""
 
     team = serializers.CharField(required=False, help_text="optional when in one team")

@@ -8,6 +8,7 @@ from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from evaluator.seam import Metric
 from leaderboard import permissions
 from leaderboard.models import (
     Challenge,
@@ -24,18 +25,18 @@ from leaderboard.models.results import ALL
 from leaderboard.task_environment import environments
 
 
-class PhaseSerializer(serializers.ModelSerializer):
+class PhaseSerializer(serializers.ModelSerializer[Phase]):
     class Meta:
         model = Phase
         fields = ("name", "starts_at", "ends_at", "quota_per_day", "quota_total")
 
 
-class HubModelIdSerializer(serializers.Serializer):
+class HubModelIdSerializer(serializers.Serializer[dict[str, object]]):
     hub_id = serializers.CharField(help_text="as a kit declares it: aicrowd.json's repo_id")
     revision = serializers.CharField()
 
 
-class TaskEnvironmentSerializer(serializers.Serializer):
+class TaskEnvironmentSerializer(serializers.Serializer[dict[str, object]]):
     """What a task's agents can run (``leaderboard.task_environment``)."""
 
     task_id = serializers.CharField()
@@ -50,7 +51,7 @@ class TaskEnvironmentSerializer(serializers.Serializer):
     )
 
 
-class ChallengeSerializer(serializers.ModelSerializer):
+class ChallengeSerializer(serializers.ModelSerializer[Challenge]):
     phases = PhaseSerializer(many=True, read_only=True)
     tasks = serializers.SerializerMethodField()
 
@@ -63,7 +64,7 @@ class ChallengeSerializer(serializers.ModelSerializer):
         return [env.as_dict() for env in environments(challenge)]
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class TaskSerializer(serializers.ModelSerializer[Task]):
     challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
@@ -97,7 +98,7 @@ class TaskSerializer(serializers.ModelSerializer):
         )
 
 
-class SplitSerializer(serializers.ModelSerializer):
+class SplitSerializer(serializers.ModelSerializer[Split]):
     challenge = serializers.CharField(source="task.challenge.slug", read_only=True)
     task_id = serializers.CharField(source="task.task_id", read_only=True)
     revealed = serializers.SerializerMethodField()
@@ -123,7 +124,7 @@ class SplitSerializer(serializers.ModelSerializer):
         return split.is_revealed()
 
 
-class LeaderboardEntrySerializer(serializers.Serializer):
+class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
     """One entry, from ``ranking.Entry.record()``; ``metrics`` holds every metric of the run's
     headline block by name, as the split's ``metrics`` declare them; ``derived`` the scores
     across the submission's runs in every setting (Visual-RAG's ``gcue@<k>``; null where
@@ -147,7 +148,7 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     derived = serializers.DictField(child=serializers.FloatField(allow_null=True))
 
 
-class MetricSerializer(serializers.Serializer):
+class MetricSerializer(serializers.Serializer[Metric]):
     """A metric as the task's benchmark declares it (``evaluator.benchmarks.base.Metric``)."""
 
     name = serializers.CharField()
@@ -159,7 +160,7 @@ class MetricSerializer(serializers.Serializer):
     headline = serializers.BooleanField()
 
 
-class LeaderboardSerializer(serializers.Serializer):
+class LeaderboardSerializer(serializers.Serializer[dict[str, object]]):
     """A split's leaderboard in ``setting``, one of its task's ``settings`` ("" for a task
     without any)."""
 
@@ -181,7 +182,7 @@ def runs_with_scores() -> QuerySet[EvaluationRun]:
     )
 
 
-class RunScoreSerializer(serializers.Serializer):
+class RunScoreSerializer(serializers.Serializer[dict[str, object]]):
     """A done run's score: the task's primary metric on the whole split, with its 95 %
     interval, as its benchmark declares it (``scale``: how to show the value)."""
 
@@ -192,7 +193,7 @@ class RunScoreSerializer(serializers.Serializer):
     ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     """A run with its progress; once done, its score where the caller may see it (a private
     test's only once the split's results are public: ``score_hidden`` says it is held back)."""
 
@@ -240,7 +241,7 @@ class RunSerializer(serializers.ModelSerializer):
         return shown(run)
 
     @extend_schema_field(RunScoreSerializer(allow_null=True))
-    def get_score(self, run: EvaluationRun) -> dict | None:
+    def get_score(self, run: EvaluationRun) -> dict[str, object] | None:
         if run.state != EvaluationRun.State.DONE or not self._shown(run):
             return None
         rows = getattr(run, "overall_scores", None)
@@ -263,7 +264,7 @@ class RunSerializer(serializers.ModelSerializer):
         return run.state == EvaluationRun.State.DONE and not self._shown(run)
 
 
-class ChosenTaskSerializer(serializers.ModelSerializer):
+class ChosenTaskSerializer(serializers.ModelSerializer[SubmissionTask]):
     """A task the submission is evaluated on; ``splits``: the kinds chosen ([]: every split)."""
 
     task = serializers.CharField(source="task.task_id")
@@ -274,7 +275,7 @@ class ChosenTaskSerializer(serializers.ModelSerializer):
         fields = ("task", "splits")
 
 
-class SubmissionSerializer(serializers.ModelSerializer):
+class SubmissionSerializer(serializers.ModelSerializer[Submission]):
     team = serializers.CharField(source="team.name", read_only=True)
     challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
@@ -308,7 +309,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SubmissionCreateSerializer(serializers.Serializer):
+class SubmissionCreateSerializer(serializers.Serializer[dict[str, object]]):
     """A new submission: a file (multipart) or a registry reference, and the method's metadata."""
 
     challenge = serializers.SlugField(help_text="challenge slug")
@@ -340,7 +341,7 @@ class SubmissionCreateSerializer(serializers.Serializer):
     )
 
 
-class SubmissionFlagsSerializer(serializers.Serializer):
+class SubmissionFlagsSerializer(serializers.Serializer[dict[str, object]]):
     """Flags set after submitting: baseline (organisers), chosen for the final (the team)."""
 
     is_baseline = serializers.BooleanField(required=False)

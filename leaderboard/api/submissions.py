@@ -6,6 +6,8 @@ upload arrives as a temporary file (``TemporaryFileUploadHandler``), never in me
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -18,7 +20,7 @@ from rest_framework.response import Response
 
 from leaderboard import permissions
 from leaderboard.api import serializers
-from leaderboard.models import SubmissionTask, Team
+from leaderboard.models import Submission, SubmissionTask, Team
 from leaderboard.submitting import (
     Artifact,
     Choice,
@@ -28,7 +30,7 @@ from leaderboard.submitting import (
     submit,
 )
 
-Kind = serializers.Submission.ArtifactKind
+Kind = Submission.ArtifactKind
 
 
 class QuotaExhausted(APIException):
@@ -59,7 +61,7 @@ def as_api_error(exc: DjangoValidationError) -> ValidationError:
     return ValidationError({"non_field_errors": exc.messages})
 
 
-class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
+class SubmissionViewSet(viewsets.ReadOnlyModelViewSet[Submission]):
     """The submissions of the user's teams (all of them for organisers)."""
 
     serializer_class = serializers.SubmissionSerializer
@@ -67,7 +69,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
     parser_classes = (MultiPartParser, FormParser, JSONParser)
     http_method_names = ("get", "post", "patch", "head", "options")
 
-    def get_queryset(self) -> QuerySet:
+    def get_queryset(self) -> QuerySet[Submission]:
         return (
             permissions.visible_submissions(self.request.user)
             .select_related("team", "challenge")
@@ -90,7 +92,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
             429: OpenApiResponse(description="the team's quota on a task is used up"),
         },
     )
-    def create(self, request: Request, *args, **kwargs) -> Response:
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Submit an agent: an uploaded file (multipart) or a registry reference."""
         given = serializers.SubmissionCreateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
@@ -127,7 +129,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet):
         request=serializers.SubmissionFlagsSerializer,
         responses={200: serializers.SubmissionSerializer},
     )
-    def partial_update(self, request: Request, *args, **kwargs) -> Response:
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Set ``is_baseline`` (organisers) or ``chosen_for_final`` (the team)."""
         submission = self.get_object()
         given = serializers.SubmissionFlagsSerializer(data=request.data)

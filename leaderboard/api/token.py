@@ -21,12 +21,12 @@ from leaderboard.models.api_token import NAME_MAX_LENGTH
 from podium.lockout import locked_out
 
 
-class TokenRequest(serializers.Serializer):
+class TokenRequest(serializers.Serializer[dict[str, object]]):
     username = serializers.CharField(write_only=True)
     password = serializers.CharField(write_only=True, trim_whitespace=False)
     name = serializers.CharField(required=False, max_length=NAME_MAX_LENGTH)
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, object]) -> dict[str, object]:
         user = authenticate(
             request=self.context["request"],
             username=attrs["username"],

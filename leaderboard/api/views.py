@@ -13,24 +13,24 @@ from rest_framework.response import Response
 
 from leaderboard import board_cache, permissions
 from leaderboard.api import serializers
-from leaderboard.models import Split, Task
+from leaderboard.models import Challenge, EvaluationRun, Split, Task
 from leaderboard.views.boards import entry_records
 
 
-class ChallengeViewSet(viewsets.ReadOnlyModelViewSet):
+class ChallengeViewSet(viewsets.ReadOnlyModelViewSet[Challenge]):
     serializer_class = serializers.ChallengeSerializer
     lookup_field = "slug"
 
-    def get_queryset(self) -> QuerySet:
+    def get_queryset(self) -> QuerySet[Challenge]:
         challenges = permissions.visible_challenges(self.request.user)
         return challenges.prefetch_related("phases", "tasks", "hub_models")
 
 
 @extend_schema(parameters=[OpenApiParameter("challenge", str, description="challenge slug")])
-class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+class TaskViewSet(viewsets.ReadOnlyModelViewSet[Task]):
     serializer_class = serializers.TaskSerializer
 
-    def get_queryset(self) -> QuerySet:
+    def get_queryset(self) -> QuerySet[Task]:
         challenges = permissions.visible_challenges(self.request.user)
         tasks = Task.objects.filter(challenge__in=challenges).select_related("challenge")
         if slug := self.request.query_params.get("challenge"):
@@ -50,13 +50,13 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         ),
     ]
 )
-class SplitViewSet(viewsets.ReadOnlyModelViewSet):
+class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
     """Splits; one by id, whichever its version. The list holds the current versions, or those
     numbered ``?version=``."""
 
     serializer_class = serializers.SplitSerializer
 
-    def get_queryset(self) -> QuerySet:
+    def get_queryset(self) -> QuerySet[Split]:
         challenges = permissions.visible_challenges(self.request.user)
         splits = Split.objects.filter(task__challenge__in=challenges).select_related(
             "task__challenge"
@@ -107,14 +107,14 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(serializers.LeaderboardSerializer(body).data)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(viewsets.ReadOnlyModelViewSet[EvaluationRun]):
     """Evaluation runs of the user's teams with state, progress and, once done, the score the
     user may see."""
 
     serializer_class = serializers.RunSerializer
     permission_classes = (IsAuthenticated,)
 
-    def get_queryset(self) -> QuerySet:
+    def get_queryset(self) -> QuerySet[EvaluationRun]:
         runs = serializers.runs_with_scores().filter(
             pk__in=permissions.visible_runs(self.request.user).values("pk")
         )

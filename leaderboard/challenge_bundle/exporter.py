@@ -19,7 +19,7 @@ from leaderboard.challenge_bundle.assets import copy_stored
 from leaderboard.challenge_bundle.loader import moment
 from leaderboard.challenge_bundle.schema import BUNDLE_VERSION, PAGES, TASK_FIELDS
 from leaderboard.challenge_bundle.source import MANIFEST
-from leaderboard.models import Challenge
+from leaderboard.models import Challenge, Task
 from leaderboard.pipeline.bundles import corpus_name, corpus_sha256
 
 
@@ -66,7 +66,7 @@ def export(challenge: Challenge, out: Path, private: bool) -> list[str]:
     return left_out
 
 
-def _task(task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]:
+def _task(task: Task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]:
     written: dict[str, Any] = {"id": task.task_id}
     for place, field in TASK_FIELDS:
         into = written
@@ -78,11 +78,12 @@ def _task(task, out: Path, private: bool, left_out: list[str]) -> dict[str, Any]
         if split.is_private and not private:
             left_out.append(str(split))
             continue
-        if not split.bundle:
+        stored = split.bundle.name  # a FieldFile is false when its name is
+        if not stored:
             continue
         name = f"splits/{task.task_id}/{split.kind}.tar"
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        copy_stored(split.bundle.name, split.sha256, out / name)
+        copy_stored(stored, split.sha256, out / name)
         splits.append(
             {
                 "kind": split.kind,

@@ -47,6 +47,7 @@ from leaderboard.challenge_bundle import (
 )
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES
+from leaderboard.challenge_bundle.state import Canonical
 from leaderboard.models import Challenge, ChallengeVersion, Phase, Split, Task
 from leaderboard.pipeline.bundles import store_corpus, write_corpus
 from leaderboard.publishing import publish_problems
@@ -218,7 +219,14 @@ def _corpus(bundle: loader.Bundle, stack: ExitStack) -> tuple[Path, str] | None:
         raise BundleInvalid([_at(bundle, place, name, str(exc))]) from None
 
 
-def _apply(bundle, existing, splits, written: list[str], versions, user) -> Challenge:
+def _apply(
+    bundle: loader.Bundle,
+    existing: Challenge | None,
+    splits: dict[tuple[str, str], PreparedSplit],
+    written: list[str],
+    versions: list[tuple[Split, Split]],
+    user: User | None,
+) -> Challenge:
     value = bundle.value
     head = value["challenge"]
     if existing is not None:  # two imports of one challenge: one after the other
@@ -262,7 +270,7 @@ def _apply(bundle, existing, splits, written: list[str], versions, user) -> Chal
 def _apply_splits(
     task: Task,
     declared: list[dict[str, Any]],
-    splits,
+    splits: dict[tuple[str, str], PreparedSplit],
     written: list[str],
     versions: list[tuple[Split, Split]],
 ) -> None:
@@ -295,7 +303,9 @@ def _publish(bundle: loader.Bundle, challenge: Challenge, checklist: list[str]) 
     challenge.is_published = published
 
 
-def _record(challenge: Challenge, document, changes: list[str], user, via: str) -> int:
+def _record(
+    challenge: Challenge, document: Canonical, changes: list[str], user: User | None, via: str
+) -> int:
     last = challenge.versions.aggregate(n=Max("number"))["n"] or 0
     ChallengeVersion.objects.create(
         challenge=challenge,

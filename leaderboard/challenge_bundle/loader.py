@@ -41,7 +41,8 @@ class Bundle:
 
     @property
     def value(self) -> dict[str, Any]:
-        return self.document.value
+        value: dict[str, Any] = self.document.value  # a mapping: the schema was checked
+        return value
 
     def page(self, name: str) -> str:
         path = self.value["challenge"].get("pages", {}).get(name)

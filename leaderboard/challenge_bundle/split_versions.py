@@ -5,15 +5,20 @@ before anything is applied, and the organiser chooses whether its runs are redon
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.template.defaultfilters import pluralize
+from django_stubs_ext import WithAnnotations
 
 from leaderboard.challenge_bundle import source
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.models import Challenge, Split
 from leaderboard.submitting import runs_on_new_version
+
+
+class RunCount(TypedDict):
+    n: int  # the split's runs (in this version)
 
 
 def diff_lines(challenge: Challenge, after: Any) -> list[str]:
@@ -22,7 +27,9 @@ def diff_lines(challenge: Challenge, after: Any) -> list[str]:
     of its versions) that the bundle removes."""
     problems, lines = [], []
     splits = Split.objects.filter(task__challenge=challenge).select_related("task")
-    for split in splits.annotate(n=Count("runs")).order_by("task__order", "kind", "version"):
+    counted = splits.annotate(n=Count("runs")).order_by("task__order", "kind", "version")
+    # SplitQuerySet is not generic, so its order_by() drops the type that annotate() gave
+    for split in cast("QuerySet[WithAnnotations[Split, RunCount]]", counted):
         task_id = split.task.task_id
         wanted = after["tasks"].get(task_id, {}).get("splits", [])
         new = next((s for s in wanted if s["kind"] == split.kind), None)

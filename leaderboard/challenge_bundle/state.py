@@ -9,18 +9,21 @@ benchmark's defaults filled in, every field with its default where the bundle is
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from evaluator.benchmarks import benchmark_class
 from evaluator.records import EvaluatorError
-from leaderboard.challenge_bundle.assets import file_sha256
 from leaderboard.challenge_bundle.baselines import live as declared_baselines
 from leaderboard.challenge_bundle.loader import Bundle, moment, task_values
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS
 from leaderboard.models import Challenge, Split, current_splits
 from leaderboard.pipeline.bundles import corpus_sha256
+from podium.downloads import file_sha256
 
 Canonical = dict[str, Any]
+# a phase: name, start, end, quota per day, quota in all (stored: datetimes; declared: text)
+PhaseRow = tuple[str, datetime | str | None, datetime | str | None, int | None, int | None]
 
 
 def text_digest(text: str) -> str:
@@ -138,7 +141,7 @@ def _split(kind: str, sha256: str, visibility: str, reveal_at: Any) -> Canonical
 
 def _document(
     challenge: Canonical,
-    phases: list[tuple],
+    phases: list[PhaseRow],
     tasks: dict[str, Canonical],
     baselines: dict[str, Canonical],
 ) -> Canonical:

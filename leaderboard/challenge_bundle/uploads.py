@@ -18,7 +18,7 @@ ACTIONS = ("validate", "diff", "import")
 
 
 def run(
-    upload: UploadedFile,
+    upload: UploadedFile[bytes],
     action: str,
     user: User,
     via: str,

@@ -30,7 +30,7 @@ class CeleryProcesses:
         self.repo = repo
         self.log_dir = log_dir
         self.concurrency = concurrency
-        self.processes: list[subprocess.Popen] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> CeleryProcesses:
         self.log_dir.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -74,7 +75,7 @@ class KitPlan:
     agents: tuple[str, ...]  # example agents' folder names, under agents/
     agent_folders: tuple[Path, ...]  # where they are, in the same order
     files: tuple[KitFile, ...]  # the organisers' files, under ORGANISER_FILES/
-    manifest: dict
+    manifest: dict[str, Any]
     readme: str
     version: str
 

@@ -1,4 +1,6 @@
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 OLD_COLUMNS = (
     "turns",
@@ -15,7 +17,7 @@ OLD_COLUMNS = (
 )
 
 
-def fill(apps, schema_editor):
+def fill(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Each stored row's count and primary metric from what it already holds (``metrics`` has
     the whole block); nothing is scored again."""
     SliceScore = apps.get_model("leaderboard", "SliceScore")

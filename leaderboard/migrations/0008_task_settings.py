@@ -1,7 +1,9 @@
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def to_settings(apps, schema_editor):
+def to_settings(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """A CRAG-MM task's counting and missing rule become its protocol settings."""
     Task = apps.get_model("leaderboard", "Task")
     for task in Task.objects.all():
@@ -10,7 +12,7 @@ def to_settings(apps, schema_editor):
             task.save(update_fields=["settings"])
 
 
-def from_settings(apps, schema_editor):
+def from_settings(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     Task = apps.get_model("leaderboard", "Task")
     for task in Task.objects.all():
         task.counting = task.settings.get("counting", "paper")

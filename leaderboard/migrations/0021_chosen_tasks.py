@@ -2,9 +2,11 @@
 
 import django.db.models.deletion
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def every_task_run(apps, schema_editor):
+def every_task_run(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Submissions made before the choice were evaluated on every task they have runs on."""
     EvaluationRun = apps.get_model("leaderboard", "EvaluationRun")
     SubmissionTask = apps.get_model("leaderboard", "SubmissionTask")

@@ -3,12 +3,14 @@
 # Runs that failed before get their kind from the fixed reasons Podium wrote.
 
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 PODIUM_REASON_START = "Podium could not evaluate this run because of a problem on its side"
 LOST_REASON_START = "Podium lost the worker evaluating this run"
 
 
-def kinds_of_failed_runs(apps, schema_editor) -> None:
+def kinds_of_failed_runs(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     runs = apps.get_model("leaderboard", "EvaluationRun").objects.filter(state="failed")
     runs.filter(failure_reason__startswith=PODIUM_REASON_START).update(failure_kind="podium")
     runs.filter(failure_reason__startswith=LOST_REASON_START).update(failure_kind="lost_worker")

@@ -3,11 +3,13 @@
 # images an answer places, scaled, for the run page (a cached verdict of any length: 0032).
 
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 OLD_SETTINGS = ("vision_base_url", "vision_model")
 
 
-def drop_vision_settings(apps, schema_editor):
+def drop_vision_settings(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """M2RAG tasks' old vision settings go (the schema refuses them now); such a task names its
     vision endpoint again before it is published (the checklist says so)."""
     Task = apps.get_model("leaderboard", "Task")

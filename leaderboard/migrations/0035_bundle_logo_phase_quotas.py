@@ -5,9 +5,11 @@
 import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def corpora_as_rows(apps, schema_editor):
+def corpora_as_rows(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """A corpus stored before as corpora/<slug>.tar with corpora/<slug>.sha256 becomes a row
     naming that tar (a corpus stored later is named by its sha256)."""
     from django.core.files.storage import default_storage

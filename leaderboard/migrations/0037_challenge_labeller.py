@@ -5,9 +5,11 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def record_labellers(apps, schema_editor):
+def record_labellers(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """The labellers the audits list now, each recorded for the audit's challenge."""
     JudgeAudit = apps.get_model("leaderboard", "JudgeAudit")
     ChallengeLabeller = apps.get_model("leaderboard", "ChallengeLabeller")

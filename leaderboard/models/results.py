@@ -3,6 +3,8 @@ and the judgment cache's audit trail."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
@@ -171,7 +173,7 @@ class RankedBoard(models.Model):
         return f"{self.split_id} [{self.setting}]: {len(self.runs)} entries"
 
 
-def primary_value(metrics: dict, name: str) -> float | None:
+def primary_value(metrics: Mapping[str, object], name: str) -> float | None:
     value = metrics.get(name)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 

@@ -27,7 +27,7 @@ class SplitQuerySet(models.QuerySet["Split"]):
         return self.filter(version=int(asked))
 
 
-def current_splits() -> models.Prefetch:
+def current_splits() -> models.Prefetch[str, SplitQuerySet]:
     """``prefetch_related`` of a task's current splits (``task.splits.all()`` then holds
     them only)."""
     return models.Prefetch("splits", queryset=Split.objects.current())

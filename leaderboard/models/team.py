@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import models
 from django.utils import timezone
 
@@ -60,7 +61,7 @@ def _invitation_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def _invitation_expiry():
+def _invitation_expiry() -> datetime:
     return timezone.now() + INVITATION_LIFETIME
 
 
@@ -84,7 +85,7 @@ class Invitation(models.Model):
     def is_usable(self) -> bool:
         return self.accepted_at is None and timezone.now() < self.expires_at
 
-    def accept(self, user) -> Membership:
+    def accept(self, user: User) -> Membership:
         """Make ``user`` a member; an invitation works once and only before it expires."""
         if self.accepted_at is not None:
             raise ValueError("this invitation was already used")

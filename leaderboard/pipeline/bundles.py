@@ -86,7 +86,8 @@ def split_dir(split: Split) -> Path:
 def corpus_name(challenge: Challenge) -> str:
     """Where the challenge's corpus tar is stored (its sha256: ``corpus_sha256``)."""
     found = SearchCorpus.objects.filter(challenge=challenge).values_list("bundle", flat=True)
-    if not (name := found.first()):
+    name: str | None = found.first()
+    if not name:
         raise BundleError(f"challenge {challenge.slug}: no search corpus stored")
     return name
 

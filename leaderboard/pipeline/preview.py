@@ -21,7 +21,14 @@ from django.utils import timezone
 from evaluator.judges.rubric import UNJUDGED
 from leaderboard.judge_choice import JudgeSpec
 from leaderboard.judge_preview import ALL_ITEMS, previewed_runs
-from leaderboard.models import EvaluationRun, ItemAnswer, JudgePreview, PreviewFlip, PreviewRun
+from leaderboard.models import (
+    EvaluationRun,
+    ItemAnswer,
+    ItemVerdict,
+    JudgePreview,
+    PreviewFlip,
+    PreviewRun,
+)
 from leaderboard.pipeline.bundles import split_dir
 from leaderboard.pipeline.judge import (
     benchmark_for_run,
@@ -133,7 +140,7 @@ def _grade_run(
 
 def _old_verdict(answer: ItemAnswer, run: EvaluationRun) -> str:
     """The published verdict of an answer; a done run has one for every item."""
-    verdict = getattr(answer, "verdict", None)
+    verdict: ItemVerdict | None = getattr(answer, "verdict", None)
     if verdict is None:
         raise PodiumFault(f"run #{run.pk}: an item has no published verdict: judge the run again")
     return verdict.verdict

@@ -55,7 +55,7 @@ class Artifact:
     """
 
     kind: str
-    file: File | None = None
+    file: File[bytes] | None = None
     registry_ref: str = ""
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from django import template
 
@@ -26,7 +27,7 @@ def attr(obj: object, name: str) -> object:
 
 
 @register.filter
-def cell(cells: Mapping, key: str) -> object:
+def cell(cells: Mapping[str, object], key: str) -> object:
     return cells.get(key) if cells is not None else None
 
 
@@ -37,18 +38,18 @@ def join_list(value: object) -> str:
 
 
 @register.filter
-def figure(value: Mapping | None) -> str:
+def figure(value: Mapping[str, Any] | None) -> str:
     """A judge audit's share (``evaluator.judge_audit``): ``87.0 % [80.1, 91.9] N=200``."""
     return _figure(value, percent=True)
 
 
 @register.filter
-def kappa_figure(value: Mapping | None) -> str:
+def kappa_figure(value: Mapping[str, Any] | None) -> str:
     """Cohen's kappa as ``0.71 [0.62, 0.80] N=200``."""
     return _figure(value, percent=False)
 
 
-def _figure(value: Mapping | None, percent: bool) -> str:
+def _figure(value: Mapping[str, Any] | None, percent: bool) -> str:
     if not value:
         return "–"
     n = value.get("n", 0)

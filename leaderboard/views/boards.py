@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 from collections.abc import Collection, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -266,13 +267,13 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
     )
 
 
-def entry_records(board: ranking.Board) -> list[dict]:
+def entry_records(board: ranking.Board) -> list[dict[str, Any]]:
     """The board's entries as plain data (``Entry.record``) with each entry's derived scores
     (``derived``: {} when none): the exports' and the API's one shape."""
     return [e.record() | {"derived": board.derived.get(e.submission_id, {})} for e in board.entries]
 
 
-def _csv_row(record: dict, primary: str) -> dict:
+def _csv_row(record: dict[str, Any], primary: str) -> dict[str, object]:
     """A record as a CSV line: the entry's fields, every scalar metric, its derived scores."""
     row = {k: v for k, v in record["metrics"].items() if not isinstance(v, list | dict)}
     row |= record["derived"]

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, Sum
+from django.db.models import (
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Prefetch,
+    Q,
+    QuerySet,
+    Sum,
+)
 from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -105,7 +114,7 @@ def similar_answers(challenge: Challenge, submissions: list[Submission]) -> dict
     return lines
 
 
-def _figures(challenge: Challenge, submissions) -> dict:
+def _figures(challenge: Challenge, submissions: QuerySet[Submission]) -> dict[str, object]:
     """Host analytics: what organisers watch while a challenge runs."""
     per_day = (
         submissions.annotate(day=TruncDate("created_at"))

@@ -22,7 +22,7 @@ from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
 from leaderboard.submitting import set_flags
 
 
-def progress_record(run: EvaluationRun) -> dict:
+def progress_record(run: EvaluationRun) -> dict[str, object]:
     """What the run page polls; also the API's progress fields."""
     return {
         "id": run.pk,

@@ -16,8 +16,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -55,7 +57,7 @@ class Command(BaseCommand):
         sub.add_argument("--as", dest="user", help="act as this user (default: operator)")
         actions.add_parser("schema", help="print the JSON Schema of challenge.yaml")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
         if action == "schema":
             self.stdout.write(schema_text(), ending="")
@@ -80,7 +82,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self._report(action, outcome)
 
-    def _user(self, name: str | None):
+    def _user(self, name: str | None) -> User | None:
         if name is None:
             return None
         found = get_user_model().objects.filter(username=name).first()
@@ -103,7 +105,7 @@ class Command(BaseCommand):
         elif action == "import" and outcome.version is not None:
             say(f"imported {outcome.slug} as version {outcome.version}")
 
-    def _export(self, slug: str, out: Path, as_zip: bool, user) -> None:
+    def _export(self, slug: str, out: Path, as_zip: bool, user: User | None) -> None:
         challenge = Challenge.objects.filter(slug=slug).first()
         if challenge is None or not may_change(user, challenge):
             raise CommandError(f"challenge {slug!r}: none that you organise")

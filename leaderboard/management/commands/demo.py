@@ -12,7 +12,9 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
@@ -25,7 +27,7 @@ from leaderboard.demo.processes import (
     resume_unfinished,
     wait_for_runs,
 )
-from leaderboard.models import EvaluationRun
+from leaderboard.models import Challenge, EvaluationRun
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -39,7 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for runs")
         parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         say = self.stdout.write
         say("demo: sample data and the challenges")
         challenge = setup.challenge()
@@ -73,7 +75,7 @@ class Command(BaseCommand):
             if not options["no_serve"]:
                 self._serve(options["addr"])
 
-    def _report(self, challenges, runs: list[EvaluationRun]) -> None:
+    def _report(self, challenges: Sequence[Challenge], runs: list[EvaluationRun]) -> None:
         failed = [run for run in runs if run.state != EvaluationRun.State.DONE]
         for run in failed:
             self.stderr.write(f"run #{run.pk} {run.state}: {run.failure_reason}")

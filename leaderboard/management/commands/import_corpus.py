@@ -5,6 +5,8 @@ nothing, other files replace it for runs that start from then on."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.corpora import CorpusImportError, import_corpus_dir
@@ -21,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("directory", help="the corpus directory")
         parser.add_argument("--challenge", required=True, help="the challenge's slug")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             challenge = Challenge.objects.get(slug=options["challenge"])
         except Challenge.DoesNotExist:

@@ -4,6 +4,7 @@ benchmark reads DIR (``--protocol`` states which it must be)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--visibility", choices=Split.Visibility.values)
         parser.add_argument("--reveal-at", type=_moment, help="ISO date-time (UTC if no zone)")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             task = find_task(options["task"])
             if options["protocol"] and options["protocol"] != task.benchmark:

@@ -5,6 +5,7 @@ submissions declare it (``workers.model_store``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--challenge", required=True, help="the challenge's slug")
         parser.add_argument("--revision", default="main")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             challenge = Challenge.objects.get(slug=options["challenge"])
         except Challenge.DoesNotExist:

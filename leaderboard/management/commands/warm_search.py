@@ -4,6 +4,8 @@ challenge's search corpus and build (or read back) its search indexes in this no
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.models import Task
@@ -20,7 +22,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--challenge", action="append", default=[], help="a challenge's slug")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         from workers.search.engine import SearchEngine  # faiss and torch: only here
 
         tasks = Task.objects.select_related("challenge").order_by("challenge__slug", "order")
