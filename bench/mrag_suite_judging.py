@@ -26,7 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.benchmarks.mrag_suite import MragSuite
-from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, first_round
+from evaluator.benchmarks.mrag_suite.checks import AnswerCase
+from evaluator.benchmarks.mrag_suite.diagnosis import first_round
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, MragSplit
 from evaluator.benchmarks.mrag_suite.modes import MragAnswer, answer_key, retrieved
 from evaluator.judges import SQLiteCache, make_judge

@@ -43,8 +43,9 @@ class ProfileShown:
 def _profile(
     benchmark: SomeBenchmark, entry: ranking.Entry, board: ranking.Board
 ) -> ProfileShown | None:
-    """The entry's profile (``Benchmark.profile``) from its headline metrics; None when the
-    benchmark has none."""
+    """The entry's profile (``Benchmark.profile`` of the task's benchmark with its settings:
+    MRAG-Suite's title names a counting other than RAGChecker's) from its headline metrics;
+    None when the benchmark has none."""
     profile = benchmark.profile()
     if profile is None:
         return None
@@ -100,7 +101,7 @@ def entry_page(
         "metric": metric,
         "count_label": split.task.declared().unit.capitalize(),
         "slices": [_slice(table, metric) for table in tables],
-        "profile": _profile(split.task.declared(), entry, board),
+        "profile": _profile(split.task.scoring(), entry, board),  # with its settings
         **shown,
         **board_nav.around(request, split, "leaderboard", setting),
     }

@@ -1,6 +1,6 @@
 """An MRAG-Suite task's boards: ranked by the organiser's primary metric (one each run is
 scored on), each entry's page with its MM-RAGChecker profile (all, image and text items) and
-its GPD - GO gap."""
+its GPD - GO gap, and the counting when it is not RAGChecker's."""
 
 from __future__ import annotations
 
@@ -124,6 +124,19 @@ def test_each_entry_page_charts_its_profile_per_modality_with_the_gap(client, bo
     assert figures == {"GPD - GO accuracy gap": f"{gap:.2f}"}
 
 
+def test_a_task_not_counted_as_ragchecker_says_so_on_its_pages(client, board):
+    task = board.task
+    challenge = reverse("leaderboard:challenge", args=(task.challenge.slug,))
+    assert "counting: ragchecker" in client.get(challenge).content.decode()
+    run = EvaluationRun.objects.get(submission__method_name="alpha-agent", setting="GPD")
+    assert "counted" not in client.get(entry_url(run)).content.decode()
+    task.settings = {"modes": list(MODES), "counting": "distinct"}
+    task.save()
+    assert "counting: distinct" in client.get(challenge).content.decode()
+    html = unescape(client.get(entry_url(run)).content.decode())
+    assert "<h3>MM-RAGChecker diagnosis, counted distinct (Podium's reading, not " in html
+
+
 def test_without_both_modes_the_gap_says_why_and_crag_entries_have_no_profile(
     client, board, teams, splits, make_entry
 ):
@@ -189,7 +202,12 @@ def test_the_task_form_offers_the_benchmarks_ranking_metrics(board):
     new = task_form("mrag-suite")()
     assert new.initial["primary_metric"] == "accuracy"  # the benchmark's, not the model's default
     data = {k: v for k, v in model_to_dict(task).items() if v is not None}
-    data |= {"setting_modes": "GO, GPD", "setting_passages": 5, "setting_images": 5}
+    data |= {
+        "setting_modes": "GO, GPD",
+        "setting_passages": 5,
+        "setting_images": 5,
+        "setting_counting": "ragchecker",
+    }
     chosen = task_form("mrag-suite")(data={**data, "primary_metric": "f1"}, instance=task)
     assert chosen.is_valid(), chosen.errors
     chosen.save()

@@ -5,7 +5,8 @@ Items and their distractor pools: ``items.py``; retrieval modes GO / GPD / DO an
 read as data: ``claims.py``; the judge's prompts: ``judging.py``; the judge calls, keyed
 ``claims/answer/<mode>/<item_id>``, ``claims/reference/<item_id>``,
 ``accuracy/<mode>/<item_id>`` and ``check/<sha256(text)[:16]>/<sha256(claims)[:16]>``:
-``diagnosis.py``; grading and the table: ``grading.py``; scores and the GPD - GO gap:
+``diagnosis.py`` (its checks, counted as RAGChecker or Podium's ``distinct``: ``checks.py``);
+grading and the table: ``grading.py``; scores and the GPD - GO gap:
 ``metrics.py``; the agent's side: ``agent.py``; the sample: ``sample.py``.
 """
 
@@ -24,11 +25,15 @@ from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
 from evaluator.benchmarks.mrag_suite.judging import MragRubric
 from evaluator.benchmarks.mrag_suite.metrics import GAP, compare_answers, gap, score_answers
 from evaluator.benchmarks.mrag_suite.modes import (
+    COUNTINGS,
     DEFAULT_DEPTH,
     MODES,
+    SETTINGS_SCHEMA,
     MragAnswer,
     answer_key,
+    check_counting,
     check_mode,
+    modes_argument,
     read_stored,
     retrieved,
     stored_answer,
@@ -55,16 +60,10 @@ def _metric(name: str) -> Metric:
     return Metric(name, label, not lower, scale, "settings", name == "accuracy", name in HEADLINE)
 
 
-def _modes(text: str) -> tuple[str, ...]:
-    try:
-        return tuple(check_mode(name.strip()) for name in text.split(",") if name.strip())
-    except EvaluatorError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
-    """MRAG-Suite: the retrieval ``modes`` evaluated (one run each) and the retrieval depth
-    (``passages``, ``images``: default 5 + 5)."""
+    """MRAG-Suite: the retrieval ``modes`` evaluated (one run each), the retrieval depth
+    (``passages``, ``images``: default 5 + 5) and the ``counting`` (RAGChecker's by default,
+    or Podium's ``distinct``: ``checks.py``)."""
 
     name = "mrag-suite"
     title = "MRAG-Suite"
@@ -82,38 +81,27 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         Metric(GAP, "GPD - GO accuracy gap", scale="ratio", where="gap"),
     )
     primary = "accuracy"
-    settings_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "modes": {"type": "array", "items": {"enum": list(MODES)}, "minItems": 1,
-                      "uniqueItems": True, "default": list(MODES), "title": "Retrieval modes",
-                      "description": "one run per mode: GO (gold only), GPD (gold plus "
-                      "distractors), DO (distractors only)"},
-            "passages": {"type": "integer", "minimum": 0, "maximum": 50,
-                         "default": DEFAULT_DEPTH[0], "title": "Passages retrieved"},
-            "images": {"type": "integer", "minimum": 0, "maximum": 50,
-                       "default": DEFAULT_DEPTH[1], "title": "Images retrieved"},
-        },
-        "additionalProperties": False,
-    }  # fmt: skip
+    settings_schema: ClassVar[dict[str, Any]] = SETTINGS_SCHEMA
 
     def __init__(
         self,
         modes: Sequence[str] = MODES,
         passages: int = DEFAULT_DEPTH[0],
         images: int = DEFAULT_DEPTH[1],
+        counting: str = COUNTINGS[0],
     ) -> None:
         self.modes = tuple(check_mode(mode) for mode in modes)
         if passages < 0 or images < 0:
             raise EvaluatorError("mrag-suite: the retrieval depth cannot be negative")
         self.depth = (passages, images)
+        self.counting = check_counting(counting)
         self.calls: dict[str, float] = {}  # the last grading's judge calls, predicted and made
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
         group.add_argument(
             "--modes",
-            type=_modes,
+            type=modes_argument,
             default=MODES,
             help="mrag-suite: retrieval modes to score (default GO,GPD,DO)",
         )
@@ -125,17 +113,22 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         )
         group.add_argument("--images", type=int, default=DEFAULT_DEPTH[1],
                            help="mrag-suite: images retrieved per item (default 5)")  # fmt: skip
+        group.add_argument("--counting", choices=COUNTINGS, default=COUNTINGS[0],
+                           help="mrag-suite: ragchecker (default: an item retrieved twice and "
+                           "a claim extracted twice count twice) or distinct (once)")  # fmt: skip
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> MragSuite:
-        return cls(args.modes, args.passages, args.images)
+        return cls(args.modes, args.passages, args.images, args.counting)
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> MragSuite:
-        return cls(document.get("modes", MODES), *document.get("depth", DEFAULT_DEPTH))
+        passages, images = document.get("depth", DEFAULT_DEPTH)
+        counting = document.get("counting", COUNTINGS[0])
+        return cls(document.get("modes", MODES), passages, images, counting)
 
     def settings(self) -> dict[str, Any]:
-        return {"modes": list(self.modes), "depth": list(self.depth)}
+        return {"modes": list(self.modes), "depth": list(self.depth), "counting": self.counting}
 
     def load_split(self, path: str | Path, **options: Any) -> items.MragSplit:
         if options.get("hf_split") is not None:
@@ -160,8 +153,9 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         writer = transcript or TranscriptWriter(io.StringIO())  # counts the requests
         start = writer.lines
         graded = grading.grade_answers(
-            split, predictions, self.modes, self.depth, judge, cache, progress, writer
-        )
+            split, predictions, self.modes, self.depth, judge, cache, progress, writer,
+            self.counting,
+        )  # fmt: skip
         self.calls = {"predicted": predicted, "requested": writer.lines - start}
         return graded
 
@@ -169,7 +163,8 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         return grading.never_asked(split, keys)
 
     def judge_forecast(self, split: items.MragSplit) -> JudgeForecast:
-        return forecast([(i, retrieved(i, m, self.depth)) for m in self.modes for i in split.items])
+        return forecast([(i, retrieved(i, m, self.depth, self.counting))
+                         for m in self.modes for i in split.items])  # fmt: skip
 
     def bundle_files(self, split: items.MragSplit) -> list[str]:
         return [items.SPLIT_FILE, *split.image_files()]
@@ -191,7 +186,7 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
     def for_setting(self, setting: str) -> MragSuite:
         if check_mode(setting, "mrag-suite setting") not in self.modes:
             raise EvaluatorError(f"mrag-suite: mode {setting!r} is not evaluated here")
-        return MragSuite((setting,), *self.depth)
+        return MragSuite((setting,), *self.depth, counting=self.counting)
 
     def derived(self, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
         return gap(settings)[0]
@@ -204,21 +199,25 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def profile(self) -> Profile:
         """MM-RAGChecker's diagnosis: the answer metrics, each item metric over all, image and
-        text items, the claims supported by an image or a passage; the GPD - GO gap beside."""
+        text items, the claims supported by an image or a passage; the GPD - GO gap beside.
+        Its title names a counting other than RAGChecker's."""
         rows: list[tuple[str, tuple[str | None, ...]]]
         rows = [(self.metric(n).label, (n, None, None)) for n in ANSWER_METRICS]
         rows += [(self.metric(n).label, (n, f"{n}_image", f"{n}_text")) for n in ITEM_METRICS]
         rows += [("Claims supported", (None, "image_support", "text_support")),
                  ("Contradicted", ("contradicted", None, None))]  # fmt: skip
         series = ("all items", "image items", "text items")
-        return Profile("MM-RAGChecker diagnosis", series, tuple(rows), (GAP,))
+        title = "MM-RAGChecker diagnosis"
+        if self.counting != COUNTINGS[0]:
+            title += f", counted {self.counting} (Podium's reading, not RAGChecker's)"
+        return Profile(title, series, tuple(rows), (GAP,))
 
     def agent_plan(
         self, split: items.MragSplit, task: str, answered: Mapping[str, str]
     ) -> ModePlan:
         if len(self.modes) != 1:
             raise EvaluatorError("mrag-suite: a run evaluates one mode (for_setting)")
-        return ModePlan(split, self.modes[0], self.depth)
+        return ModePlan(split, self.modes[0], self.depth, self.counting)
 
     def split_keys(self, split: items.MragSplit) -> list[str]:
         return [answer_key(mode, item.item_id) for mode in self.modes for item in split.items]
@@ -257,7 +256,7 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
     def item_image(self, split: items.MragSplit, key: str) -> Path | None:
         mode, _, item_id = key.partition("/")
         try:
-            found = retrieved(split.item(item_id), mode, self.depth)
+            found = retrieved(split.item(item_id), mode, self.depth, self.counting)
         except (KeyError, EvaluatorError):
             return None
         images = [entry for entry in found if entry.modality == "image"]

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragSplit
-from evaluator.benchmarks.mrag_suite.modes import answer_key, read_answer, retrieved, stored_answer
+from evaluator.benchmarks.mrag_suite.modes import (
+    COUNTINGS,
+    answer_key,
+    read_answer,
+    retrieved,
+    stored_answer,
+)
 from evaluator.seam.agent_plan import ListedPlan, Reply, RequestContext
 
 
@@ -37,15 +43,18 @@ class AgentItem:
 
 
 class ModePlan(ListedPlan[AgentItem]):
-    """One run: every item of ``split`` in ``mode`` at ``depth``, in the split's order."""
+    """One run: every item of ``split`` in ``mode`` at ``depth`` (with ``counting``'s
+    retrieval), in the split's order."""
 
     benchmark = "mrag-suite"
 
-    def __init__(self, split: MragSplit, mode: str, depth: tuple[int, int]) -> None:
+    def __init__(
+        self, split: MragSplit, mode: str, depth: tuple[int, int], counting: str = COUNTINGS[0]
+    ) -> None:
         self.split = split
         asked = [
             AgentItem(answer_key(mode, item.item_id), item.item_id, mode, item.question,
-                      tuple(retrieved(item, mode, depth)))
+                      tuple(retrieved(item, mode, depth, counting)))
             for item in split.items
         ]  # fmt: skip
         super().__init__(asked, mode)

@@ -6,13 +6,12 @@
    is neither empty nor an exact match). A call that asks exactly what an earlier one asks
    (an answer repeating the reference, or the same answer in two modes) is that call, under
    its key: every key in a transcript is asked again by a replay.
-2. One round of checks: every (claim, reference text) pair the metrics need, each pair once
-   (a pair a reference claim needs is not asked again for a response claim); per reference
-   text, a reference's claims and an answer's claims are each sorted and cut in fives:
-   ``check/<sha256(reference)[:16]>/<sha256(claims)[:16]>``. The same five claims against the
-   same text make the same key and the same cached call, so a reference's checks made by one
-   run (GO) are answered from the judgment cache in the next (GPD). A text that is empty (an
-   image with no caption) entails nothing and is never sent.
+2. One round of checks (``checks.py``): per answer, the reference's claims against the long
+   answer and each retrieved text, the answer's claims against the reference and each
+   retrieved text, five claims a call: ``check/<sha256(text)[:16]>/<sha256(claims)[:16]>``.
+   The same claims against the same text make the same key and the same cached call, so a
+   reference's checks made by one run (GO) are answered from the judgment cache in the next
+   (GPD). Counting (``ragchecker`` or ``distinct``) says which claims each text is asked about.
 
 An answer whose calls failed, or whose extractor reply was not claims, stays unjudged with the
 reason. ``forecast`` predicts the calls before judging; ``requests`` counts them after.
@@ -20,47 +19,29 @@ reason. ``forecast`` predicts the calls before judging; ``requests`` counts them
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.benchmarks.mrag_suite.answers import exact_match
+from evaluator.benchmarks.mrag_suite.checks import AnswerCase, CheckPlan, assemble, read_checks
 from evaluator.benchmarks.mrag_suite.claims import (
     CLAIMS_PER_CHECK,
     Claim,
-    fit_labels,
     json_reply,
     read_claims,
-    read_labels,
     rules_claims,
 )
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem
-from evaluator.benchmarks.mrag_suite.judging import ACCURACY, CHECK, EXTRACT
-from evaluator.benchmarks.mrag_suite.modes import MragAnswer
-from evaluator.benchmarks.mrag_suite.ragchecker import NEUTRAL, ClaimChecks
+from evaluator.benchmarks.mrag_suite.judging import ACCURACY, EXTRACT
+from evaluator.benchmarks.mrag_suite.modes import COUNTINGS, MragAnswer, check_counting
+from evaluator.benchmarks.mrag_suite.ragchecker import ClaimChecks
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.loop import judge_and_transcribe
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import JudgeForecast, JudgeRequest, Judgment
-
-Pair = tuple[str, Claim]  # (reference text, claim)
-
-
-@dataclass(frozen=True)
-class AnswerCase:
-    """One answer to diagnose: its item, the answer, what its mode retrieved."""
-
-    item: MragItem
-    answer: MragAnswer
-    retrieved: tuple[Evidence, ...]
-
-    @property
-    def key(self) -> str:
-        return f"{self.answer.mode}/{self.item.item_id}"
 
 
 @dataclass
@@ -72,22 +53,6 @@ class Diagnosis:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     requests: set[str] = field(default_factory=set)  # the keys of the calls it needed
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def check_key(text: str, claims: Sequence[Claim]) -> str:
-    """A check call's key: ``check/`` and the first 16 hex digits of the sha256 of ``text``,
-    ``/`` and those of the claims' JSON (``[[s, p, o], ...]``, ``json.dumps`` with non-ASCII
-    kept), each in UTF-8."""
-    return f"check/{_digest(text)}/{_digest(claims_json(claims))}"
-
-
-def claims_json(claims: Sequence[Claim]) -> str:
-    """The claims as a check call carries them (its ``response``)."""
-    return json.dumps([list(claim) for claim in claims], ensure_ascii=False)
 
 
 def _extract(key: str, question: str, text: str) -> JudgeRequest:
@@ -156,45 +121,16 @@ def _claims(judgment: Judgment | None, what: str) -> tuple[list[Claim] | None, s
     return claims, None
 
 
-def _needs(case: AnswerCase, response: list[Claim], reference: list[Claim]) -> dict[str, set[Pair]]:
-    """The pairs one answer's labels need, by origin (``reference`` claims first)."""
-    texts = [e.content for e in case.retrieved]
-    return {
-        "reference": {(t, g) for t in [case.answer.long_answer, *texts] for g in reference},
-        "answer": {(t, r) for t in [case.item.long_answer, *texts] for r in response},
-    }
-
-
-def _check_requests(
-    needed: dict[str, set[Pair]],
-) -> tuple[dict[str, JudgeRequest], dict[Pair, str]]:
-    """The check calls for every pair needed (each pair once), and each pair's call key."""
-    calls: dict[str, JudgeRequest] = {}
-    where: dict[Pair, str] = {}
-    for origin in ("reference", "answer"):
-        by_text: dict[str, set[Claim]] = {}
-        for text, claim in needed[origin]:
-            if text.strip() and (text, claim) not in where:
-                by_text.setdefault(text, set()).add(claim)
-        for text, claims in by_text.items():
-            ordered = sorted(claims)
-            for start in range(0, len(ordered), CLAIMS_PER_CHECK):
-                batch = ordered[start : start + CLAIMS_PER_CHECK]
-                key = check_key(text, batch)
-                calls[key] = JudgeRequest(CHECK, text, claims_json(batch), key)
-                for claim in ordered[start : start + CLAIMS_PER_CHECK]:
-                    where[(text, claim)] = key
-    return calls, where
-
-
 def diagnose_answers(
     cases: Sequence[AnswerCase],
     judge: Judge,
     cache: JudgmentCache | None,
     transcript: TranscriptWriter | None = None,
     progress: bool = False,
+    counting: str = COUNTINGS[0],
 ) -> list[Diagnosis]:
     """Every answer's accuracy grade and claim labels (see the module doc)."""
+    check_counting(counting)
     first, alias = _unique([call for case in cases for call in first_round(case).values()])
     judged = _judged(first, judge, cache, transcript, progress)
     done = {key: judged[alias[key]] for key in alias}
@@ -207,26 +143,27 @@ def diagnose_answers(
         reference, error_g = _claims(done.get(f"claims/reference/{case.item.item_id}"), "reference")
         diagnosis.error = error_a or error_r or error_g
         found.append((diagnosis, response or [], reference or []))
-    needed: dict[str, set[Pair]] = {"reference": set(), "answer": set()}
-    for case, (diagnosis, response, reference) in zip(cases, found, strict=True):
-        if diagnosis.error is None:
-            for origin, pairs in _needs(case, response, reference).items():
-                needed[origin] |= pairs
-    calls, where = _check_requests(needed)
-    checked = _judged(calls, judge, cache, transcript, progress)
-    labels, failures, notes = _labels(calls, checked)
-    for case, (diagnosis, response, reference) in zip(cases, found, strict=True):
+    judged_ok = [
+        (case, response, reference)
+        for case, (diagnosis, response, reference) in zip(cases, found, strict=True)
+        if diagnosis.error is None
+    ]
+    plan = CheckPlan(judged_ok, counting)
+    checked = _judged(plan.calls, judge, cache, transcript, progress)
+    labels, failures, notes = read_checks(plan.calls, checked)
+    ok = iter(zip(judged_ok, plan.slots, strict=True))
+    for diagnosis, _, _ in found:
         if diagnosis.error is not None:
             continue
-        pairs = set().union(*_needs(case, response, reference).values())
-        keys = {where[pair] for pair in pairs if pair in where}
-        diagnosis.requests |= keys
-        diagnosis.notes += sorted({notes[key] for key in keys if key in notes})
-        failed = sorted(failures[key] for key in keys if key in failures)
+        answer, slots = next(ok)
+        asked = {key for found_slots in slots.values() for key, _ in found_slots}
+        diagnosis.requests |= asked
+        diagnosis.notes += sorted({notes[key] for key in asked if key in notes})
+        failed = sorted(failures[key] for key in asked if key in failures)
         if failed:
             diagnosis.error = f"a claim check unjudged: {failed[0]}"
             continue
-        diagnosis.checks = _assemble(case, response, reference, labels)
+        diagnosis.checks = assemble(answer, slots, labels)
     return [diagnosis for diagnosis, _, _ in found]
 
 
@@ -242,53 +179,15 @@ def _accuracy(case: AnswerCase, done: dict[str, Judgment]) -> tuple[str, str | N
     return UNJUDGED, f"the short answer's accuracy unjudged: {why}"
 
 
-def _labels(
-    calls: dict[str, JudgeRequest], checked: dict[str, Judgment]
-) -> tuple[dict[Pair, str], dict[str, str], dict[str, str]]:
-    labels: dict[Pair, str] = {}
-    failures: dict[str, str] = {}
-    notes: dict[str, str] = {}
-    for key, request in calls.items():
-        judgment = checked[key]
-        claims = [(s, p, o) for s, p, o in json.loads(request.response)]
-        data = None if judgment.verdict == UNJUDGED else json_reply(judgment.verdict)
-        given = None if data is None else read_labels(data)
-        if given is None:
-            failures[key] = judgment.error or "the checker's reply holds no list of labels"
-            continue
-        fitted, note = fit_labels(given, len(claims))
-        if note:
-            notes[key] = note
-        labels |= {
-            (request.ground_truth, c): label for c, label in zip(claims, fitted, strict=True)
-        }
-    return labels, failures, notes
-
-
-def _assemble(
-    case: AnswerCase, response: list[Claim], reference: list[Claim], labels: dict[Pair, str]
-) -> ClaimChecks:
-    def row(text: str, claims: list[Claim]) -> tuple[str, ...]:
-        return tuple(labels.get((text, claim), NEUTRAL) for claim in claims)
-
-    return ClaimChecks(
-        response_in_reference=row(case.item.long_answer, response),
-        reference_in_response=row(case.answer.long_answer, reference),
-        items=tuple(e.modality for e in case.retrieved),
-        response_in_items=tuple(row(e.content, response) for e in case.retrieved),
-        reference_in_items=tuple(row(e.content, reference) for e in case.retrieved),
-    )
-
-
 def forecast(items: Sequence[tuple[MragItem, Sequence[Evidence]]]) -> JudgeForecast:
     """Judge calls predicted before judging, at most (no cache, no shared pair), per answer:
     in the first round an accuracy call and an extraction of the answer and of the reference;
     in the second, checks of ceil(k / 5) for the reference's claims and again for the answer's
-    against the answer, the reference and each retrieved item with text; k = the reference's
-    sentences."""
+    against the answer, the reference and each distinct retrieved text (an item retrieved
+    twice is asked once); k = the reference's sentences."""
     checks = 0
     for item, retrieved in items:
         batches = math.ceil(len(rules_claims(item.long_answer)) / CLAIMS_PER_CHECK)
-        texts = 1 + sum(1 for e in retrieved if e.content.strip())
+        texts = 1 + len({e.content for e in retrieved if e.content.strip()})
         checks += 2 * batches * texts
     return JudgeForecast((3 * len(items), checks), len(items))

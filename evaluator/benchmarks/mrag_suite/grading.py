@@ -14,9 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.benchmarks.mrag_suite.answers import exact_match, rouge_l
-from evaluator.benchmarks.mrag_suite.diagnosis import AnswerCase, diagnose_answers
+from evaluator.benchmarks.mrag_suite.checks import AnswerCase
+from evaluator.benchmarks.mrag_suite.diagnosis import diagnose_answers
 from evaluator.benchmarks.mrag_suite.items import MragSplit
-from evaluator.benchmarks.mrag_suite.modes import MODES, MragAnswer, answer_key, retrieved
+from evaluator.benchmarks.mrag_suite.modes import (
+    COUNTINGS,
+    MODES,
+    MragAnswer,
+    answer_key,
+    retrieved,
+)
 from evaluator.benchmarks.mrag_suite.ragchecker import PROFILE, answer_profile
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
@@ -77,19 +84,20 @@ def grade_answers(
     cache: JudgmentCache | None,
     progress: bool = False,
     transcript: TranscriptWriter | None = None,
+    counting: str = COUNTINGS[0],
 ) -> list[GradedAnswer]:
     """Every (mode, item) of ``split``, in mode then split order; an unanswered item is an
-    empty answer."""
+    empty answer; ``counting``: RAGChecker's or Podium's (``modes.COUNTINGS``)."""
     cases = [
         AnswerCase(
             item,
             answers.get(answer_key(mode, item.item_id), MragAnswer(item.item_id, mode, "", "")),
-            tuple(retrieved(item, mode, depth)),
+            tuple(retrieved(item, mode, depth, counting)),
         )
         for mode in modes
         for item in split.items
     ]
-    found = diagnose_answers(cases, judge, cache, transcript, progress)
+    found = diagnose_answers(cases, judge, cache, transcript, progress, counting)
     graded = []
     for case, diagnosis in zip(cases, found, strict=True):
         item, answer, checks = case.item, case.answer, diagnosis.checks

@@ -16,9 +16,16 @@ G the reference claims and C the retrieved items of the modality (images, passag
   only by irrelevant items);
 - items_used = |items entailing some response claim| / |C| (apart from context precision).
 
-A metric whose divisor is 0 is 0, never NaN. When |R|, |G| and |C| are all non-zero:
-faithfulness + hallucination + self_knowledge = 1 and precision + both noise sensitivities +
-hallucination = 1.
+A metric whose divisor is 0 is 0, never NaN. Guarded as RAGChecker's ``computation.py``
+guards them, per modality: hallucination and self_knowledge are 0 when |R| or |C| is 0
+(``evaluate_unfaithfulness``: an answer over an empty retrieval is neither), both noise
+sensitivities are 0 when |R|, |C| or |G| is 0 (``evaluate_noise_sensitivity``); every other
+metric is 0 exactly where its divisor is (faithfulness and claim_recall divide by |R| and |G|
+but count nothing without items). When |R|, |G| and |C| are all non-zero: faithfulness +
+hallucination + self_knowledge = 1 and precision + both noise sensitivities + hallucination = 1.
+
+Counting is RAGChecker's: an item retrieved twice is two items of C, a claim extracted twice
+is two claims (``modes.COUNTINGS`` names Podium's other reading).
 
 **Podium's cross-modal figures** (MM-RAGChecker's own formulas are not published), over R:
 ``image_support`` (entailed by some image item), ``text_support`` (by some passage),
@@ -100,6 +107,8 @@ def diagnose(checks: ClaimChecks, modality: str = "all") -> dict[str, float]:
     precision, recall = _share(sum(by_ref), n_r), _share(sum(g_in_answer), n_g)
     f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
     both = sum(1 for g in range(n_g) if g_in_items[g] and g_in_answer[g])
+    unfaithful = n_r if n_c else 0  # RAGChecker's guard: nothing retrieved, nothing unfaithful
+    noisy = n_r if n_c and n_g else 0  # and no noise sensitivity without reference claims
     return {
         "precision": precision,
         "recall": recall,
@@ -108,11 +117,11 @@ def diagnose(checks: ClaimChecks, modality: str = "all") -> dict[str, float]:
         "context_precision": _share(len(relevant), n_c),
         "context_utilization": _share(both, sum(g_in_items)),
         "faithfulness": _share(sum(r_in), n_r),
-        "hallucination": _share(sum(not i and not g for i, g, _, _ in claims), n_r),
-        "self_knowledge": _share(sum(not i and g for i, g, _, _ in claims), n_r),
-        "noise_sensitivity_relevant": _share(sum(not g and rel for _, g, rel, _ in claims), n_r),
+        "hallucination": _share(sum(not i and not g for i, g, _, _ in claims), unfaithful),
+        "self_knowledge": _share(sum(not i and g for i, g, _, _ in claims), unfaithful),
+        "noise_sensitivity_relevant": _share(sum(not g and rel for _, g, rel, _ in claims), noisy),
         "noise_sensitivity_irrelevant": _share(
-            sum(not g and not rel and irr for _, g, rel, irr in claims), n_r
+            sum(not g and not rel and irr for _, g, rel, irr in claims), noisy
         ),
         "items_used": _share(len(used), n_c),
     }

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
+from evaluator.benchmarks.mrag_suite.modes import COUNTINGS
 from evaluator.notices import judge_notices
 
 SHOWN = ("accuracy", "exact_match", "rouge_l", "precision", "recall", "f1", "faithfulness",
@@ -24,7 +25,8 @@ def summary_text(document: Mapping[str, Any], graded: Sequence[GradedAnswer]) ->
     head = " ".join(f"{SHORT.get(name, name):>8}" for name in SHOWN)
     lines = [
         f"protocol mrag-suite  judge {judge['id']} ({judge['kind']}, prompt "
-        f"{judge['prompt_version']})  depth {document.get('depth')}",
+        f"{judge['prompt_version']})  depth {document.get('depth')}  counting "
+        f"{document.get('counting', COUNTINGS[0])}",
         "",
         f"{'mode':<5} {'count':>6} {head}",
     ]
@@ -42,7 +44,19 @@ def summary_text(document: Mapping[str, Any], graded: Sequence[GradedAnswer]) ->
         )
     notices = judge_notices(document, (item.judge_error for item in graded), "answers",
                             "the judged figures")  # fmt: skip
-    return "\n".join([*lines, "", *notices]).rstrip() + "\n"
+    return "\n".join([*lines, "", *counting_notices(document), *notices]).rstrip() + "\n"
+
+
+def counting_notices(document: Mapping[str, Any]) -> list[str]:
+    """A notice when the scores were not counted as RAGChecker counts (``modes.COUNTINGS``)."""
+    counting = document.get("counting", COUNTINGS[0])
+    if counting == COUNTINGS[0]:
+        return []
+    return [
+        f"NOTICE: counted {counting} (Podium's reading): the same content retrieved once, "
+        "each (claim, text) pair checked once; RAGChecker counts an item retrieved twice "
+        "and a claim extracted twice twice: compare only runs counted the same way."
+    ]
 
 
 def comparison_text(result: Mapping[str, Any], a_name: str, b_name: str) -> str:

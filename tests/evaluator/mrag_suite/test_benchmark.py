@@ -75,7 +75,10 @@ def test_the_agent_sees_the_modes_items_never_the_gold_or_captions(tmp_path: Pat
     body = plan.requests(batch, paths, RequestContext("items"))
     (item,) = body["items"]
     assert body["protocol"] == "mrag-suite" and item["item_id"] == "GPD/q1"
-    assert len(item["images"]) == 3 and len(item["passages"]) == 3
+    # x2's text is p1's: retrieved twice, as RAGChecker counts (once when counted distinct)
+    assert len(item["images"]) == 3 and len(item["passages"]) == 4
+    distinct = MragSuite(counting="distinct").for_setting("GPD").agent_plan(split, "t", {})
+    assert [len(ref.retrieved) for ref in next(iter(distinct.batches(8, ())))] == [6]
     text = json.dumps(body)
     assert "gold" not in text and "revenue chart" not in text  # nor a caption
     assert "short_answer" not in text and "The chart shows growth" not in text  # nor the answer
@@ -113,6 +116,7 @@ def test_settings_name_modes_and_depth() -> None:
         "modes": ["GO", "GPD", "DO"],
         "passages": 5,
         "images": 5,
+        "counting": "ragchecker",
     }
     benchmark = MragSuite.from_settings({"modes": ["GO", "GPD"], "passages": 2, "images": 2})
     assert benchmark.run_settings() == ("GO", "GPD") and benchmark.settings()["depth"] == [2, 2]
@@ -120,6 +124,17 @@ def test_settings_name_modes_and_depth() -> None:
         MragSuite.check_settings({"passages": -1})
     with pytest.raises(EvaluatorError, match="'DO' is not evaluated here"):
         benchmark.for_setting("DO")
+    # Podium's counting is a named setting, carried by each run and by scores.json
+    distinct = MragSuite.from_settings({"counting": "distinct"})
+    assert distinct.for_setting("GPD").counting == "distinct"
+    assert distinct.settings() == {"modes": ["GO", "GPD", "DO"], "depth": [5, 5],
+                                   "counting": "distinct"}  # fmt: skip
+    assert MragSuite.from_document(distinct.settings()).counting == "distinct"
+    assert MragSuite.from_document({}).counting == "ragchecker"
+    with pytest.raises(EvaluatorError, match="counting: 'once' is not one of"):
+        MragSuite.check_settings({"counting": "once"})
+    with pytest.raises(EvaluatorError, match="counting 'once': expected one of ragchecker"):
+        MragSuite(counting="once")
 
 
 def test_captionless_images_are_noted_on_import(tmp_path: Path) -> None:

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.benchmarks.mrag_suite.checks import AnswerCase, check_key, claims_json
 from evaluator.benchmarks.mrag_suite.claims import fit_labels
-from evaluator.benchmarks.mrag_suite.diagnosis import (
-    AnswerCase,
-    check_key,
-    claims_json,
-    diagnose_answers,
-    forecast,
-)
+from evaluator.benchmarks.mrag_suite.diagnosis import diagnose_answers, forecast
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, load_split
 from evaluator.benchmarks.mrag_suite.judging import CHECK, MragRubric
 from evaluator.benchmarks.mrag_suite.modes import MragAnswer, retrieved
@@ -142,8 +137,9 @@ def test_a_short_label_list_is_padded_and_noted(tmp_path: Path) -> None:
         fake.reply = json.dumps({"labels": ["Entailment"]})
         (found,) = diagnose_answers(cases(tmp_path), llm(fake), None)
     assert found.checks is not None and "the rest are Neutral" in found.notes[0]
-    # claims are checked in sorted order: "chart ..." got the one label, "revenue ..." padding
-    assert found.checks.response_in_reference == ("Neutral", "Entailment")
+    # claims are checked in the order extracted (as RAGChecker's checker): "revenue ..." got
+    # the one label, "chart ..." the padding
+    assert found.checks.response_in_reference == ("Entailment", "Neutral")
 
 
 def test_an_injection_in_the_answer_stays_quoted_data(tmp_path: Path) -> None:

@@ -69,10 +69,18 @@ def test_each_mode_retrieves_its_own_items_up_to_the_depth(tmp_path: Path) -> No
     assert ids(retrieved(item, "DO")) == ["x1", "x2", "x3", "d1", "d2"]
     assert ids(retrieved(item, "DO", (2, 1))) == ["x1", "x2", "d1"]
     gpd = retrieved(item, "GPD")
-    # the distractor equal to the gold passage is retrieved once; the gold always
-    assert sorted(ids(gpd)) == ["chart", "d1", "d2", "p1", "x1", "x3"]
+    # x2, the distractor equal to the gold passage p1, is retrieved too (as RAGChecker counts
+    # a context list: twice); the gold always
+    assert sorted(ids(gpd)) == ["chart", "d1", "d2", "p1", "x1", "x2", "x3"]
     assert sorted(ids(retrieved(item, "GPD", (2, 2)))) == ["chart", "d1", "p1", "x1"]
+    assert sorted(ids(retrieved(item, "GPD", (3, 0)))) == ["p1", "x1", "x2"]
     assert retrieved(item, "GPD") == gpd  # the shuffle is seeded
+    # Podium's distinct counting retrieves the same text once: x2 gives its place to x3
+    distinct = retrieved(item, "GPD", counting="distinct")
+    assert sorted(ids(distinct)) == ["chart", "d1", "d2", "p1", "x1", "x3"]
+    assert sorted(ids(retrieved(item, "GPD", (3, 0), "distinct"))) == ["p1", "x1", "x3"]
+    with pytest.raises(EvaluatorError, match="counting 'twice': expected one of"):
+        retrieved(item, "GO", counting="twice")
     with pytest.raises(EvaluatorError, match="'XX' is not a retrieval mode"):
         retrieved(item, "XX")
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from evaluator.benchmarks.mrag_suite.answers import exact_match, normalise, rouge_l
 from evaluator.benchmarks.mrag_suite.ragchecker import (
+    ITEM_METRICS,
     LABELS,
     ClaimChecks,
     answer_profile,
@@ -119,9 +120,12 @@ def checks(n_r: int, n_g: int, kinds: tuple[str, ...]) -> ClaimChecks:
         (checks(0, 2, ("text",)), ("precision", "f1", "faithfulness", "self_knowledge",
                                    "hallucination", "items_used")),
         (checks(2, 0, ("text",)), ("recall", "f1", "claim_recall", "context_precision",
-                                   "context_utilization", "noise_sensitivity_relevant")),
+                                   "context_utilization", "noise_sensitivity_relevant",
+                                   "noise_sensitivity_irrelevant")),
         (checks(2, 2, ()), ("claim_recall", "context_precision", "context_utilization",
-                            "faithfulness", "items_used")),
+                            "faithfulness", "hallucination", "self_knowledge",
+                            "noise_sensitivity_relevant", "noise_sensitivity_irrelevant",
+                            "items_used")),
     ],
 )  # fmt: skip
 def test_a_count_of_zero_makes_its_metrics_zero_never_nan(
@@ -132,9 +136,84 @@ def test_a_count_of_zero_makes_its_metrics_zero_never_nan(
     assert all(profile[name] == 0.0 for name in zero), profile
 
 
-def test_no_retrieved_item_leaves_supported_claims_as_self_knowledge() -> None:
-    metrics = diagnose(checks(2, 2, ()))
-    assert metrics["self_knowledge"] == 1.0 and metrics["precision"] == 1.0
+# 4 response claims (r0, r3 entailed by the reference), 2 reference claims, one passage that
+# entails r0 and g0; no image retrieved
+TEXT_ONLY = ClaimChecks(
+    response_in_reference=(E, N, N, E),
+    reference_in_response=(E, N),
+    items=("text",),
+    response_in_items=((E, N, N, N),),
+    reference_in_items=((E, N),),
+)
+
+
+def test_an_answer_over_an_empty_retrieval_hallucinates_nothing_as_ragchecker_computes() -> None:
+    # RAGChecker's evaluate_unfaithfulness computes hallucination and self_knowledge only when
+    # len(answer2response) > 0 and len(retrieved2response[0]) > 0, else 0 for both; faithfulness
+    # likewise. Over no item at all: 0, 0, 0 (unguarded: r1, r2 would be hallucinated, 2/4,
+    # and r0, r3 self-knowledge, 2/4)
+    empty = diagnose(checks(2, 2, ()))
+    assert (empty["hallucination"], empty["self_knowledge"], empty["faithfulness"]) == (0, 0, 0)
+    assert empty["precision"] == 1.0  # the answer metrics need no item
+    # per modality (MM-RAGChecker): the image items are none, so the same guard holds there,
+    # while the passage's figures are RAGChecker's over C = [t0]: unfaithful = r1, r2, r3;
+    # hallucination = unfaithful and not by the reference = r1, r2 -> 2/4; self_knowledge = r3
+    # -> 1/4; faithfulness = r0 -> 1/4 (and 1/4 + 2/4 + 1/4 = 1)
+    image, text = diagnose(TEXT_ONLY, "image"), diagnose(TEXT_ONLY, "text")
+    assert all(value == 0.0 for name, value in image.items() if name in ITEM_METRICS), image
+    assert (text["faithfulness"], text["hallucination"]) == (0.25, 0.5)
+    assert text["self_knowledge"] == 0.25
+    profile = answer_profile(TEXT_ONLY)
+    assert (profile["hallucination_image"], profile["self_knowledge_image"]) == (0.0, 0.0)
+    assert (profile["hallucination_text"], profile["self_knowledge_text"]) == (0.5, 0.25)
+
+
+def test_no_reference_claim_makes_both_noise_sensitivities_zero_as_ragchecker_computes() -> None:
+    # 3 response claims (r2 entailed by the reference), no reference claim, a passage entailing
+    # r0 and an image entailing r1. RAGChecker's evaluate_noise_sensitivity needs
+    # len(retrieved2answer) > 0 (some reference claim), else 0 and 0 (unguarded: no item is
+    # relevant, r0 and r1 are entailed by irrelevant items only and not by the reference:
+    # 2/3). evaluate_unfaithfulness has |R| and |C|: unfaithful = r2, entailed by the
+    # reference, so hallucination 0 and self_knowledge 1/3; faithfulness = r0, r1 -> 2/3;
+    # precision = r2 -> 1/3; recall, f1, claim_recall, context_precision and utilization 0
+    # (no reference claim); items_used = both items entail a response claim -> 2/2
+    case = ClaimChecks((N, N, E), (), ("text", "image"), ((E, N, N), (N, E, N)), ((), ()))
+    assert diagnose(case) == {
+        "precision": pytest.approx(1 / 3),
+        "recall": 0.0,
+        "f1": 0.0,
+        "claim_recall": 0.0,
+        "context_precision": 0.0,
+        "context_utilization": 0.0,
+        "faithfulness": pytest.approx(2 / 3),
+        "hallucination": 0.0,
+        "self_knowledge": pytest.approx(1 / 3),
+        "noise_sensitivity_relevant": 0.0,
+        "noise_sensitivity_irrelevant": 0.0,
+        "items_used": 1.0,
+    }
+    text = diagnose(case, "text")  # the passage alone: r0 faithful, r1 unfaithful, not by ref
+    assert text["hallucination"] == pytest.approx(1 / 3)
+    assert text["noise_sensitivity_irrelevant"] == 0.0
+
+
+def test_an_item_retrieved_twice_counts_twice() -> None:
+    # C = [t0, t0 again, t1]: t0 entails g0 and r0, t1 entails r1 only. RAGChecker's
+    # context_precision = mean over C of "entails some reference claim" = (1 + 1 + 0) / 3;
+    # items_used (Podium's, the same counting) = (1 + 1 + 1) / 3; once each it would be 1/2
+    twice = ClaimChecks(
+        response_in_reference=(E, N),
+        reference_in_response=(E, N),
+        items=("text", "text", "text"),
+        response_in_items=((E, N), (E, N), (N, E)),
+        reference_in_items=((E, N), (E, N), (N, N)),
+    )
+    metrics = diagnose(twice)
+    assert metrics["context_precision"] == pytest.approx(2 / 3) and metrics["items_used"] == 1.0
+    # the claim-side figures do not move: claim_recall = g0 -> 1/2; faithfulness = 2/2;
+    # noise_sensitivity_irrelevant = r1 (not by the reference, only by t1, irrelevant) -> 1/2
+    assert (metrics["claim_recall"], metrics["faithfulness"]) == (0.5, 1.0)
+    assert metrics["noise_sensitivity_irrelevant"] == 0.5
 
 
 @st.composite
