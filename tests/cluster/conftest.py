@@ -5,7 +5,6 @@ uses too (submissions and split bundles are stored there)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +13,9 @@ import pytest
 
 from podium.settings import s3_storage
 from tests import required
-from tests.cluster.nodes import BASE_IMAGE, Cluster
+from tests.cluster.nodes import Cluster
 from tests.e2e.harness import BROKER, database_url, own_broker
+from tests.workers.conftest import build_agent_base
 
 # What the nodes of a test run with: quick retries, a reaper and a janitor that act in seconds.
 FAST = {
@@ -34,9 +34,7 @@ def cluster(transactional_db, settings) -> Iterator[Cluster]:
     for program in ("dockerd", "docker"):
         if shutil.which(program) is None:
             required.unavailable(f"{program} is not installed")
-    listed = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
-    if listed.returncode != 0:  # the nodes that build load it from the machine's engine
-        required.unavailable(f"{BASE_IMAGE} is not built (deploy/agent-base/build.sh)")
+    build_agent_base()  # the nodes that build load it from the machine's engine
     root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
     nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
