@@ -29,7 +29,7 @@ from evaluator.benchmarks.mrag_suite import MragSuite
 from evaluator.benchmarks.mrag_suite.checks import AnswerCase
 from evaluator.benchmarks.mrag_suite.diagnosis import first_round
 from evaluator.benchmarks.mrag_suite.items import Evidence, MragItem, MragSplit
-from evaluator.benchmarks.mrag_suite.modes import MragAnswer, answer_key, retrieved
+from evaluator.benchmarks.mrag_suite.modes import COUNTINGS, MragAnswer, answer_key, retrieved
 from evaluator.judges import SQLiteCache, make_judge
 from tests.fake_openai import FakeOpenAI
 
@@ -72,12 +72,14 @@ def build(n: int) -> tuple[MragSplit, dict[str, MragAnswer]]:
     return MragSplit(Path("."), items), answers
 
 
-def first_round_calls(split: MragSplit, answers: dict[str, MragAnswer], depth: Any) -> int:
+def first_round_calls(
+    split: MragSplit, answers: dict[str, MragAnswer], depth: Any, counting: str
+) -> int:
     """The distinct calls of the first round (extractions, accuracy)."""
     asked = set()
     for item in split.items:
         case = AnswerCase(item, answers[answer_key("GPD", item.item_id)],
-                          tuple(retrieved(item, "GPD", depth)))  # fmt: skip
+                          tuple(retrieved(item, "GPD", depth, counting)))  # fmt: skip
         asked |= {(c.query, c.ground_truth, c.response) for c in first_round(case).values()}
     return len(asked)
 
@@ -87,6 +89,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--counting", choices=COUNTINGS, default=COUNTINGS[0])
     args = parser.parse_args()
     receive, send = multiprocessing.Pipe(duplex=False)
     server = multiprocessing.get_context("spawn").Process(
@@ -95,7 +98,7 @@ def main() -> None:
     server.start()
     url = receive.recv()
     split, answers = build(args.items)
-    benchmark = MragSuite(("GPD",))
+    benchmark = MragSuite(("GPD",), counting=args.counting)
     with tempfile.TemporaryDirectory() as tmp:
         for label in ("cold", "warm"):
             cache = SQLiteCache(Path(tmp) / "cache.sqlite3")
@@ -109,7 +112,7 @@ def main() -> None:
             cache.close()
             unjudged = sum(item.grade == "unjudged" for item in graded)
             calls = benchmark.calls
-            first = first_round_calls(split, answers, benchmark.depth)
+            first = first_round_calls(split, answers, benchmark.depth, args.counting)
             rounds = [first, int(calls["requested"]) - first]
             bound = sum(math.ceil(c / args.concurrency) * args.latency for c in rounds)
             print(f"{label}: {args.items} items, {calls['requested']} judge requests "
