@@ -1,0 +1,117 @@
+"""Every run's per-item answers and verdicts, for a challenge's organisers: a whole challenge or
+one split (of one task, every version of it), as CSV or JSON Lines, one row per answer, streamed.
+
+Rows are read with ``QuerySet.iterator`` (a server-side cursor, ``CHUNK`` rows at a time) and
+written a row at a time, so the memory used does not grow with the rows exported. A row names
+its run, team, submission, task, split (and its version), the answer (outcome, problem,
+latency, response), its verdict (empty where not judged) and where the judge's account of it
+is: the run's transcript (``transcript``: its address, whose lines are keyed by the item; empty
+where the run kept none) and the judge and prompt that gave the verdict. Who may export is the
+caller's to check.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.urls import reverse
+
+from leaderboard.models import Challenge, ItemAnswer
+
+CHUNK = 2_000
+FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
+# (column, the query's field)
+FIELDS = (
+    ("run", "run_id"),
+    ("team", "run__submission__team__name"),
+    ("submission", "run__submission_id"),
+    ("method", "run__submission__method_name"),
+    ("task", "run__task__task_id"),
+    ("split", "run__split__kind"),
+    ("split_version", "run__split__version"),
+    ("setting", "run__setting"),
+    ("run_state", "run__state"),
+    ("group", "group"),
+    ("position", "position"),
+    ("item_key", "item_key"),
+    ("outcome", "outcome"),
+    ("problem", "problem"),
+    ("latency_s", "latency_s"),
+    ("response", "response"),
+    ("verdict", "verdict__verdict"),
+    ("judge_id", "verdict__judge_id"),
+    ("prompt_version", "verdict__prompt_version"),
+    ("prompt_hash", "verdict__prompt_hash"),
+    ("judged_at", "verdict__judged_at"),
+    ("transcript", "run__transcript"),
+)
+COLUMNS = tuple(column for column, _ in FIELDS)
+
+
+class ExportRefused(ValueError):
+    """An export asked of a split the challenge does not have, or in an unknown format."""
+
+
+def answers(challenge: Challenge, task: str = "", split: str = "") -> QuerySet[ItemAnswer, Any]:
+    """The answers to export, in run, group and position order: ``task`` and ``split`` (a kind)
+    narrow them to one split; both or neither are given."""
+    if bool(task) != bool(split):
+        raise ExportRefused("name both the task and the split, or neither")
+    found = ItemAnswer.objects.filter(run__task__challenge=challenge)
+    if task:
+        if not challenge.tasks.filter(task_id=task, splits__kind=split).exists():
+            raise ExportRefused(f"{challenge.name} has no split {split!r} in a task {task!r}")
+        found = found.filter(run__task__task_id=task, run__split__kind=split)
+    ordered: QuerySet[ItemAnswer, Any] = found.order_by("run_id", "group", "position")
+    values: QuerySet[ItemAnswer, Any] = ordered.values(*(f for _, f in FIELDS))
+    return values
+
+
+def rows(found: QuerySet[ItemAnswer, Any]) -> Iterator[dict[str, Any]]:
+    """Each answer as a row of ``COLUMNS``, read ``CHUNK`` at a time."""
+    for raw in found.iterator(chunk_size=CHUNK):
+        row = {column: raw[field] for column, field in FIELDS}
+        transcript = row["transcript"]
+        row["transcript"] = (
+            reverse("leaderboard:run-transcript", args=[row["run"]]) if (transcript) else None
+        )
+        judged = row["judged_at"]
+        row["judged_at"] = judged.isoformat() if isinstance(judged, datetime) else None
+        yield row
+
+
+class _Line:
+    """What ``csv.writer`` writes to: the line it was given, handed back."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def csv_lines(found: Iterable[dict[str, Any]]) -> Iterator[str]:
+    writer = csv.writer(_Line())
+    yield writer.writerow(COLUMNS)
+    for row in found:
+        yield writer.writerow(["" if row[c] is None else row[c] for c in COLUMNS])
+
+
+def jsonl_lines(found: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for row in found:
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def streamed(challenge: Challenge, fmt: str, task: str = "", split: str = "") -> Iterator[str]:
+    """The export's lines in ``fmt`` (one of ``FORMATS``); ``ExportRefused`` before any."""
+    if fmt not in FORMATS:
+        raise ExportRefused(f"export as csv or jsonl, not {fmt!r}")
+    found = rows(answers(challenge, task, split))
+    return csv_lines(found) if fmt == "csv" else jsonl_lines(found)
+
+
+def filename(challenge: Challenge, fmt: str, task: str = "", split: str = "") -> str:
+    part = f"-{task}-{split}" if task else ""
+    return f"{challenge.slug}{part}-answers.{fmt}"
