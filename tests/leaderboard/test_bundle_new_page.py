@@ -8,7 +8,9 @@ import io
 import re
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
+from rest_framework.test import APIClient
 
 from evaluator.zips import write_zip
 from leaderboard.challenge_bundle.importer import import_bundle
@@ -98,6 +100,14 @@ def test_a_changed_page_is_shown_as_lines_removed_and_added(make_user, tmp_path)
     assert "--- live/rules\n+++ bundle/rules\n@@ -1,3 +1,4 @@\n # Rules\n \n" in text
     changes = text.split('id="bundle-changes"')[1].split("</pre>")[0]
     assert not re.search("[0-9a-f]{64}", changes)  # no page digest
+    api = APIClient()
+    api.force_authenticate(User.objects.get(is_staff=True))
+    answer = api.post("/api/bundles/diff/", {"bundle": zipped(bundle)}, format="multipart")
+    assert answer.json()["changes"] == ["~ challenge.pages.rules: +2 -1 lines"]
+    assert answer.json()["pages"] == {
+        "rules": ["--- live/rules", "+++ bundle/rules", "@@ -1,3 +1,4 @@", " # Rules", " ",
+                  "-Be kind.", "+Be kinder.", "+Share."]
+    }  # fmt: skip
 
 
 def test_text_diff_of_a_page_and_of_one_too_long_to_compare():
