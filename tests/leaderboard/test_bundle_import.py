@@ -190,6 +190,14 @@ def test_the_command_imports_diffs_and_exports(bundle, tmp_path, capsys):
     edit(bundle, "title: Bundle test", "title: Bundle test, renamed")
     call_command("challenge", "diff", str(bundle))
     assert "~ challenge.title: 'Bundle test' -> 'Bundle test, renamed'" in capsys.readouterr().out
+    (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kinder.\n")
+    call_command("challenge", "diff", str(bundle))
+    assert (
+        "  ~ challenge.pages.rules: +1 -1 lines\n"
+        "  ~ challenge.title: 'Bundle test' -> 'Bundle test, renamed'\n"
+        "    --- live/rules\n    +++ bundle/rules\n    @@ -1,3 +1,3 @@\n     # Rules\n     \n"
+        "    -Be kind.\n    +Be kinder.\n"
+    ) in capsys.readouterr().out
     call_command("challenge", "export", "bundle-test", str(tmp_path / "out.zip"), "--zip")
     Challenge.objects.all().delete()
     call_command("challenge", "import", str(tmp_path / "out.zip"))
