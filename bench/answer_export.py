@@ -2,9 +2,9 @@
 
 Writes one challenge (``export-bench``, written again each time) with ``--runs`` done runs of
 ``--rows`` answers in all (each judged, a 200-character response) into the database that
-``DATABASE_URL`` names (migrated), then streams the whole challenge's export through the view's
-response (``leaderboard.views.answer_export.response``), as CSV and as JSON Lines, sampling the
-process's resident memory every ``--every`` rows. Constant memory: the samples stay flat.
+``DATABASE_URL`` names (migrated), then streams the whole challenge's export through the
+view's response (``leaderboard.views.answer_export.response``), as CSV, JSON Lines and
+Parquet, sampling the process's resident memory every ``--every`` rows.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_bench \\
         python bench/answer_export.py [--rows 1000000] [--runs 10] [--every 100000]
@@ -77,6 +77,7 @@ def main() -> None:
     import django
 
     django.setup()
+    from leaderboard.answer_export import CHUNK
     from leaderboard.models import Challenge
     from leaderboard.views.answer_export import response
 
@@ -84,15 +85,16 @@ def main() -> None:
     seed(args.rows, args.runs)
     print(f"seeded {args.rows} answers in {time.perf_counter() - started:.1f} s")
     challenge = Challenge.objects.get(slug="export-bench")
-    for fmt in ("csv", "jsonl"):
+    for fmt in ("csv", "jsonl", "parquet"):
         started, size, samples = time.perf_counter(), 0, []
         out = response(challenge, fmt, "", "")
-        for lines, chunk in enumerate(out.streaming_content, 1):  # type: ignore[attr-defined]
+        step = CHUNK if fmt == "parquet" else 1  # a Parquet part is a row group of CHUNK rows
+        for parts, chunk in enumerate(out.streaming_content, 1):  # type: ignore[attr-defined]
             size += len(chunk)
-            if lines % args.every == 0:
-                samples.append(f"{lines}: {rss_mib():.0f}")
+            if (parts * step) % args.every == 0:
+                samples.append(f"{parts * step}: {rss_mib():.0f}")
         took = time.perf_counter() - started
-        print(f"{fmt}: {lines} lines, {size / 2**20:.0f} MiB in {took:.1f} s; RSS MiB by line:")
+        print(f"{fmt}: {parts} parts, {size / 2**20:.0f} MiB in {took:.1f} s; RSS MiB by row:")
         print("  " + ", ".join(samples))
 
 

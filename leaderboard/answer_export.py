@@ -1,5 +1,6 @@
 """Every run's per-item answers and verdicts, for a challenge's organisers: a whole challenge or
-one split (of one task, every version of it), as CSV or JSON Lines, one row per answer, streamed.
+one split (of one task, every version of it), as CSV, JSON Lines or Parquet (pyarrow: a row
+group per chunk), one row per answer, streamed.
 
 Rows are read with ``QuerySet.iterator`` (a server-side cursor, ``CHUNK`` rows at a time) and
 written a row at a time, so the memory used does not grow with the rows exported. A row names
@@ -24,7 +25,11 @@ from django.urls import reverse
 from leaderboard.models import Challenge, ItemAnswer
 
 CHUNK = 2_000
-FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
+FORMATS = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/jsonl; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
+}
 # (column, the query's field)
 FIELDS = (
     ("run", "run_id"),
@@ -51,6 +56,14 @@ FIELDS = (
     ("transcript", "run__transcript"),
 )
 COLUMNS = tuple(column for column, _ in FIELDS)
+# a Parquet column's type where it is not a string (pyarrow's names)
+PARQUET_TYPES = {
+    "run": "int64",
+    "submission": "int64",
+    "split_version": "int64",
+    "position": "int64",
+    "latency_s": "float64",
+}
 
 
 class ExportRefused(ValueError):
@@ -104,11 +117,65 @@ def jsonl_lines(found: Iterable[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def streamed(challenge: Challenge, fmt: str, task: str = "", split: str = "") -> Iterator[str]:
-    """The export's lines in ``fmt`` (one of ``FORMATS``); ``ExportRefused`` before any."""
+class _Sink:
+    """What ``pyarrow.parquet.ParquetWriter`` writes to: the bytes kept until taken."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.position = 0
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        self.position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def take(self) -> bytes:
+        data, self.parts = b"".join(self.parts), []
+        return data
+
+
+def parquet_parts(found: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """The rows as a Parquet file, a row group per ``CHUNK`` rows, its bytes as written."""
+    import pyarrow as pa  # only an export in Parquet needs it
+    import pyarrow.parquet as pq
+
+    types = {column: PARQUET_TYPES.get(column, "string") for column in COLUMNS}
+    schema = pa.schema([(column, pa.type_for_alias(name)) for column, name in types.items()])
+    sink = _Sink()
+    with pq.ParquetWriter(sink, schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for row in found:
+            batch.append(row)
+            if len(batch) == CHUNK:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+                yield sink.take()
+        if batch or not sink.position:  # a file with no rows still has its schema
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    yield sink.take()
+
+
+def streamed(
+    challenge: Challenge, fmt: str, task: str = "", split: str = ""
+) -> Iterator[str] | Iterator[bytes]:
+    """The export's lines (Parquet: bytes) in ``fmt`` (one of ``FORMATS``); ``ExportRefused``
+    before any."""
     if fmt not in FORMATS:
-        raise ExportRefused(f"export as csv or jsonl, not {fmt!r}")
+        raise ExportRefused(f"export as csv, jsonl or parquet, not {fmt!r}")
     found = rows(answers(challenge, task, split))
+    if fmt == "parquet":
+        return parquet_parts(found)
     return csv_lines(found) if fmt == "csv" else jsonl_lines(found)
 
 

@@ -1,6 +1,6 @@
-"""``GET /api/challenges/<slug>/answers.<csv|jsonl>`` (``?task=&split=`` for one split): every
-run's answers and verdicts, streamed (``leaderboard.answer_export``); its organisers only (404
-for anyone else), token or session."""
+"""``GET /api/challenges/<slug>/answers.<csv|jsonl|parquet>`` (``?task=&split=`` for one
+split): every run's answers and verdicts, streamed (``leaderboard.answer_export``); its
+organisers only (404 for anyone else), token or session."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class AnswerExportView(APIView):
         responses={200: OpenApiTypes.BINARY, 400: OpenApiTypes.STR},
     )
     def get(self, request: Request, slug: str, fmt: str) -> HttpResponseBase:
-        """Every run's per-item answers and verdicts as CSV or JSON Lines (organisers only)."""
+        """Every run's per-item answers and verdicts as CSV, JSON Lines or Parquet (organisers
+        only)."""
         challenge = Challenge.objects.filter(slug=slug).first()
         if challenge is None or not is_organiser(request.user, challenge):
             raise Http404

@@ -1,7 +1,7 @@
 """The organisers' bulk export of a challenge's answers and verdicts
 (``leaderboard.answer_export``): ``/c/<slug>/answers/``, a page of links (the whole challenge,
-each split, as CSV or JSON Lines), and ``/c/<slug>/answers.<csv|jsonl>`` (``?task=&split=``
-for one split), streamed."""
+each split, as CSV, JSON Lines or Parquet), and ``/c/<slug>/answers.<csv|jsonl|parquet>``
+(``?task=&split=`` for one split), streamed."""
 
 from __future__ import annotations
 

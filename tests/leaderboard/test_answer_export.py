@@ -11,6 +11,7 @@ import json
 import tracemalloc
 from datetime import UTC, datetime
 
+import pyarrow.parquet as pq
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -129,7 +130,7 @@ def test_json_lines_of_one_split_and_bad_requests(runs, challenge, make_user):
     empty = client.get("/c/crag-mm-2026/answers.csv?task=multi-turn-qa&split=private-test")
     assert _content(empty).splitlines() == [",".join(answer_export.COLUMNS)]
     for query, message in [
-        ("answers.xml", "export as csv or jsonl, not 'xml'"),
+        ("answers.xml", "export as csv, jsonl or parquet, not 'xml'"),
         ("answers.csv?task=multi-turn-qa", "name both the task and the split, or neither"),
         ("answers.csv?task=other&split=validation",
          "CRAG-MM 2026 has no split 'validation' in a task 'other'"),
@@ -138,7 +139,35 @@ def test_json_lines_of_one_split_and_bad_requests(runs, challenge, make_user):
         assert (refused.status_code, refused.content.decode()) == (400, message)
 
 
-def _peak(challenge, rows: int, run) -> int:
+def test_parquet_of_the_whole_challenge_has_the_same_rows_typed(runs, challenge, make_user):
+    alpha, beta = runs
+    client = Client()
+    client.force_login(make_user(staff=True))
+    response = client.get("/c/crag-mm-2026/answers.parquet")
+    assert response["Content-Type"] == "application/vnd.apache.parquet"
+    assert response.streaming
+    table = pq.read_table(io.BytesIO(b"".join(response.streaming_content)))
+    assert table.column_names == list(answer_export.COLUMNS)
+    assert str(table.schema.field("latency_s").type) == "double"
+    assert str(table.schema.field("position").type) == "int64"
+    rows = table.to_pylist()
+    assert [(r["run"], r["item_key"], r["verdict"]) for r in rows] == [
+        (alpha.pk, "i1", "correct"), (alpha.pk, "i2", "missing"), (beta.pk, "i9", None)
+    ]  # fmt: skip
+    assert rows[2] == {
+        "run": beta.pk, "team": "beta", "submission": beta.submission_id, "method": "baseline",
+        "task": "multi-turn-qa", "split": "public-test", "split_version": 1, "setting": "",
+        "run_state": "done", "group": "s9", "position": 0, "item_key": "i9",
+        "outcome": "timeout", "problem": "", "latency_s": None, "response": "", "verdict": None,
+        "judge_id": None, "prompt_version": None, "prompt_hash": None, "judged_at": None,
+        "transcript": None,
+    }  # fmt: skip
+    empty = client.get("/c/crag-mm-2026/answers.parquet?task=multi-turn-qa&split=private-test")
+    nothing = pq.read_table(io.BytesIO(b"".join(empty.streaming_content)))
+    assert (nothing.num_rows, nothing.column_names) == (0, list(answer_export.COLUMNS))
+
+
+def _peak(challenge, rows: int, run, fmt: str) -> int:
     ItemAnswer.objects.filter(run=run).delete()
     ItemAnswer.objects.bulk_create(
         ItemAnswer(run=run, group="g", item_key=f"k{n}", position=n, response="x" * 200)
@@ -146,18 +175,20 @@ def _peak(challenge, rows: int, run) -> int:
     )
     tracemalloc.start()
     try:
-        written = sum(1 for _ in answer_export.streamed(challenge, "jsonl"))
+        written = sum(1 for _ in answer_export.streamed(challenge, fmt))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert written == rows
+    assert written == {"csv": rows + 1, "jsonl": rows, "parquet": rows // 500 + 1}[fmt]
     return peak
 
 
-def test_memory_does_not_grow_with_the_rows_exported(teams, splits, challenge, monkeypatch):
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_memory_does_not_grow_with_the_rows_exported(teams, splits, challenge, monkeypatch, fmt):
+    """Python's own allocations (pyarrow's buffers are measured by bench/answer_export.py)."""
     monkeypatch.setattr(answer_export, "CHUNK", 500)
     run = _run(teams["alpha"], splits["validation"], "m")
-    small, large = _peak(challenge, 2_000, run), _peak(challenge, 20_000, run)
+    small, large = _peak(challenge, 2_000, run, fmt), _peak(challenge, 20_000, run, fmt)
     # ten times the rows: the peak stays that of a chunk (read at once, it would be ~10x)
     assert large < small * 1.5, (small, large)
     print(f"peak bytes: {small} for 2,000 rows, {large} for 20,000")
