@@ -122,3 +122,16 @@ def test_text_diff_of_a_page_and_of_one_too_long_to_compare():
     ]
     long = "x\n" * 5_001
     assert text_diff("", long, "data") == ["data: 0 lines -> 5001 lines (too long to compare here)"]
+
+
+@pytest.mark.django_db
+def test_an_upload_past_the_bundle_limits_is_refused_before_it_is_unpacked(
+    make_user, tmp_path, settings
+):
+    settings.PODIUM_BUNDLE_MAX_MEMBERS = 3  # the bundle has more entries
+    staff = signed_in(make_user(staff=True))
+    bundle = write_bundle(tmp_path / "bundle", slug="from-web")
+    page = staff.post(NEW, {"action": "import", "bundle": zipped(bundle, "big.zip")})
+    problems = page.content.decode().split('id="bundle-problems"')[1].split("</div>")[0]
+    assert "<code>big.zip</code> <code>(bundle)</code>: more than 3 entries" in problems
+    assert not Challenge.objects.exists()
