@@ -89,10 +89,10 @@ def rows(found: QuerySet[ItemAnswer, Any]) -> Iterator[dict[str, Any]]:
     """Each answer as a row of ``COLUMNS``, read ``CHUNK`` at a time."""
     for raw in found.iterator(chunk_size=CHUNK):
         row = {column: raw[field] for column, field in FIELDS}
-        transcript = row["transcript"]
-        row["transcript"] = (
-            reverse("leaderboard:run-transcript", args=[row["run"]]) if (transcript) else None
-        )
+        if row["transcript"]:
+            row["transcript"] = reverse("leaderboard:run-transcript", args=[row["run"]])
+        else:
+            row["transcript"] = None
         judged = row["judged_at"]
         row["judged_at"] = judged.isoformat() if isinstance(judged, datetime) else None
         yield row

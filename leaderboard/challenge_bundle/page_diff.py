@@ -2,8 +2,9 @@
 the organiser who checks a bundle before importing it: the lines removed and added, not the
 pages' sha256s (``state`` compares pages by digest, which tells only that a page changed).
 
-A page past ``MAX_LINES`` lines on either side is not compared line by line (``difflib`` is
-quadratic at worst): its diff says how many lines each side has.
+A page is at most ``loader.MAX_PAGE_BYTES`` (1 MiB); one past ``MAX_LINES`` lines on either
+side is not compared line by line (``difflib`` is quadratic at worst): its diff says how many
+lines each side has.
 """
 
 from __future__ import annotations
