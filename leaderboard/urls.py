@@ -4,6 +4,7 @@ from django.urls import path
 
 from leaderboard.monitoring import metrics_view
 from leaderboard.views import (
+    answer_export,
     audits,
     boards,
     bundle,
@@ -25,11 +26,18 @@ urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("metrics", metrics_view, name="metrics"),
     path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
+    path("challenges/new/", bundle.create, name="challenge-new"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
     path("c/<slug:slug>/bundle/", bundle.organise, name="challenge-bundle"),
     path("c/<slug:slug>/logo/", bundle.logo, name="challenge-logo"),
     path("c/<slug:slug>/bundle/export.zip", bundle.download, name="challenge-bundle-export"),
+    path("c/<slug:slug>/answers/", answer_export.export_page, name="answer-export"),
+    path(
+        "c/<slug:slug>/answers.<str:fmt>",
+        answer_export.export_download,
+        name="answer-export-download",
+    ),
     path("c/<slug:slug>/kit/", kit.kit_page, name="kit"),
     path("c/<slug:slug>/kit/download/", kit.kit_download, name="kit-download"),
     path("c/<slug:slug>/kit/base-image/", kit.base_image_download, name="kit-base-image"),

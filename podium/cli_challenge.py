@@ -70,6 +70,8 @@ def format_challenge(body: dict[str, Any]) -> str:
         return f"exported {body['challenge']} to {body['path']} ({body['size']} bytes)"
     lines = [f"{body['challenge']}: " + ("unchanged" if body["unchanged"] else "changes:")]
     lines += [f"  {line}" for line in body["changes"]]
+    for text in (body.get("pages") or {}).values():  # each changed page's text diff
+        lines += [f"    {line}" for line in text]
     lines += [f"publish checklist: {problem}" for problem in body.get("checklist") or []]
     if body.get("version"):
         lines.append(f"imported as version {body['version']}")

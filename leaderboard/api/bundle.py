@@ -2,8 +2,9 @@
 
 - ``POST /api/bundles/validate/``, ``.../diff/``, ``.../import/``: a bundle zip as the
   multipart field ``bundle`` (and ``redo_runs``: true to run the submissions of a split that
-  gets a new version again on it); 200 with the changes (and, validating, the publish
-  checklist; importing, the new version; ``runs_queued``), 400 with every problem (``file``,
+  gets a new version again on it); 200 with the changes and each changed page's text diff
+  (``pages``; and, validating, the publish checklist; importing, the new version;
+  ``runs_queued``), 400 with every problem (``file``,
   ``line``, ``field``, ``message``), 403 for someone who does not organise the challenge (a
   new one: staff), decided before the zip is unpacked; for someone who organises none, before
   the upload is opened;

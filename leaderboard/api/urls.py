@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import bundle, kit, quota, submissions, views
+from leaderboard.api import answer_export, bundle, kit, quota, submissions, views
 from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
@@ -20,6 +20,11 @@ urlpatterns = [
     path("", include(router.urls)),
     path("bundles/<str:action>/", bundle.BundleView.as_view(), name="bundle"),
     path("challenges/<slug:slug>/bundle/", bundle.ExportView.as_view(), name="bundle-export"),
+    path(
+        "challenges/<slug:slug>/answers.<str:fmt>",
+        answer_export.AnswerExportView.as_view(),
+        name="answer-export",
+    ),
     path("challenges/<slug:slug>/kit/", kit.KitView.as_view(), name="kit"),
     path(
         "challenges/<slug:slug>/kit/download/", kit.KitDownloadView.as_view(), name="kit-download"

@@ -41,6 +41,7 @@ from leaderboard.challenge_bundle import (
     assets,
     baselines,
     loader,
+    page_diff,
     source,
     split_versions,
     state,
@@ -72,6 +73,7 @@ class Outcome:
     version: int | None = None  # the version made; None when nothing changed
     checklist: list[str] = field(default_factory=list)  # the publish checklist's problems
     runs_queued: int = 0  # runs on new split versions (``redo_runs``)
+    pages: dict[str, list[str]] = field(default_factory=dict)  # ``page_diff.page_diffs``
 
     @property
     def unchanged(self) -> bool:
@@ -123,7 +125,8 @@ def import_bundle(
             corpus[1] if corpus else kept_corpus,
             baselines.wanted(declared),
         )
-        outcome = Outcome(slug, state.diff(before, after))
+        pages = page_diff.page_diffs(existing, bundle)
+        outcome = Outcome(slug, page_diff.described(state.diff(before, after), pages), pages=pages)
         if outcome.unchanged and not dry_run:
             return outcome
         if existing is not None:

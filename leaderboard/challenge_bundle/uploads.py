@@ -51,6 +51,7 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "challenge": outcome.slug,
         "unchanged": outcome.unchanged,
         "changes": outcome.changes,
+        "pages": outcome.pages,
         "version": outcome.version,
         "checklist": outcome.checklist,
         "runs_queued": outcome.runs_queued,

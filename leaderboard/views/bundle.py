@@ -1,6 +1,7 @@
 """Challenges as code on the web: the bundle's JSON Schema, published for editors; the
 organiser's page to upload, check and import a bundle, and download the live challenge as one;
-the challenge's logo (a bundle's ``challenge.logo``), served to whoever sees the challenge."""
+a new challenge from a bundle (staff); the challenge's logo (a bundle's ``challenge.logo``),
+served to whoever sees the challenge."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from leaderboard.challenge_bundle import uploads
+from leaderboard.challenge_bundle import admission, uploads
 from leaderboard.challenge_bundle.exporter import export_zip
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.schema import schema_text
@@ -57,25 +58,46 @@ def organise(request: HttpRequest, slug: str) -> HttpResponse:
         raise PermissionDenied(f"only the organisers of {challenge.name} change it")
     context: dict[str, Any] = {"challenge": challenge}
     if request.method == "POST":
-        action = request.POST.get("action", "")
-        upload = request.FILES.get("bundle")
-        if action not in ("validate", "import"):
-            context["error"] = "choose Check or Import"
-        elif upload is None:
-            context["error"] = "choose a bundle (a zip with challenge.yaml at its root)"
-        else:
-            context["action"] = action
-            try:
-                redo_runs = request.POST.get("redo_runs") == "1"
-                context["redo_runs"] = redo_runs
-                context["outcome"] = uploads.run(
-                    upload, action, signed_in(request.user), "upload", slug, redo_runs=redo_runs
-                )
-            except BundleInvalid as exc:
-                context["problems"] = exc.problems
-            challenge.refresh_from_db()
+        context |= _uploaded(request, slug)
+        challenge.refresh_from_db()
     context["versions"] = challenge.versions.select_related("imported_by")[:20]
     return render(request, "leaderboard/challenge_bundle.html", context)
+
+
+@login_required
+def create(request: HttpRequest) -> HttpResponse:
+    """``/challenges/new/``: a new challenge from a bundle, for whoever may create one (staff,
+    as ``admission.may_change`` says; decided before the upload is read): check it (the
+    changes, each page's text diff, the publish checklist), then import it."""
+    if not admission.may_change(signed_in(request.user), None):
+        raise PermissionDenied("only staff create a challenge")
+    context: dict[str, Any] = {}
+    if request.method == "POST":
+        context |= _uploaded(request, None)
+        outcome = context.get("outcome")
+        if outcome is not None and outcome.version is not None:
+            context["created"] = Challenge.objects.get(slug=outcome.slug)
+    return render(request, "leaderboard/challenge_new.html", context)
+
+
+def _uploaded(request: HttpRequest, slug: str | None) -> dict[str, Any]:
+    """The form's bundle checked or imported (of challenge ``slug``, when given): the
+    template's ``action``, ``redo_runs``, ``outcome`` or ``problems``, or ``error``."""
+    action = request.POST.get("action", "")
+    upload = request.FILES.get("bundle")
+    if action not in ("validate", "import"):
+        return {"error": "choose Check or Import"}
+    if upload is None:
+        return {"error": "choose a bundle (a zip with challenge.yaml at its root)"}
+    redo_runs = request.POST.get("redo_runs") == "1"
+    context: dict[str, Any] = {"action": action, "redo_runs": redo_runs}
+    try:
+        context["outcome"] = uploads.run(
+            upload, action, signed_in(request.user), "upload", slug, redo_runs=redo_runs
+        )
+    except BundleInvalid as exc:
+        context["problems"] = exc.problems
+    return context
 
 
 @login_required

@@ -97,6 +97,14 @@ def test_the_cli_imports_a_bundle_directory_and_exports_it(
     base = ["--url", live_server.url, "--token", token, "challenge"]
     assert cli.main([*base, "import", str(bundle)]) == 0
     assert "imported as version 1" in capsys.readouterr().out
+    (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kinder.\n")
+    assert cli.main([*base, "diff", str(bundle)]) == 0
+    assert capsys.readouterr().out == (
+        "bundle-test: changes:\n  ~ challenge.pages.rules: +1 -1 lines\n"
+        "    --- live/rules\n    +++ bundle/rules\n    @@ -1,3 +1,3 @@\n     # Rules\n     \n"
+        "    -Be kind.\n    +Be kinder.\n"
+    )
+    (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kind.\n")
     edit(bundle, "per_day: 3", "per_day: nine")
     assert cli.main([*base, "validate", str(bundle)]) == 1
     assert "challenge.yaml:21: tasks[0].quotas.per_day: 'nine' is not of type" in (

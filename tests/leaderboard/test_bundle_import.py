@@ -88,11 +88,13 @@ def test_a_changed_bundle_is_a_new_version_with_its_diff_who_and_when(bundle):
     (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kinder.\n")
     preview = import_bundle(bundle, organiser, dry_run=True)
     assert preview.changes == [
-        "~ challenge.pages.rules: "
-        f"'{state.text_digest('# Rules' + chr(10) + chr(10) + 'Be kind.' + chr(10))}' -> "
-        f"'{state.text_digest('# Rules' + chr(10) + chr(10) + 'Be kinder.' + chr(10))}'",
+        "~ challenge.pages.rules: +1 -1 lines",
         "~ tasks.multi-turn-qa.quotas.per_day: 3 -> 10",
     ]
+    assert preview.pages == {
+        "rules": ["--- live/rules", "+++ bundle/rules", "@@ -1,3 +1,3 @@", " # Rules", " ",
+                  "-Be kind.", "+Be kinder."]
+    }  # fmt: skip
     assert Task.objects.get().quota_per_day == 3  # a preview changes nothing
     outcome = import_bundle(bundle, organiser, via="upload")
     assert outcome.version == 2 and outcome.changes == preview.changes
@@ -188,6 +190,14 @@ def test_the_command_imports_diffs_and_exports(bundle, tmp_path, capsys):
     edit(bundle, "title: Bundle test", "title: Bundle test, renamed")
     call_command("challenge", "diff", str(bundle))
     assert "~ challenge.title: 'Bundle test' -> 'Bundle test, renamed'" in capsys.readouterr().out
+    (bundle / "pages" / "rules.md").write_text("# Rules\n\nBe kinder.\n")
+    call_command("challenge", "diff", str(bundle))
+    assert (
+        "  ~ challenge.pages.rules: +1 -1 lines\n"
+        "  ~ challenge.title: 'Bundle test' -> 'Bundle test, renamed'\n"
+        "    --- live/rules\n    +++ bundle/rules\n    @@ -1,3 +1,3 @@\n     # Rules\n     \n"
+        "    -Be kind.\n    +Be kinder.\n"
+    ) in capsys.readouterr().out
     call_command("challenge", "export", "bundle-test", str(tmp_path / "out.zip"), "--zip")
     Challenge.objects.all().delete()
     call_command("challenge", "import", str(tmp_path / "out.zip"))

@@ -98,6 +98,9 @@ class Command(BaseCommand):
             say(f"{outcome.slug}: {len(outcome.changes)} change(s)")
             for line in outcome.changes:
                 say(f"  {line}")
+            for text in outcome.pages.values():  # each changed page's text diff
+                for line in text:
+                    say(f"    {line}")
         if action == "validate":
             for problem in outcome.checklist:
                 say(f"publish checklist: {problem}")
