@@ -80,6 +80,7 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
         "challenge",
         "artifact_kind",
         "state",
+        "standing",
         "is_baseline",
         "chosen_for_final",
         "consumes_quota",
@@ -90,6 +91,7 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
     date_hierarchy = "created_at"
     inlines = (ChosenTaskInline, RunInline)
     actions = ("mark_baseline", "refund_quota", "evaluate_missing")
+    readonly_fields = ("standing",)  # changed on the submissions panel, logged
     formfield_overrides: ClassVar[dict[type[models.Field[Any, Any]], dict[str, str]]] = {
         models.URLField: {"assume_scheme": "https"}
     }

@@ -1,7 +1,8 @@
 """The organisers' submissions panel of a challenge: every run, filtered by team, task, split,
 state, standing and flags, with the logged actions (a reason required, the team shown them):
 re-run, re-judge, cancel (``leaderboard.run_actions``), disqualify, hide from the boards,
-restore (``leaderboard.standing``), and re-run every run of a split; and the action log.
+restore (``leaderboard.standing``), and re-run every run of a split or a phase; and the
+action log.
 
 Who is asking is decided first: only the challenge's organisers get past ``_organised``, before
 anything of the request is read."""
@@ -27,6 +28,7 @@ from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
     EvaluationRun,
+    Phase,
     RunAction,
     Split,
     Submission,
@@ -132,6 +134,7 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
         "states": EvaluationRun.State.choices,
         "standings": Submission.Standing.choices,
         "splits": splits.order_by("task__task_id", "kind", "-version"),
+        "phases": challenge.phases.all(),
     }
     return render(request, "leaderboard/panel.html", context)
 
@@ -139,19 +142,27 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
-    """One action on the runs chosen (``run`` values), or on every run of a split (``split``:
-    re-run only), with the reason given."""
+    """One action on the runs chosen (``run`` values), or on every run of a split (``split``)
+    or of the submissions made during a phase (``phase``): re-run only; with the reason given."""
     challenge = _organised(request, slug)
     action = request.POST.get("action", "")
     if action not in ACTIONS:
         raise PermissionDenied(f"unknown action {action!r}: expected one of {', '.join(ACTIONS)}")
     done, perform = ACTIONS[action]
     ours = EvaluationRun.objects.filter(submission__challenge=challenge)
-    split_id = request.POST.get("split", "")
-    if split_id:
-        if action != "rerun" or not split_id.isdigit():
-            raise PermissionDenied("a whole split is only re-run")
-        chosen = list(ours.filter(split_id=int(split_id)).select_related("submission"))
+    split_id, phase_id = request.POST.get("split", ""), request.POST.get("phase", "")
+    if split_id or phase_id:
+        if action != "rerun" or not (split_id or phase_id).isdigit():
+            raise PermissionDenied("a whole split or phase is only re-run")
+        if split_id:
+            ours = ours.filter(split_id=int(split_id))
+        else:
+            phase = get_object_or_404(Phase, pk=int(phase_id), challenge=challenge)
+            ours = ours.filter(
+                submission__created_at__gte=phase.starts_at,
+                submission__created_at__lt=phase.ends_at,
+            )
+        chosen = list(ours.select_related("submission"))
     else:
         ids = [int(v) for v in request.POST.getlist("run") if v.isdigit()]
         chosen = list(ours.filter(pk__in=ids).select_related("submission"))

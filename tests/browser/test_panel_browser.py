@@ -5,7 +5,11 @@ Every page is checked by axe and may not scroll sideways, at 1400 and 390 px."""
 
 from __future__ import annotations
 
-from leaderboard.models import AnswerSimilarity, Submission, SubmissionAction
+from datetime import timedelta
+
+from django.utils import timezone
+
+from leaderboard.models import AnswerSimilarity, Phase, Submission, SubmissionAction
 from tests.browser.test_journeys import Journey, screen  # noqa: F401 - fixture used by name
 
 
@@ -37,10 +41,15 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     AnswerSimilarity.objects.create(
         split=public, run_a=alpha, run_b=beta, items=21, alike=20, share=20 / 21
     )
+    now = timezone.now()
+    Phase.objects.create(
+        challenge=challenge, name="Phase 1", starts_at=now - timedelta(days=1), ends_at=now
+    )
     _sign_in(page, "olga")
     page.goto(f"/c/{challenge.slug}/")
     page.get_by_role("link", name="Submissions panel (organisers)").click()
     page.wait_for_url("**/panel/")
+    assert page.locator("#rerun-phase").is_visible()
     journey.see("panel")
     page.fill("#panel-filters input[name=team]", "alp")
     page.locator("#panel-filters button").click()

@@ -236,6 +236,34 @@ def test_every_finished_run_of_a_split_is_rerun_at_once(
     assert client.post(act, posted).status_code == 403
 
 
+def test_every_finished_run_of_a_phases_submissions_is_rerun_at_once(
+    client, challenge, teams, splits, make_entry, organiser, sent
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from leaderboard.models import Phase
+
+    now = timezone.now()
+    phase = Phase.objects.create(
+        challenge=challenge, name="Phase 1", starts_at=now - timedelta(days=3),
+        ends_at=now - timedelta(days=1),
+    )  # fmt: skip
+    during = make_entry(teams["alpha"], splits["public-test"], 0.8, age_days=2)
+    before = make_entry(teams["beta"], splits["public-test"], 0.5, age_days=4)
+    after = make_entry(teams["gamma"], splits["public-test"], 0.3, age_days=0.5)
+    client.force_login(organiser)
+    page = client.get(_panel(challenge)).content.decode()
+    assert f'<option value="{phase.pk}">Phase 1 (' in page
+    act = reverse("leaderboard:panel-action", args=[challenge.slug])
+    response = client.post(act, {"action": "rerun", "phase": phase.pk, "why": "phase 1 again"})
+    assert [str(m) for m in response.wsgi_request._messages] == ["1 run re-run."]
+    assert list(RunAction.objects.values_list("run_id", "why")) == [(during.pk, "phase 1 again")]
+    states = dict(EvaluationRun.objects.values_list("pk", "state"))
+    assert (states[before.pk], states[after.pk]) == (State.DONE, State.DONE)
+
+
 def test_runs_of_another_challenge_are_never_acted_on(
     client, challenge, runs, organiser, make_user
 ):

@@ -146,3 +146,11 @@ def test_the_admin_offers_no_unlogged_delete_of_runs(client, done_run, organiser
     page = client.get(CHANGELIST).content.decode()
     assert 'name="action"' in page  # the logged actions are offered
     assert "delete_selected" not in page
+
+
+def test_a_submissions_standing_is_read_only_in_the_admin(client, done_run, organiser):
+    client.force_login(organiser)
+    url = reverse("admin:leaderboard_submission_change", args=[done_run.submission_id])
+    page = client.get(url).content.decode()
+    assert "on the boards" in page  # shown
+    assert 'name="standing"' not in page  # never edited there: the panel's actions log it
