@@ -23,7 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from leaderboard import permissions, run_actions
+from leaderboard import board_cache, permissions, run_actions
 from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
@@ -121,6 +121,7 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
     page = Paginator(runs.order_by("-submission__created_at", "pk"), PER_PAGE).get_page(
         request.GET.get("page")
     )
+    entries = _board_entries([run for run in page.object_list if run.state == "done"])
     splits = Split.objects.filter(task__challenge=challenge).select_related("task")
     query = request.GET.copy()
     query.pop("page", None)
@@ -135,8 +136,18 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
         "standings": Submission.Standing.choices,
         "splits": splits.order_by("task__task_id", "kind", "-version"),
         "phases": challenge.phases.all(),
+        "entries": entries,
     }
     return render(request, "leaderboard/panel.html", context)
+
+
+def _board_entries(runs: list[EvaluationRun]) -> set[int]:
+    """Which of ``runs`` are entries of their boards (each board read once, from its cache)."""
+    boards = {(run.split_id, run.setting): run.split for run in runs}
+    found: set[int] = set()
+    for (_, setting), split in boards.items():
+        found.update(entry.run_id for entry in board_cache.board(split, setting).entries)
+    return found
 
 
 @login_required

@@ -97,7 +97,8 @@ def test_the_panel_lists_every_run_and_filters_them(client, challenge, runs, org
     entry = reverse(
         "leaderboard:entry", args=[challenge.slug, "multi-turn-qa", "public-test", runs["alpha"].pk]
     )
-    assert f'href="{entry}"' in page  # a done run links its board entry
+    assert f'href="{entry}"' in page  # a run on its board links its entry
+    assert page.count("/entries/") == 2  # alpha's and beta's: gamma's is not done
 
     def listed(**query: str) -> set[str]:
         page = client.get(_panel(challenge), query).content.decode()
@@ -144,6 +145,9 @@ def test_disqualify_takes_the_submission_off_the_board_logged_and_shown_to_the_t
     submission = Submission.objects.get(pk=runs["alpha"].submission_id)
     assert submission.standing == "disqualified"
     assert _board_methods(public) == ["beta-m"]
+    page = client.get(_panel(challenge)).content.decode()
+    assert f"/entries/{runs['alpha'].pk}/" not in page  # no longer an entry: no link
+    assert f"/entries/{runs['beta'].pk}/" in page
     (logged,) = SubmissionAction.objects.all()
     assert (logged.kind, logged.by, logged.why, logged.from_standing) == (
         "disqualify", organiser, "shared its image", "shown",
