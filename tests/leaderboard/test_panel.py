@@ -4,31 +4,26 @@ leave out disqualified and hidden submissions until they are restored."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from leaderboard import board_store
 from leaderboard.models import (
     AnswerSimilarity,
+    Challenge,
     EvaluationRun,
+    Phase,
     RunAction,
     Split,
     Submission,
     SubmissionAction,
 )
-from podium.celery import app
+from tests.leaderboard.test_run_actions import sent  # noqa: F401 - fixture used by name
 
 State = EvaluationRun.State
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, int, str]]:
-    """The stage tasks sent: (task name, run id, queue)."""
-    calls: list[tuple[str, int, str]] = []
-    monkeypatch.setattr(
-        app, "send_task", lambda name, kwargs, queue: calls.append((name, kwargs["run_id"], queue))
-    )
-    return calls
 
 
 @pytest.fixture
@@ -211,7 +206,8 @@ def test_cancel_from_the_panel_is_logged_and_the_team_sees_it(
     assert "stuck" not in page  # a run action's reason is the organisers' own
 
 
-def test_rerun_and_rejudge_from_the_panel_are_logged(client, challenge, runs, organiser, sent):
+@pytest.mark.usefixtures("sent")  # stage tasks recorded, not sent to a broker
+def test_rerun_and_rejudge_from_the_panel_are_logged(client, challenge, runs, organiser):
     client.force_login(organiser)
     _act(client, challenge, "rejudge", [runs["alpha"]], why="judge fixed")
     _act(client, challenge, "rerun", [runs["beta"]], why="flaky network")
@@ -223,9 +219,8 @@ def test_rerun_and_rejudge_from_the_panel_are_logged(client, challenge, runs, or
     ]
 
 
-def test_every_finished_run_of_a_split_is_rerun_at_once(
-    client, challenge, runs, splits, organiser, sent
-):
+@pytest.mark.usefixtures("sent")  # stage tasks recorded, not sent to a broker
+def test_every_finished_run_of_a_split_is_rerun_at_once(client, challenge, runs, splits, organiser):
     client.force_login(organiser)
     act = reverse("leaderboard:panel-action", args=[challenge.slug])
     public = splits["public-test"]
@@ -240,15 +235,10 @@ def test_every_finished_run_of_a_split_is_rerun_at_once(
     assert client.post(act, posted).status_code == 403
 
 
+@pytest.mark.usefixtures("sent")  # stage tasks recorded, not sent to a broker
 def test_every_finished_run_of_a_phases_submissions_is_rerun_at_once(
-    client, challenge, teams, splits, make_entry, organiser, sent
+    client, challenge, teams, splits, make_entry, organiser
 ):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from leaderboard.models import Phase
-
     now = timezone.now()
     phase = Phase.objects.create(
         challenge=challenge, name="Phase 1", starts_at=now - timedelta(days=3),
@@ -271,8 +261,6 @@ def test_every_finished_run_of_a_phases_submissions_is_rerun_at_once(
 def test_runs_of_another_challenge_are_never_acted_on(
     client, challenge, runs, organiser, make_user
 ):
-    from leaderboard.models import Challenge
-
     other = Challenge.objects.create(slug="other", name="Other")
     other.organisers.add(organiser)
     client.force_login(organiser)
