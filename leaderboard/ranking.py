@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, RowNumber
 
 from evaluator.seam import Metric
 from leaderboard.entries import ENTRY_FIELDS, Entry
-from leaderboard.models import EntryComparison, EvaluationRun, Headline, Split, Task
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, Split, Submission, Task
 from leaderboard.slices import SliceCell, SliceTable, entry_slices, slice_table
 
 # what pages read beside a board, here as before
@@ -77,7 +77,10 @@ def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
     """The finished runs' headlines on ``split``: in ``setting``, or in every one (None)."""
     # the run's split too: the planner then reads only this split's runs
     rows = Headline.objects.filter(
-        split=split, run__split=split, run__state=EvaluationRun.State.DONE
+        split=split,
+        run__split=split,
+        run__state=EvaluationRun.State.DONE,
+        run__submission__standing=Submission.Standing.SHOWN,  # not hidden nor disqualified
     )
     return rows if setting is None else rows.filter(setting=setting)
 

@@ -27,6 +27,7 @@ from leaderboard.models import (
     SliceScore,
     Split,
     Submission,
+    SubmissionAction,
     SubmissionTask,
     Task,
 )
@@ -79,6 +80,7 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
         "challenge",
         "artifact_kind",
         "state",
+        "standing",
         "is_baseline",
         "chosen_for_final",
         "consumes_quota",
@@ -89,6 +91,7 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
     date_hierarchy = "created_at"
     inlines = (ChosenTaskInline, RunInline)
     actions = ("mark_baseline", "refund_quota", "evaluate_missing")
+    readonly_fields = ("standing",)  # changed on the submissions panel, logged
     formfield_overrides: ClassVar[dict[type[models.Field[Any, Any]], dict[str, str]]] = {
         models.URLField: {"assume_scheme": "https"}
     }
@@ -226,6 +229,12 @@ class EvaluationRunAdmin(admin.ModelAdmin[EvaluationRun]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # no "Delete selected": organisers act through the logged actions (re-run, cancel)
+        found = super().get_actions(request)
+        found.pop("delete_selected", None)
+        return found
+
 
 @admin.register(RunAction)
 class RunActionAdmin(admin.ModelAdmin[RunAction]):
@@ -233,6 +242,24 @@ class RunActionAdmin(admin.ModelAdmin[RunAction]):
     list_filter = ("kind", "run__task__challenge")
     search_fields = ("why", "by__username")
     list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(SubmissionAction)
+class SubmissionActionAdmin(admin.ModelAdmin[SubmissionAction]):
+    """Read only: the submissions panel takes these actions (``leaderboard.standing``)."""
+
+    list_display = ("at", "kind", "submission", "by", "from_standing", "why")
+    list_filter = ("kind", "submission__challenge")
+    list_select_related = ("submission__team", "by")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -18,7 +18,7 @@ from leaderboard.models.results import (
     RankedBoard,
     SliceScore,
 )
-from leaderboard.models.run_action import RunAction
+from leaderboard.models.run_action import RunAction, SubmissionAction
 from leaderboard.models.split import Split, current_splits
 from leaderboard.models.submission import (
     EvaluationRun,
@@ -60,6 +60,7 @@ __all__ = [
     "SliceScore",
     "Split",
     "Submission",
+    "SubmissionAction",
     "SubmissionTask",
     "Task",
     "Team",

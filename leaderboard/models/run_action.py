@@ -1,5 +1,5 @@
-"""What organisers did to runs (re-run, re-judge, cancel, re-queue): who, when, why, from
-which state."""
+"""What organisers did to runs (re-run, re-judge, cancel, re-queue) and to submissions
+(disqualify, hide from the boards, restore): who, when, why, from which state."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from leaderboard.models.submission import EvaluationRun
+from leaderboard.models.submission import EvaluationRun, Submission
 
 
 class RunAction(models.Model):
@@ -33,3 +33,30 @@ class RunAction(models.Model):
     def __str__(self) -> str:
         when = f"{self.at:%Y-%m-%d %H:%M}"
         return f"{self.get_kind_display()} of run #{self.run_id} by {self.by} ({when})"
+
+
+class SubmissionAction(models.Model):
+    """An organiser's change of a submission's standing on the boards; its team reads ``why``."""
+
+    class Kind(models.TextChoices):
+        DISQUALIFY = "disqualify", "disqualify"
+        HIDE = "hide", "hide from the boards"
+        RESTORE = "restore", "restore to the boards"
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="actions")
+    kind = models.CharField(max_length=16, choices=Kind)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    why = models.TextField()
+    from_standing = models.CharField(max_length=16, choices=Submission.Standing)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("-at",)
+
+    def __str__(self) -> str:
+        when = f"{self.at:%Y-%m-%d %H:%M}"
+        return (
+            f"{self.get_kind_display()} of submission #{self.submission_id} by {self.by} ({when})"
+        )

@@ -43,6 +43,13 @@ class Submission(models.Model):
         PODIUM_FAILED = "podium-failed", "failed on Podium's side (refunded)"
         CANCELLED = "cancelled", "cancelled"
 
+    class Standing(models.TextChoices):
+        """On the boards or not, by an organiser's logged action (``leaderboard.standing``)."""
+
+        SHOWN = "shown", "on the boards"
+        HIDDEN = "hidden", "hidden from the boards"
+        DISQUALIFIED = "disqualified", "disqualified"
+
     # whose build will not be made (again) unless an organiser re-runs one of its runs
     FAILED_STATES = (State.FAILED, State.PODIUM_FAILED)
     # whose image is not made yet: what a build that failed on Podium's side ends
@@ -68,6 +75,7 @@ class Submission(models.Model):
     chosen_for_final = models.BooleanField(default=False)
     is_baseline = models.BooleanField(default=False, help_text="set by organisers only")
     state = models.CharField(max_length=16, choices=State, default=State.RECEIVED)
+    standing = models.CharField(max_length=16, choices=Standing, default=Standing.SHOWN)
     failure_reason = models.TextField(blank=True, help_text="shown to the team")
     build_log = models.TextField(
         blank=True, help_text="the last lines of the team's own build, and Podium's notices on it"

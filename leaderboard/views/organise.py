@@ -24,7 +24,7 @@ from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from leaderboard import permissions
+from leaderboard import duplicates, permissions
 from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
@@ -43,7 +43,7 @@ class SubmissionRow:
     submission: Submission
     run_states: list[tuple[str, int]]  # each state of its runs, with how many are in it
     same_image_as: list[str]  # the other teams that submitted its image
-    similar_answers: list[str]  # its runs' near-identical answers to another team's
+    similar_answers: list[tuple[int, str, int]]  # its flagged pairs: (pair, team, submission)
 
 
 def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
@@ -69,7 +69,7 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
     ):
         teams_by_digest[digest].add(name)
     listed = list(page.object_list)
-    similar = similar_answers(challenge, listed)
+    flagged, similar = similar_answers(challenge, listed)
     rows = [
         SubmissionRow(
             s,
@@ -88,30 +88,55 @@ def challenge_submissions(request: HttpRequest, slug: str) -> HttpResponse:
         "team": team,
         "shared_images": sum(1 for names in teams_by_digest.values() if len(names) > 1),
         "similar_pairs": AnswerSimilarity.objects.filter(split__task__challenge=challenge).count(),
+        "flagged": flagged,
+        "flag_rule": {
+            "share": round(duplicates.FLAG_SHARE * 100),
+            "min_items": duplicates.MIN_ITEMS,
+            "near": round(duplicates.NEAR_RATIO),
+        },
         "total": everything.count(),
         **_figures(challenge, everything),
     }
     return render(request, "leaderboard/challenge_submissions.html", context)
 
 
-def similar_answers(challenge: Challenge, submissions: list[Submission]) -> dict[int, list[str]]:
-    """Per submission, its runs' near-identical answers to another team's (``duplicates``),
-    one line each: the other team and submission, the split, the share of items alike."""
+@dataclass(frozen=True)
+class FlaggedPair:
+    """Two teams' runs with near-identical answers (``duplicates``), as the page lists them."""
+
+    pair: AnswerSimilarity
+
+    @property
+    def where(self) -> str:
+        setting = f" [{self.pair.run_a.setting}]" if self.pair.run_a.setting else ""
+        return f"{self.pair.split.task.task_id} {self.pair.split.kind}{setting}"
+
+    @property
+    def percent(self) -> str:
+        return f"{self.pair.share:.0%}"
+
+
+def similar_answers(
+    challenge: Challenge, submissions: list[Submission]
+) -> tuple[list[FlaggedPair], dict[int, list[tuple[int, str, int]]]]:
+    """The flagged pairs of the submissions listed (``duplicates``), and per submission the
+    other side of each of its pairs: (pair id, team, submission id)."""
     shown = [submission.pk for submission in submissions]
-    pairs = AnswerSimilarity.objects.filter(
-        Q(run_a__submission__in=shown) | Q(run_b__submission__in=shown),
-        split__task__challenge=challenge,
-    ).select_related("split__task", "run_a__submission__team", "run_b__submission__team")
-    lines: dict[int, list[str]] = defaultdict(list)
+    pairs = (
+        AnswerSimilarity.objects.filter(
+            Q(run_a__submission__in=shown) | Q(run_b__submission__in=shown),
+            split__task__challenge=challenge,
+        )
+        .select_related("split__task", "run_a__submission__team", "run_b__submission__team")
+        .order_by("-share", "pk")
+    )
+    others: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
     for pair in pairs:
         for mine, theirs in ((pair.run_a, pair.run_b), (pair.run_b, pair.run_a)):
-            setting = f" [{mine.setting}]" if mine.setting else ""
-            lines[mine.submission_id].append(
-                f"{theirs.submission.team.name} (#{theirs.submission_id}) on "
-                f"{pair.split.task.task_id} {pair.split.kind}{setting}: "
-                f"{pair.share:.0%} of {pair.items} answers alike"
+            others[mine.submission_id].append(
+                (pair.pk, theirs.submission.team.name, theirs.submission_id)
             )
-    return lines
+    return [FlaggedPair(pair) for pair in pairs], others
 
 
 def _figures(challenge: Challenge, submissions: QuerySet[Submission]) -> dict[str, object]:

@@ -19,6 +19,7 @@ from leaderboard import permissions, ranking
 from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
+from leaderboard.standing import seen_by_team
 from leaderboard.submitting import set_flags
 
 
@@ -133,6 +134,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "columns": ranking.columns(run.task, run.setting, run.split),  # what its split has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
             "progress": progress_record(run),
+            "organiser_actions": seen_by_team(run.submission),
         },
     )
 

@@ -25,6 +25,7 @@ from leaderboard.models import (
     RunAction,
     SearchCorpus,
     Submission,
+    SubmissionAction,
     SubmissionTask,
     TermsAcceptance,
 )
@@ -56,7 +57,8 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         listing = client.get(reverse("admin:{}_{}_changelist".format(*info)), {"q": "a"})
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
-        # runs: by submitting; run actions: by acting on runs; headlines: by storing scores;
+        # runs: by submitting; run and submission actions: by acting on them (the panel);
+        # headlines: by storing scores;
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
         # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
@@ -78,6 +80,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             Headline,
             RankedBoard,
             RunAction,
+            SubmissionAction,
             TermsAcceptance,
             SubmissionTask,
             JudgePreview,

@@ -79,8 +79,17 @@ def test_the_organisers_page_names_the_other_team_and_the_share(
     client.force_login(organiser)
     page = client.get(url).content.decode()
     assert 'id="similar-answers"' in page
-    assert f"beta (#{runs['beta'].submission_id}) on multi-turn-qa public-test: 100% of 25" in page
-    assert f"alpha (#{runs['alpha'].submission_id}) on multi-turn-qa" in page
+    alpha, beta = runs["alpha"], runs["beta"]
+    low, high = sorted((alpha, beta), key=lambda run: run.pk)
+    assert (
+        f"{low.submission.team.name} #{low.submission_id} (run #{low.pk})</a> and "
+        f'<a href="/runs/{high.pk}/">{high.submission.team.name} #{high.submission_id} '
+        f"(run #{high.pk})</a> on multi-turn-qa public-test: 25 of 25 answers alike (100%)"
+    ) in page
+    # each row links its pairs compactly: the other team and submission
+    assert f'">beta #{beta.submission_id}</a>' in page
+    assert f'">alpha #{alpha.submission_id}</a>' in page
+    assert "at least 20 items were both answered and at least 90 % of them are alike" in page
     client.force_login(make_user("carol", team=teams["alpha"]))
     assert client.get(url).status_code == 403  # a team never sees another's flags
     client.logout()

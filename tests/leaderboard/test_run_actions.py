@@ -139,3 +139,18 @@ def test_the_admin_asks_why_then_acts_and_keeps_run_fields_read_only(
     assert 'name="state"' not in html and 'name="failure_reason"' not in html
     assert "wrong split" in html  # the action, listed on the run
     assert client.get(reverse("admin:leaderboard_evaluationrun_add")).status_code == 403
+
+
+def test_the_admin_offers_no_unlogged_delete_of_runs(client, done_run, organiser):
+    client.force_login(organiser)
+    page = client.get(CHANGELIST).content.decode()
+    assert 'name="action"' in page  # the logged actions are offered
+    assert "delete_selected" not in page
+
+
+def test_a_submissions_standing_is_read_only_in_the_admin(client, done_run, organiser):
+    client.force_login(organiser)
+    url = reverse("admin:leaderboard_submission_change", args=[done_run.submission_id])
+    page = client.get(url).content.decode()
+    assert "on the boards" in page  # shown
+    assert 'name="standing"' not in page  # never edited there: the panel's actions log it
