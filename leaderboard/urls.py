@@ -14,6 +14,7 @@ from leaderboard.views import (
     organise,
     run_live,
     runs,
+    site,
     submit,
     teams,
 )
@@ -24,6 +25,7 @@ board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("metrics", metrics_view, name="metrics"),
+    path("favicon.ico", site.favicon, name="favicon"),
     path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),
     path("c/<slug:slug>/submit/", submit.submit_page, name="submit"),
