@@ -1,4 +1,5 @@
-"""The demo's Celery worker and beat processes, waiting for the runs, and the rankings."""
+"""The demo's processes (the web server, Celery's worker and beat), waiting for the runs, and the
+rankings."""
 
 from __future__ import annotations
 
@@ -54,17 +55,56 @@ class CeleryProcesses:
         return all(process.poll() is None for process in self.processes)
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(self.processes)
+
+
+class WebServer:
+    """``manage.py runserver`` at ``addr`` as a subprocess, started first so the site answers
+    while the demo builds and evaluates; its output (requests, the mail the console backend
+    prints) goes to the terminal. Stopped when the block ends."""
+
+    def __init__(self, repo: Path, addr: str) -> None:
+        self.repo = repo
+        self.addr = addr
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> WebServer:
+        command = [sys.executable, "manage.py", "runserver", "--noreload", self.addr]
+        self.processes.append(subprocess.Popen(command, cwd=self.repo))
+        return self
+
+    def alive(self) -> bool:
+        return self.processes[0].poll() is None
+
+    def wait(self) -> int:
+        """Until the server stops (Ctrl-C, ``kill``); its exit status."""
+        return self.processes[0].wait()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stop(self.processes)
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each process still running, then SIGKILL those not gone within 30 s."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def resume_unfinished(challenge: Challenge) -> int:
