@@ -3,8 +3,8 @@ need an operator (stuck, retrying, waiting long in a queue).
 
 Workers are known two ways, merged by node (host name): Celery's broadcast (``inspect``: every
 worker that answers within ``INSPECT_TIMEOUT_S``, its queues and the stage tasks it is running)
-and the heartbeats runs record (``worker_id`` is ``<host>:<pid>``), which also name workers that
-are too busy to answer.
+and the heartbeats runs record (``worker_id`` is ``<node>/<host>:<pid>``), which also name workers
+that are too busy to answer.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from kombu.exceptions import KombuError
 
-from leaderboard.models import EvaluationRun
+from leaderboard.models import EvaluationRun, RunAction
 from leaderboard.monitoring import queue_depths, stale_cutoff
 from podium import monitoring_events
 from podium.celery import app
@@ -49,8 +49,9 @@ class Attention:
 
 
 def _node(name: str) -> str:
-    """``celery@host`` and ``host:pid`` both name the node ``host``."""
-    return name.split("@", 1)[-1].rsplit(":", 1)[0]
+    """``celery@host`` and a run's ``node/host:pid`` (``ownership.worker_id``) both name the
+    worker's host ``host``: Celery names a worker by its host, not by ``PODIUM_NODE_ID``."""
+    return name.split("@", 1)[-1].rsplit(":", 1)[0].rsplit("/", 1)[-1]
 
 
 def _celery_workers() -> dict[str, Worker]:
@@ -108,9 +109,13 @@ def needing_attention(now: datetime | None = None) -> list[Attention]:
 
 def _waiting_since(run: EvaluationRun) -> datetime | None:
     """Since when an unowned run waits in a queue: handed over (its stage entered), or created
-    and never started; None for a re-queued run (the time is not kept)."""
+    (or re-run: its last re-run action) and never started since; None for a re-queued run (the
+    time is not kept)."""
     if run.state == EvaluationRun.State.QUEUED:
-        return run.created_at if run.started_at is None else None
+        if run.started_at is not None:
+            return None
+        rerun = run.actions.filter(kind=RunAction.Kind.RERUN).order_by("-at").first()
+        return max(run.created_at, rerun.at) if rerun else run.created_at
     return run.heartbeat_at
 
 

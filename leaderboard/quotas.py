@@ -167,7 +167,7 @@ def usage(team: Team, task: Task, now: datetime | None = None) -> QuotaUsage:
 def refusal(team: Team, usages: Iterable[QuotaUsage]) -> str | None:
     """Why ``team`` may not submit on these tasks now, naming every one without a slot left."""
     problems = [p for use in usages if (p := use.problem())]
-    return f"team {team.name}: " + "; ".join(problems) if problems else None
+    return f"Team {team.name}: " + "; ".join(problems) if problems else None
 
 
 def check_quotas(team: Team, tasks: Iterable[Task], now: datetime | None = None) -> None:

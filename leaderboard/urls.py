@@ -16,6 +16,7 @@ from leaderboard.views import (
     panel,
     run_live,
     runs,
+    site,
     submit,
     teams,
 )
@@ -26,6 +27,7 @@ board = "c/<slug:slug>/<slug:task_id>/<slug:kind>/"
 urlpatterns = [
     path("", boards.challenge_list, name="challenges"),
     path("metrics", metrics_view, name="metrics"),
+    path("favicon.ico", site.favicon, name="favicon"),
     path("schemas/challenge-bundle.json", bundle.schema, name="bundle-schema"),
     path("challenges/new/", bundle.create, name="challenge-new"),
     path("c/<slug:slug>/", boards.challenge_detail, name="challenge"),

@@ -16,3 +16,4 @@ urlpatterns = [
     path("api/", include("leaderboard.api.urls")),
     path("", include("leaderboard.urls")),
 ]
+handler404 = "leaderboard.views.site.not_found"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The demo, from a fresh clone: installs what is missing (scripts/install.sh), evaluates the demo
-# challenge end to end (sample data, example agents built offline, a Celery worker), prints the
-# rankings, then serves the leaderboard. Safe to run again: it reuses what the first run created.
+# The demo, from a fresh clone: installs what is missing (scripts/install.sh), serves the site
+# at once (saying where), evaluates the demo challenges end to end meanwhile (sample data,
+# example agents built offline, a Celery worker; the runs' progress shows on the site), prints
+# the rankings and keeps serving. Safe to run again: it reuses what the first run created.
 #
-#   bash scripts/demo.sh               # ... and serve on 0.0.0.0:8000
-#   bash scripts/demo.sh --no-serve    # stop after the rankings
+#   bash scripts/demo.sh               # ... serving on 0.0.0.0:8000
+#   bash scripts/demo.sh --no-serve    # serve nothing; stop after the rankings
 #
 # Database and broker: PostgreSQL (database "podium") and Redis on 127.0.0.1, installed and
 # started by scripts/install.sh when none answers. DATABASE_URL / REDIS_URL, when set, win.

@@ -61,13 +61,14 @@ class KitView(_KitView):
         download = reverse("api:kit-download", args=[slug])
         images = [
             {
-                "image": image,
-                "filename": contents.archive_filename(image),
-                "sha256": saved.sha256 if saved else None,
-                "size": saved.size if saved else None,
-                "download": f"{reverse('api:kit-base-image', args=[slug])}?image={image}",
+                "image": row.image,
+                "filename": contents.archive_filename(row.image),
+                "sha256": row.saved.sha256 if row.saved else None,
+                "size": row.saved.size if row.saved else None,
+                "built": None if row.engine_down else not row.missing,
+                "download": f"{reverse('api:kit-base-image', args=[slug])}?image={row.image}",
             }
-            for image, saved in base_image.saved_base_images()
+            for row in base_image.saved_base_images()
         ]
         return Response(
             {

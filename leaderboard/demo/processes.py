@@ -1,4 +1,5 @@
-"""The demo's Celery worker and beat processes, waiting for the runs, and the rankings."""
+"""The demo's processes (the web server, Celery's worker and beat), waiting for the runs, and the
+rankings."""
 
 from __future__ import annotations
 
@@ -22,15 +23,41 @@ from podium.celery import app
 State = EvaluationRun.State
 
 
-class CeleryProcesses:
+class Subprocesses:
+    """Processes started by a block, stopped (SIGTERM, then SIGKILL after 30 s) when it ends."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def alive(self) -> bool:
+        return all(process.poll() is None for process in self.processes)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+class CeleryProcesses(Subprocesses):
     """``celery worker`` on every queue and ``celery beat`` (the reaper), as subprocesses
-    logging to ``log_dir``; stopped (SIGTERM, then SIGKILL) when the block ends."""
+    logging to ``log_dir``."""
 
     def __init__(self, repo: Path, log_dir: Path, concurrency: int = 2) -> None:
-        self.repo = repo
+        super().__init__(repo)
         self.log_dir = log_dir
         self.concurrency = concurrency
-        self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> CeleryProcesses:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -50,21 +77,24 @@ class CeleryProcesses:
             subprocess.Popen(command, cwd=self.repo, stdout=log, stderr=subprocess.STDOUT)
         )
 
-    def alive(self) -> bool:
-        return all(process.poll() is None for process in self.processes)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType
-    ) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+class WebServer(Subprocesses):
+    """``manage.py runserver`` at ``addr`` as a subprocess, started first so the site answers
+    while the demo builds and evaluates; its output (requests, the mail the console backend
+    prints) goes to the terminal."""
+
+    def __init__(self, repo: Path, addr: str) -> None:
+        super().__init__(repo)
+        self.addr = addr
+
+    def __enter__(self) -> WebServer:
+        command = [sys.executable, "manage.py", "runserver", "--noreload", self.addr]
+        self.processes.append(subprocess.Popen(command, cwd=self.repo))
+        return self
+
+    def wait(self) -> int:
+        """Until the server stops (Ctrl-C, ``kill``); its exit status."""
+        return self.processes[0].wait()
 
 
 def resume_unfinished(challenge: Challenge) -> int:

@@ -18,6 +18,7 @@ from workers.image_export import EngineUnavailable, ImageMissing
 
 __all__ = [
     "BaseImageError",
+    "BaseImageRow",
     "EngineUnavailable",
     "ImageMissing",
     "base_image_archive",
@@ -82,15 +83,34 @@ def base_image_archive(name: str | None = None) -> BaseImageArchive:
     return BaseImageArchive(image=image, image_id=found.image_id, archive=archive)
 
 
-def saved_base_images() -> list[tuple[str, store.StoredArchive | None]]:
+@dataclass(frozen=True)
+class BaseImageRow:
+    """An allowed base image as the kit page lists it: its saved archive (None until the first
+    download), and whether there is anything to download (``missing``: the engine has no image
+    of that name; ``engine_down``: no engine answered)."""
+
+    image: str
+    saved: store.StoredArchive | None = None
+    missing: bool = False
+    engine_down: bool = False
+
+    @property
+    def downloadable(self) -> bool:
+        return not (self.missing or self.engine_down)
+
+
+def saved_base_images() -> list[BaseImageRow]:
     """Each allowed base image with its saved archive when the engine's current image of that
-    name has one (``None`` otherwise: no engine, no image, or not saved yet)."""
-    rows: list[tuple[str, store.StoredArchive | None]] = []
+    name has one, or why it cannot be downloaded."""
+    rows: list[BaseImageRow] = []
     for image in settings.PODIUM_BUILD_BASE_IMAGES:
         try:
             found = image_export.find(image)
-        except (EngineUnavailable, ImageMissing):
-            rows.append((image, None))
+        except EngineUnavailable:
+            rows.append(BaseImageRow(image, engine_down=True))
             continue
-        rows.append((image, store.stored(_storage_name(found))))
+        except ImageMissing:
+            rows.append(BaseImageRow(image, missing=True))
+            continue
+        rows.append(BaseImageRow(image, store.stored(_storage_name(found))))
     return rows

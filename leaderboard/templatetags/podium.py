@@ -1,4 +1,5 @@
-"""Template filters for showing stored metrics, each as its benchmark declares it."""
+"""Template filters for showing stored metrics, each as its benchmark declares it; and whether
+the site prints its e-mail on the console (``mail_on_console``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
+from django.conf import settings
 
 from evaluator.seam import Metric
 
@@ -64,3 +66,12 @@ def _figure(value: Mapping[str, Any] | None, percent: bool) -> str:
         low, high = value["ci95"]
         text += f" [{show(low)}, {show(high)}]"
     return f"{text} N={n}"
+
+
+CONSOLE_MAIL = "django.core.mail.backends.console.EmailBackend"
+
+
+@register.simple_tag
+def mail_on_console() -> bool:
+    """Whether mail is printed on the server's console (the demo's backend) instead of sent."""
+    return bool(settings.EMAIL_BACKEND == CONSOLE_MAIL)

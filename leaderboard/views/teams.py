@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 
 from leaderboard import api_tokens, audits, teams
@@ -23,20 +24,25 @@ from leaderboard.models.api_token import NAME_MAX_LENGTH
 from leaderboard.permissions import signed_in
 from leaderboard.teams import TeamError
 
+# The session key holding a token just made until the page after the POST shows it (once).
+NEW_TOKEN_KEY = "podium-new-token"
+
 
 @login_required
 def account(request: HttpRequest) -> HttpResponse:
-    """The user's account: e-mail addresses (managed by allauth), teams, API tokens."""
+    """The user's account: e-mail addresses (managed by allauth), teams, API tokens. Every
+    token action redirects (a reload repeats nothing); a new key waits in the session for the
+    page after the redirect, which shows it once."""
     user = signed_in(request.user)
-    new_token = None
     if request.method == "POST":
         action = request.POST.get("token", "")
         if action == "create":
             try:
-                token, new_token = api_tokens.create(user, request.POST.get("name", ""))
+                token, key = api_tokens.create(user, request.POST.get("name", ""))
             except api_tokens.TokenError as exc:
                 messages.error(request, f"No token made: {exc}.")
             else:
+                request.session[NEW_TOKEN_KEY] = key
                 messages.success(request, f"A new API token, {token.name}: copy it now.")
         elif action == "revoke-all":
             count = api_tokens.revoke(user)
@@ -48,8 +54,8 @@ def account(request: HttpRequest) -> HttpResponse:
                 messages.error(request, "No such token of yours: was it revoked already?")
         else:
             messages.error(request, f"Unknown token action {action[:40]!r}.")
-        if new_token is None:  # the key is shown on this answer only; others redirect
-            return redirect("leaderboard:account")
+        return redirect("leaderboard:account")
+    new_token = request.session.pop(NEW_TOKEN_KEY, None)
     context = {
         "memberships": Membership.objects.filter(user=user).select_related("team"),
         "tokens": api_tokens.live(user),
@@ -58,7 +64,10 @@ def account(request: HttpRequest) -> HttpResponse:
         "ttl_days": settings.PODIUM_API_TOKEN_TTL_DAYS,
         "audits": audits.to_label(user),
     }
-    return render(request, "leaderboard/account.html", context)
+    response = render(request, "leaderboard/account.html", context)
+    if new_token:
+        add_never_cache_headers(response)  # not kept by the browser's cache either
+    return response
 
 
 @login_required

@@ -44,7 +44,7 @@ def test_a_spent_quota_is_refused_before_the_upload(page, ann, tmp_path):
     notice = page.locator("#submit-form .preflight")
     notice.wait_for(state="visible")
     assert notice.inner_text() == (
-        "team alpha: all 0 submissions allowed on task multi-turn-qa are used"
+        "Team alpha: all 0 submissions allowed on task multi-turn-qa are used"
     )
     assert posts == [] and not Submission.objects.exists()
     assert not page.locator(".upload-progress").is_visible()

@@ -1,9 +1,13 @@
-"""``manage.py demo --no-serve`` end to end on PostgreSQL, twice (the second reuses the first)."""
+"""``manage.py demo --no-serve`` end to end on PostgreSQL, twice (the second reuses the first);
+``manage.py demo`` serving the site from its start to after the runs."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
 
 import pytest
 
@@ -21,6 +25,7 @@ from leaderboard.demo.setup import (
 )
 from leaderboard.models import EvaluationRun, SliceScore, Split, Submission
 from tests.e2e.harness import REPO, pipeline
+from tests.leaderboard.test_demo_serve import answer, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 __all__ = ["pipeline"]  # the fixture used below
@@ -90,3 +95,39 @@ def test_the_demo_evaluates_every_split_and_prints_the_rankings(pipeline):
     again = _demo(pipeline.env)
     assert set(Submission.objects.values_list("pk", flat=True)) == before
     assert "0 runs to go" in again
+
+
+def test_the_demo_serves_first_and_keeps_serving_after_the_runs(pipeline):
+    """The site answers as soon as the demo says where, before the base image and the runs (no
+    run has finished, nothing is ranked yet); after every run it still answers, with the boards;
+    a ``kill`` stops the server with the demo."""
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--addr", f"127.0.0.1:{port}"],
+        cwd=REPO, env=pipeline.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(iter(demo.stdout.readline, "")))
+    reader.start()
+    board = f"http://127.0.0.1:{port}/c/{SLUG}/"
+    try:
+        wait_for(lambda: f"demo: serving at http://127.0.0.1:{port}/ now" in "".join(said), 300)
+        status, _ = answer(board, within_s=120)
+        assert status == 200 and "runs done." not in "".join(said), "served before the runs"
+        wait_for(lambda: "Every run has finished; still serving" in "".join(said), 540)
+        status, page = answer(f"{board}multi-turn-qa/public-test/", within_s=30)
+        assert status == 200 and "rag-kit-a" in page
+    finally:
+        demo.terminate()
+        code = demo.wait(timeout=60)
+        reader.join(timeout=10)
+    assert code == 143, "".join(said)[-3000:]
+    with pytest.raises(OSError):
+        urllib.request.urlopen(board, timeout=5)
+
+
+def wait_for(condition, within_s: float) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {within_s} s"
+        time.sleep(0.5)

@@ -179,11 +179,16 @@ def test_any_new_password_saved_by_any_code_revokes_every_token(make_user, chang
 
 
 def test_a_token_made_on_the_account_page_is_shown_once(client, make_user):
+    from leaderboard.models import ApiToken
+
     client.force_login(make_user("ann"))
     made = client.post(reverse("leaderboard:account"), {"token": "create", "name": "CI job"})
-    key = re.search(r'id="new-token">[^<]*<code>([0-9a-f]+)</code>', made.content.decode())
-    assert key is not None
-    assert key[1] not in account_page(client)
+    assert made.status_code == 302, "post, redirect: a reload does not make another token"
+    shown = client.get(made["Location"])
+    key = re.search(r'id="new-token">[^<]*<code>([0-9a-f]+)</code>', shown.content.decode())
+    assert key is not None and "no-store" in shown["Cache-Control"]
+    assert key[1] not in account_page(client), "shown once: a reload shows it no more"
+    assert ApiToken.objects.filter(user__username="ann").count() == 1
     assert "CI job" in tokens_table(client) and "never" in tokens_table(client)  # not used yet
     assert answers(key[1]) == 200
     assert key[1] not in account_page(client)

@@ -81,7 +81,7 @@ def test_errors_are_the_servers_words_without_a_traceback(
     assert code == 1 and err.startswith("error: 401 Unauthorized: Invalid token: unknown, revoked")
     Task.objects.update(quota_total=0)
     code, _, err = _run(live_server, capsys, *args, token=token)
-    assert code == 1 and err.startswith("error: not submitted: team alpha: all 0 ")
+    assert code == 1 and err.startswith("error: not submitted: Team alpha: all 0 ")
     Task.objects.update(quota_total=None)
     code, _, err = _run(live_server, capsys, "submit", "--challenge=crag-mm-2026",
                         "--ref=Not A Ref", "--method=m", token=token)  # fmt: skip
@@ -195,7 +195,7 @@ def test_a_submit_over_quota_uploads_no_byte(live_server, capsys, open_splits, t
         request_started.disconnect(count)
     assert code == 1 and out == ""
     assert err == (
-        "error: not submitted: team alpha: all 0 submissions allowed on task multi-turn-qa are "
+        "error: not submitted: Team alpha: all 0 submissions allowed on task multi-turn-qa are "
         "used\n"
     )
     assert received == [("GET", "/api/challenges/crag-mm-2026/quota/", 0)]  # the preflight only

@@ -116,7 +116,8 @@ def test_no_docker_engine_is_a_clear_message(client, users, monkeypatch):
     api = _api(users["own team"]).get(reverse("api:kit-base-image", args=[SLUG]))
     assert api.status_code == 503 and "no Docker engine answers" in api.json()["detail"]
     page = client.get(reverse("leaderboard:kit", args=[SLUG])).content.decode()
-    assert "podium/agent-base:py3.11" in page and "saved on the first download" in page
+    assert "podium/agent-base:py3.11" in page and "saved on the first download" not in page
+    assert "Cannot be downloaded now: no Docker engine answers" in page, "no link to a 503"
 
 
 def test_only_an_allowed_base_image_is_saved(client, users):

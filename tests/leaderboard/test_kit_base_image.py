@@ -94,3 +94,21 @@ def test_an_image_the_engine_lacks_is_a_clear_message(client, make_user, setting
     response = client.get(reverse("leaderboard:kit-base-image", args=["crag-mm-2026"]))
     assert response.status_code == 503
     assert "it is not built on Podium&#x27;s web server yet" in response.content.decode()
+
+
+def test_the_kit_page_links_only_base_images_the_engine_has(client, make_user, settings, test_base):
+    """A base image the engine lacks (``podium/agent-base:cuda12`` where it is not built) is
+    listed with how it is got, not linked to a download that answers 503."""
+    _, tag, _ = test_base
+    absent = f"podium-test/absent:{uuid.uuid4().hex[:8]}-cuda"
+    settings.PODIUM_BUILD_BASE_IMAGES = [tag, absent]
+    client.force_login(make_user("ann"))
+    html = client.get(reverse("leaderboard:kit", args=["crag-mm-2026"])).content.decode()
+    rows = html[html.index('<table id="base-images">') :].split("</table>", 1)[0].split("<tr>")
+    have, lack = rows[2], rows[3]
+    assert f"<code>{tag}</code>" in have and "download</a>" in have
+    assert f"<code>{absent}</code>" in lack and "download</a>" not in lack
+    assert "Not built on this server" in lack and "deploy/agent-base/build.sh" in lack
+    assert "(<code>build.sh cuda</code>)" in lack
+    api = client.get(reverse("api:kit", args=["crag-mm-2026"])).json()["base_images"]
+    assert [(image["image"], image["built"]) for image in api] == [(tag, True), (absent, False)]

@@ -8,13 +8,15 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from leaderboard import operations
+from leaderboard import operations, run_actions
 from leaderboard.models import EvaluationRun, RunAction
 from leaderboard.pipeline import ownership
 from leaderboard.tasks import STAGE_TASKS
@@ -181,7 +183,11 @@ def test_with_redis_down_the_page_still_answers(staff, pipeline_run):
     assert "Redis did not answer" in page.content.decode()
 
 
-def test_a_live_celery_worker_is_listed_with_its_node_and_queues(staff, broker, tmp_path):
+def test_a_live_celery_worker_is_listed_with_its_node_and_queues(
+    staff, broker, tmp_path, pipeline_run, settings
+):
+    # the run it holds names it as ownership.worker_id does: <PODIUM_NODE_ID>/<host>:<pid>
+    held = pipeline_run(State.RUNNING, worker=f"{settings.PODIUM_NODE_ID}/ops-test-node:4242")
     env = {
         **os.environ,
         "REDIS_URL": redis_url("submit"),
@@ -209,3 +215,23 @@ def test_a_live_celery_worker_is_listed_with_its_node_and_queues(staff, broker, 
         f"{log.read_text(errors='replace')[-4000:]}"
     )
     assert "<td>ops-test-node</td><td>probe@ops-test-node</td><td>build, judge</td>" in html, said
+    # one row for the worker and the run it holds, answered (not a second node "no")
+    assert html.count("<tr><td>ops-test-node</td>") == 1 and "<strong>no</strong>" not in html
+    row = html[html.index("<tr><td>ops-test-node</td>") :].split("</tr>", 1)[0]
+    assert "<td>yes</td>" in row and f"run #{held.pk}</a> running" in row
+
+
+def test_a_run_just_re_run_waits_since_its_re_run_not_its_creation(pipeline_run, operator, broker):
+    run = pipeline_run(State.RUNNING)
+    run.move_to(State.FAILED, failure_reason="x")
+    created = timezone.now() - timedelta(hours=3)
+    EvaluationRun.objects.filter(pk=run.pk).update(created_at=created)
+    assert run_actions.rerun([run], operator, "a fixed judge") == []
+    run.refresh_from_db()
+    assert run.state == State.QUEUED and run.started_at is None
+    assert operations.needing_attention() == [], "re-run a moment ago: not waiting long"
+    rerun_at = timezone.now() - timedelta(minutes=11)
+    RunAction.objects.filter(run=run).update(at=rerun_at)
+    (waiting,) = operations.needing_attention()
+    assert waiting.kind == "waiting"
+    assert waiting.reason == f"in the building queue since {rerun_at:%Y-%m-%d %H:%M:%S}"

@@ -57,7 +57,7 @@ def test_a_phase_total_refuses_at_its_limit_and_the_next_phase_counts_afresh(pha
     with pytest.raises(QuotaExceeded) as refused:
         _submit(member, teams["alpha"], 3)
     assert str(refused.value) == (
-        "team alpha: all 2 submissions allowed on task multi-turn-qa in Phase 1 are used"
+        "Team alpha: all 2 submissions allowed on task multi-turn-qa in Phase 1 are used"
     )
     task = Task.objects.get()
     assert usage(teams["alpha"], task, START + timedelta(days=3)).limit == "phase_total"
@@ -72,7 +72,7 @@ def test_a_phase_per_day_refuses_within_the_day_and_says_when(phases, member, te
         _submit(member, teams["alpha"], 11.5)
     slot = made.created_at + timedelta(hours=24)
     assert str(refused.value) == (
-        "team alpha: 1 submissions on task multi-turn-qa in the last 24 hours of Phase 2 (at "
+        "Team alpha: 1 submissions on task multi-turn-qa in the last 24 hours of Phase 2 (at "
         f"most 1 a day in this phase); the next one is possible from {slot:%Y-%m-%d %H:%M} UTC"
     )
     assert _submit(member, teams["alpha"], 12.1).pk

@@ -87,7 +87,7 @@ def test_a_spent_quota_is_refused_with_the_reason_on_the_chosen_tasks_only(
     _submit(member, teams["alpha"], tasks=("single-source",))
     body = _api(member).get(URL).json()
     assert body["allowed"] is False
-    assert body["problem"] == "team alpha: all 1 submissions allowed on task single-source are used"
+    assert body["problem"] == "Team alpha: all 1 submissions allowed on task single-source are used"
     rows = {row["task"]: row for row in body["tasks"]}
     assert rows["single-source"]["remaining"] == 0 and rows["multi-turn-qa"]["remaining"] is None
     assert _api(member).get(URL, {"tasks": "multi-turn-qa"}).json()["allowed"] is True

@@ -54,7 +54,7 @@ def test_per_day_is_a_rolling_24_hours_and_says_when_the_next_slot_opens(
         _submit(member, teams["alpha"])
     slot = first.created_at + timedelta(hours=24)
     assert str(error.value) == (
-        "team alpha: 2 submissions on task multi-turn-qa in the last 24 hours (at most 2); "
+        "Team alpha: 2 submissions on task multi-turn-qa in the last 24 hours (at most 2); "
         f"the next one is possible from {slot:%Y-%m-%d %H:%M} UTC"
     )
     assert _submit(member, teams["alpha"], now=slot + timedelta(minutes=1)).pk

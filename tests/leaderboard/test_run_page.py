@@ -5,6 +5,7 @@ private test and for organisers only."""
 from __future__ import annotations
 
 import io
+import re
 import threading
 
 import pytest
@@ -14,7 +15,7 @@ from django.urls import reverse
 from PIL import Image
 
 from leaderboard import run_answers
-from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Task
+from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict, Submission, Task
 
 from .factories import block
 
@@ -201,3 +202,31 @@ def test_the_running_stage_stores_the_output_only_while_the_run_is_its_own(world
     EvaluationRun.objects.filter(pk=run.pk).update(worker_id="other-host:1")
     from_the_runners_thread("step 2\n")  # re-queued, taken by another worker: not ours
     assert EvaluationRun.objects.get(pk=run.pk).agent_log == "step 1\n"
+
+
+def shown_text(html: str, element_id: str) -> str:
+    """The words of the element with ``element_id`` as a reader sees them (tags out, spaces
+    collapsed)."""
+    start = html.index(f'id="{element_id}"')
+    part = html[html.index(">", start) + 1 : html.index("</nav>", start)]
+    return " ".join(re.sub(r"<[^>]+>", "", part).split())
+
+
+def test_each_slice_value_is_its_own_word(client, world):
+    client.force_login(world["alice"])
+    words = shown_text(page(client, world["public"]), "slice-filter")
+    assert words == "Slice: every item domain: food vehicle is_ego: false true"
+
+
+def test_a_run_cancelled_before_it_started_says_so_and_no_empty_duration(client, world):
+    done = world["public"]
+    submission = Submission.objects.create(
+        team=done.submission.team, challenge=done.submission.challenge, method_name="m",
+        artifact_kind=Submission.ArtifactKind.REGISTRY_REF,
+    )  # fmt: skip
+    run = EvaluationRun.objects.create(submission=submission, task=done.task, split=done.split)
+    run.move_to(EvaluationRun.State.CANCELLED, failure_reason="An organiser cancelled this run.")
+    client.force_login(world["alice"])
+    html = page(client, run)
+    ended = f"{EvaluationRun.objects.get(pk=run.pk).finished_at:%Y-%m-%d %H:%M:%S}"
+    assert f"· ended {ended} UTC before it started</p>" in html and "()" not in html
