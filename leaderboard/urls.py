@@ -92,6 +92,7 @@ urlpatterns = [
         name="operator-action",
     ),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
+    path("runs/<int:run_id>/cancel/", runs.cancel_run, name="run-cancel"),
     path("runs/<int:run_id>/progress.json", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/transcript.jsonl", runs.run_transcript, name="run-transcript"),
     path("runs/<int:run_id>/log.json", run_live.run_log, name="run-log"),

@@ -216,6 +216,11 @@ class Task(models.Model):
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
     quota_total = models.PositiveIntegerField(null=True, blank=True)
     quota_concurrent = models.PositiveIntegerField(null=True, blank=True, default=1)
+    quota_back_on_cancel = models.BooleanField(
+        default=False,
+        help_text="a submission whose runs its team cancelled counts against no quota "
+        "(off: it counts, as a failure of the team's own does)",
+    )
     max_artifact_bytes = models.PositiveBigIntegerField(
         default=20 * 1024**3,
         validators=[MinValueValidator(1)],
