@@ -1,8 +1,8 @@
 """Participants' own pages: their account (API tokens), their teams, a team's page, invitations.
 
 Everything here needs a signed-in user; a team's members, entries and invitations are shown to
-its members only (others see its name and captain), and only its captain invites or passes the
-captaincy on (``leaderboard.teams``).
+its members only (others see its name and captain), and only its captain invites, revokes an
+invitation, removes a member or passes the captaincy on (``leaderboard.teams``).
 """
 
 from __future__ import annotations
@@ -118,11 +118,25 @@ def team_action(request: HttpRequest, team_id: int, action: str) -> HttpResponse
             to = get_object_or_404(get_user_model(), pk=int(user_id))
             teams.pass_captaincy(team, user, to)
             messages.success(request, f"{to.get_username()} is now the captain.")
+        elif action == "remove":
+            removed = teams.remove_member(team, user, _chosen(request, "user", "the member"))
+            messages.success(request, f"{removed.get_username()} is no longer in {team.name}.")
+        elif action == "revoke":
+            chosen = _chosen(request, "invitation", "the invitation")
+            revoked = teams.revoke_invitation(team, user, chosen)
+            messages.success(request, f"The invitation to {revoked.email} is revoked.")
         else:
             raise Http404(f"no team action {action!r}")
     except TeamError as exc:
         messages.error(request, str(exc))
     return redirect("leaderboard:team", team_id=team.pk)
+
+
+def _chosen(request: HttpRequest, field: str, what: str) -> int:
+    value = request.POST.get(field, "")
+    if not value.isdigit():
+        raise TeamError(f"choose {what}")
+    return int(value)
 
 
 @login_required
