@@ -79,6 +79,11 @@ class Challenge(models.Model):
         "list of challenges; set from a bundle's challenge.logo (leaderboard.challenge_bundle).",
     )
     logo_sha256 = models.CharField(max_length=64, blank=True, editable=False)
+    registration_approval = models.BooleanField(
+        default=False,
+        help_text="A team submits once an organiser approved its registration "
+        "(leaderboard.participation); off: every team may submit.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
