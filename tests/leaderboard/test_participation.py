@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from leaderboard import participation
-from leaderboard.models import Ban, Challenge, Membership, Registration
+from leaderboard.models import Ban, Challenge, Membership, Registration, Submission
 from leaderboard.submitting import Choice, admit
 
 from .submit_support import open_splits
@@ -152,3 +152,25 @@ def test_the_page_lists_the_teams_with_members_registrations_and_bans(
     assert (gamma.submissions, gamma.registration.state, gamma.ban.reason) == (0, "pending", "spam")
     page = as_user(people["org"]).get(PAGE).content.decode()
     assert "ann (captain), bob" in page and "<strong>banned</strong>: spam" in page
+
+
+def test_the_submit_page_and_the_api_tell_a_banned_team_why(people, challenge, teams):
+    participation.ban(challenge, people["org"], "two accounts, one agent", team=teams["alpha"])
+    why = "team alpha is banned from CRAG-MM 2026: two accounts, one agent"
+    ann = as_user(people["ann"])
+    submit_url = reverse("leaderboard:submit", args=["crag-mm-2026"])
+    assert f"{why[0].upper()}{why[1:]}." in ann.get(submit_url).content.decode()
+    form = {
+        "team": teams["alpha"].pk, "artifact_kind": "registry-ref", "registry_ref": "a/b:1",
+        "method_name": "m", "tasks": ["multi-turn-qa"],
+    }  # fmt: skip
+    response = ann.post(submit_url, form)
+    assert response.status_code == 403 and why in response.content.decode()
+    api = ann.post(
+        "/api/submissions/",
+        {"challenge": "crag-mm-2026", "team": "alpha", "artifact_kind": "registry-ref",
+         "registry_ref": "a/b:1", "method_name": "m"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert api.status_code == 403 and api.json()["detail"] == why
+    assert not Submission.objects.exists()
