@@ -122,11 +122,19 @@ def leave(team: Team, user: User) -> None:
     membership.delete()
 
 
-def remove_member(team: Team, by: User, user_id: int) -> User:
-    """The captain takes another member out of the team; their past submissions stay the
-    team's. Returns the member removed."""
+def _picked(value: int | str, what: str) -> int:
+    """An id from a form, read once the asker is known to be the captain."""
+    if isinstance(value, str) and not value.isdigit():
+        raise TeamError(f"choose {what}")
+    return int(value)
+
+
+def remove_member(team: Team, by: User, member: int | str) -> User:
+    """The captain takes another member (``member``: a user id) out of the team; their past
+    submissions stay the team's. Returns the member removed."""
     if not captain(team, by):
         raise TeamError("only the team's captain removes a member")
+    user_id = _picked(member, "the member")
     if user_id == by.pk:
         raise TeamError("the captain leaves instead: pass the captaincy on first")
     membership = Membership.objects.filter(team=team, user_id=user_id).select_related("user")
@@ -137,10 +145,11 @@ def remove_member(team: Team, by: User, user_id: int) -> User:
     return found.user
 
 
-def revoke_invitation(team: Team, by: User, invitation_id: int) -> Invitation:
+def revoke_invitation(team: Team, by: User, invitation: int | str) -> Invitation:
     """The captain withdraws an invitation not accepted yet: its link no longer works."""
     if not captain(team, by):
         raise TeamError("only the team's captain revokes an invitation")
+    invitation_id = _picked(invitation, "the invitation")
     found = team.invitations.filter(pk=invitation_id, accepted_at=None).first()
     if found is None:
         raise TeamError("no such open invitation: was it accepted or revoked already?")

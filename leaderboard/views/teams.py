@@ -119,24 +119,16 @@ def team_action(request: HttpRequest, team_id: int, action: str) -> HttpResponse
             teams.pass_captaincy(team, user, to)
             messages.success(request, f"{to.get_username()} is now the captain.")
         elif action == "remove":
-            removed = teams.remove_member(team, user, _chosen(request, "user", "the member"))
+            removed = teams.remove_member(team, user, request.POST.get("user", ""))
             messages.success(request, f"{removed.get_username()} is no longer in {team.name}.")
         elif action == "revoke":
-            chosen = _chosen(request, "invitation", "the invitation")
-            revoked = teams.revoke_invitation(team, user, chosen)
+            revoked = teams.revoke_invitation(team, user, request.POST.get("invitation", ""))
             messages.success(request, f"The invitation to {revoked.email} is revoked.")
         else:
             raise Http404(f"no team action {action!r}")
     except TeamError as exc:
         messages.error(request, str(exc))
     return redirect("leaderboard:team", team_id=team.pk)
-
-
-def _chosen(request: HttpRequest, field: str, what: str) -> int:
-    value = request.POST.get(field, "")
-    if not value.isdigit():
-        raise TeamError(f"choose {what}")
-    return int(value)
 
 
 @login_required

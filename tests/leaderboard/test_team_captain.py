@@ -54,6 +54,9 @@ def test_only_the_captain_removes_and_never_themselves(crew):
     assert "Remove" not in page
     answer = act(as_user(crew["joe"]), team, "remove", {"user": crew["ann"].pk})
     assert "only the team&#x27;s captain removes a member" in answer
+    # who asks is decided before the form is read: a malformed one gets the same answer
+    answer = act(as_user(crew["joe"]), team, "remove", {"user": "ann"})
+    assert "only the team&#x27;s captain removes a member" in answer
     answer = act(as_user(crew["eve"]), team, "remove", {"user": crew["ann"].pk})
     assert "only the team&#x27;s captain removes a member" in answer
     answer = act(as_user(crew["cap"]), team, "remove", {"user": crew["cap"].pk})
