@@ -112,6 +112,11 @@ def visible_runs(user: User) -> QuerySet[EvaluationRun]:
     ).distinct()
 
 
+def can_cancel_run(user: User, run: EvaluationRun) -> bool:
+    """A team's members cancel its unfinished runs (organisers: ``leaderboard.run_actions``)."""
+    return user_teams(user).filter(pk=run.submission.team_id).exists()
+
+
 def can_see_answers(user: User, run: EvaluationRun) -> bool:
     """Per-item answers and verdicts: organisers always; the team only off the private test."""
     if is_organiser(user, run.submission.challenge):

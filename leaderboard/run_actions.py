@@ -10,6 +10,11 @@ why, from which state) and refused, with the reason, where the run's state does 
   already judged.
 - Cancel: an unfinished run stops; a worker on it notices at its next heartbeat or batch. The
   team reads a fixed reason; the organisers' words go to the operator detail.
+- A team's own cancel (``cancel_own``): a member stops the team's unfinished run, logged as a
+  cancel with a fixed reason. Where the task gives the quota back
+  (``Task.quota_back_on_cancel``, off by default: a cancelled run counts as a failure of the
+  team's own does) and every run of the submission is cancelled, the submission counts against
+  no quota.
 - Re-queue: an unfinished run (stuck, retrying, or its message lost) goes back to its stage's
   queue, as the reaper sends it (``leaderboard.tasks.requeue``); a worker on it stops at its next
   heartbeat. What is stored (answers, verdicts) stays.
@@ -40,6 +45,7 @@ from leaderboard.tasks import requeue as requeue_run
 State = EvaluationRun.State
 Kind = RunAction.Kind
 CANCELLED_REASON = "An organiser cancelled this run."
+TEAM_CANCELLED_REASON = "Your team cancelled this run."
 
 
 class RunActionRefused(Exception):
@@ -95,6 +101,23 @@ def cancel(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
     return _act(Kind.CANCEL, runs, by, why, _cancel)
 
 
+def cancel_own(run: EvaluationRun, by: User) -> bool:
+    """``by`` (a member: ``permissions.can_cancel_run``) cancels the team's run; raises
+    ``RunActionRefused`` when it has ended. True when its submission's quota was given back."""
+    own = functools.partial(_cancel, reason=TEAM_CANCELLED_REASON)
+    refused = _act(Kind.CANCEL, [run], by, "its team cancelled it", own)
+    if refused:
+        raise RunActionRefused(refused[0].split(": ", 1)[1])
+    runs = EvaluationRun.objects.filter(submission_id=run.submission_id)
+    if (
+        runs.exclude(state=State.CANCELLED).exists()
+        or runs.filter(task__quota_back_on_cancel=False).exists()
+    ):
+        return False
+    Submission.objects.filter(pk=run.submission_id).update(consumes_quota=False)
+    return True
+
+
 def requeue(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
     return _act(Kind.REQUEUE, runs, by, why, _requeue)
 
@@ -137,12 +160,12 @@ def _rejudge(run: EvaluationRun, by: User, why: str, choice: dict[str, str]) -> 
     dispatch_stage(run, State.JUDGING)
 
 
-def _cancel(run: EvaluationRun, by: User, why: str) -> None:
+def _cancel(run: EvaluationRun, by: User, why: str, reason: str = CANCELLED_REASON) -> None:
     if run.state in EvaluationRun.TERMINAL_STATES:
         raise RunActionRefused(f"it is already {run.state}")
     run.move_to(
         State.CANCELLED,
-        failure_reason=CANCELLED_REASON,
+        failure_reason=reason,
         operator_detail=f"cancelled by {by}: {why}",
     )
 

@@ -1,7 +1,8 @@
 """Teams run by their members: create one, invite by e-mail, accept, leave, pass the captaincy.
 
-- The creator is the team's captain (``Membership.Role.OWNER``); only the captain invites and
-  passes the captaincy on. A captain leaves once someone else is captain, or as the last member.
+- The creator is the team's captain (``Membership.Role.OWNER``); only the captain invites,
+  revokes an open invitation, removes a member and passes the captaincy on. A captain leaves
+  once someone else is captain, or as the last member.
 - An invitation is a link mailed to an address; it is accepted once, before it expires, by a
   signed-in user who has verified that address (so a forwarded link is no use to anyone else).
 - One team per challenge: a participant may not be in two teams that both take part in the same
@@ -119,6 +120,41 @@ def leave(team: Team, user: User) -> None:
     if membership.role == Role.OWNER and others.exists():
         raise TeamError("pass the captaincy to another member before you leave")
     membership.delete()
+
+
+def _picked(value: int | str, what: str) -> int:
+    """An id from a form, read once the asker is known to be the captain."""
+    if isinstance(value, str) and not value.isdigit():
+        raise TeamError(f"choose {what}")
+    return int(value)
+
+
+def remove_member(team: Team, by: User, member: int | str) -> User:
+    """The captain takes another member (``member``: a user id) out of the team; their past
+    submissions stay the team's. Returns the member removed."""
+    if not captain(team, by):
+        raise TeamError("only the team's captain removes a member")
+    user_id = _picked(member, "the member")
+    if user_id == by.pk:
+        raise TeamError("the captain leaves instead: pass the captaincy on first")
+    membership = Membership.objects.filter(team=team, user_id=user_id).select_related("user")
+    found = membership.first()
+    if found is None:
+        raise TeamError(f"no such member of {team.name}")
+    found.delete()
+    return found.user
+
+
+def revoke_invitation(team: Team, by: User, invitation: int | str) -> Invitation:
+    """The captain withdraws an invitation not accepted yet: its link no longer works."""
+    if not captain(team, by):
+        raise TeamError("only the team's captain revokes an invitation")
+    invitation_id = _picked(invitation, "the invitation")
+    found = team.invitations.filter(pk=invitation_id, accepted_at=None).first()
+    if found is None:
+        raise TeamError("no such open invitation: was it accepted or revoked already?")
+    found.delete()
+    return found
 
 
 def pass_captaincy(team: Team, by: User, to: User) -> None:

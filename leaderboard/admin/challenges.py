@@ -170,6 +170,7 @@ class TaskAdmin(admin.ModelAdmin[Task]):
                     "quota_per_day",
                     "quota_total",
                     "quota_concurrent",
+                    "quota_back_on_cancel",
                     "max_artifact_bytes",
                     "splits_selectable",
                 )

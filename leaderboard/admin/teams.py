@@ -1,11 +1,20 @@
-"""Admin of teams, memberships and invitations; accounts' API tokens."""
+"""Admin of teams, memberships and invitations; registrations and bans (everyday work is the
+organisers' Participants page: ``leaderboard.views.participants``); accounts' API tokens."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
 
-from leaderboard.models import ApiToken, Invitation, Membership, Team, TermsAcceptance
+from leaderboard.models import (
+    ApiToken,
+    Ban,
+    Invitation,
+    Membership,
+    Registration,
+    Team,
+    TermsAcceptance,
+)
 
 
 class MembershipInline(admin.TabularInline[Membership, Team]):
@@ -41,6 +50,24 @@ class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_filter = ("role",)
     search_fields = ("user__username", "user__email", "team__name")
     autocomplete_fields = ("user",)
+
+
+@admin.register(Registration)
+class RegistrationAdmin(admin.ModelAdmin[Registration]):
+    list_display = ("team", "challenge", "state", "created_at", "decided_at", "decided_by")
+    list_filter = ("state", "challenge")
+    search_fields = ("team__name", "challenge__slug")
+    list_select_related = ("team", "challenge", "decided_by")
+    raw_id_fields = ("team", "requested_by", "decided_by")
+
+
+@admin.register(Ban)
+class BanAdmin(admin.ModelAdmin[Ban]):
+    list_display = ("challenge", "team", "user", "reason", "by", "created_at")
+    list_filter = ("challenge",)
+    search_fields = ("team__name", "user__username", "challenge__slug", "reason")
+    list_select_related = ("team", "user", "challenge", "by")
+    raw_id_fields = ("team", "user", "by")
 
 
 @admin.register(TermsAcceptance)

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from evaluator.seam import Metric
-from leaderboard import permissions
+from leaderboard import permissions, run_queue
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -193,6 +193,18 @@ class RunScoreSerializer(serializers.Serializer[dict[str, object]]):
     ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True)
 
 
+class QueuePlaceSerializer(serializers.Serializer[run_queue.QueuePlace]):
+    """A waiting run's place in its stage's queue (``leaderboard.run_queue``)."""
+
+    stage = serializers.CharField()
+    queue = serializers.CharField()
+    position = serializers.IntegerField(help_text="1: the next run a worker takes")
+    working = serializers.IntegerField(help_text="runs of this stage that workers hold now")
+    depth = serializers.IntegerField(allow_null=True, help_text="messages in the queue now")
+    typical_run_s = serializers.FloatField(allow_null=True)
+    estimated_start = serializers.DateTimeField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     """A run with its progress; once done, its score where the caller may see it (a private
     test's only once the split's results are public: ``score_hidden`` says it is held back)."""
@@ -202,6 +214,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     progress = serializers.FloatField(read_only=True, allow_null=True)
     score = serializers.SerializerMethodField()
     score_hidden = serializers.SerializerMethodField()
+    queue = serializers.SerializerMethodField()
 
     class Meta:
         model = EvaluationRun
@@ -226,6 +239,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "scores_complete",
             "score",
             "score_hidden",
+            "queue",
         )
 
     def _shown(self, run: EvaluationRun) -> bool:
@@ -259,6 +273,12 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "value": row.primary,
             "ci95": None if low is None or high is None else [low, high],
         }
+
+    @extend_schema_field(QueuePlaceSerializer(allow_null=True))
+    def get_queue(self, run: EvaluationRun) -> dict[str, object] | None:
+        """Where a waiting run stands in its queue; null when a worker holds it or it ended."""
+        place = run_queue.place(run)
+        return place.as_dict() if place else None
 
     def get_score_hidden(self, run: EvaluationRun) -> bool:
         return run.state == EvaluationRun.State.DONE and not self._shown(run)

@@ -11,7 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from leaderboard import board_cache, permissions
+from leaderboard import board_cache, permissions, run_actions
 from leaderboard.api import serializers
 from leaderboard.models import Challenge, EvaluationRun, Split, Task
 from leaderboard.views.boards import entry_records
@@ -119,3 +119,19 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet[EvaluationRun]):
             pk__in=permissions.visible_runs(self.request.user).values("pk")
         )
         return runs.order_by("-created_at")
+
+    @extend_schema(request=None, responses=serializers.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """A member of the run's team cancels it: 200 with the run (``quota_given_back``: its
+        submission counts against no quota now); 403 for anyone else; 409 when it has ended."""
+        run = self.get_object()
+        if not permissions.can_cancel_run(request.user, run):
+            raise PermissionDenied("only a member of the run's team cancels it here")
+        try:
+            given_back = run_actions.cancel_own(run, permissions.signed_in(request.user))
+        except run_actions.RunActionRefused as exc:
+            return Response({"detail": f"run #{run.pk} was not cancelled: {exc}"}, status=409)
+        fresh = self.get_queryset().get(pk=run.pk)
+        body = self.get_serializer(fresh).data
+        return Response({**body, "quota_given_back": given_back})

@@ -50,6 +50,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("quotas", "per_day"), "quota_per_day"),
     (("quotas", "total"), "quota_total"),
     (("quotas", "concurrent"), "quota_concurrent"),
+    (("quotas", "back_on_cancel"), "quota_back_on_cancel"),
     (("splits_selectable",), "splits_selectable"),
 )
 
@@ -178,6 +179,7 @@ def _task() -> dict[str, Any]:
                     "per_day": _count(Task, "quota_per_day", 0, nullable=True),
                     "total": _count(Task, "quota_total", 0, nullable=True),
                     "concurrent": _count(Task, "quota_concurrent", 0, nullable=True),
+                    "back_on_cancel": {"type": "boolean"},
                 }
             ),
             "splits_selectable": {"type": "boolean"},

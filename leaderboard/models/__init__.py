@@ -8,6 +8,7 @@ from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
+from leaderboard.models.participation import Ban, Registration
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -34,6 +35,7 @@ __all__ = [
     "ApiToken",
     "AuditItem",
     "AuditLabel",
+    "Ban",
     "Challenge",
     "ChallengeLabeller",
     "ChallengeVersion",
@@ -55,6 +57,7 @@ __all__ = [
     "PreviewFlip",
     "PreviewRun",
     "RankedBoard",
+    "Registration",
     "RunAction",
     "SearchCorpus",
     "SliceScore",

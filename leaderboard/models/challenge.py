@@ -79,6 +79,11 @@ class Challenge(models.Model):
         "list of challenges; set from a bundle's challenge.logo (leaderboard.challenge_bundle).",
     )
     logo_sha256 = models.CharField(max_length=64, blank=True, editable=False)
+    registration_approval = models.BooleanField(
+        default=False,
+        help_text="A team submits once an organiser approved its registration "
+        "(leaderboard.participation); off: every team may submit.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -216,6 +221,11 @@ class Task(models.Model):
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
     quota_total = models.PositiveIntegerField(null=True, blank=True)
     quota_concurrent = models.PositiveIntegerField(null=True, blank=True, default=1)
+    quota_back_on_cancel = models.BooleanField(
+        default=False,
+        help_text="a submission whose runs its team cancelled counts against no quota "
+        "(off: it counts, as a failure of the team's own does)",
+    )
     max_artifact_bytes = models.PositiveBigIntegerField(
         default=20 * 1024**3,
         validators=[MinValueValidator(1)],

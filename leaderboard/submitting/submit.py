@@ -24,7 +24,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from evaluator.records import EvaluatorError
-from leaderboard import permissions
+from leaderboard import participation, permissions
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -233,7 +233,8 @@ def admit(
     now: datetime | None = None,
 ) -> Admission:
     """Every check of ``submit`` that needs no artifact, quotas apart: membership, no labeller of
-    the challenge's judge audits in the team, one team per challenge, the rules accepted, an
+    the challenge's judge audits in the team, no ban and the registration approved where the
+    challenge asks (``leaderboard.participation``), one team per challenge, the rules accepted, an
     open phase, the choice of tasks and splits, the tasks' settings. ``user`` None: the
     operator, an organiser of every challenge (a bundle imported on the command line submits
     its baselines so). Raises ``PermissionDenied`` or ``ValidationError``."""
@@ -243,6 +244,8 @@ def admit(
     _check_no_labeller(team, challenge, user)
     if not organiser:
         assert user is not None
+        if why := participation.refusal(team, challenge):  # a ban, the registration
+            raise PermissionDenied(why)
         try:
             check_one_team_per_challenge(team, challenge)
         except TeamError as exc:

@@ -1,6 +1,8 @@
 """A team's own pages: its submissions and runs, live progress, each item's answer.
 
-A run another team owns answers 404, as if it did not exist.
+A run another team owns answers 404, as if it did not exist. A waiting run shows its place in
+its queue and an estimated start (``leaderboard.run_queue``); the team's members cancel an
+unfinished one (``leaderboard.run_actions.cancel_own``).
 """
 
 from __future__ import annotations
@@ -15,16 +17,21 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from leaderboard import permissions, ranking
+from leaderboard import permissions, ranking, run_queue
 from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
+from leaderboard.run_actions import RunActionRefused, cancel_own
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
 from leaderboard.standing import seen_by_team
 from leaderboard.submitting import set_flags
 
 
-def progress_record(run: EvaluationRun) -> dict[str, object]:
-    """What the run page polls; also the API's progress fields."""
+def progress_record(
+    run: EvaluationRun, place: run_queue.QueuePlace | None = None
+) -> dict[str, object]:
+    """What the run page polls; also the API's progress fields (``place``: the run's, when
+    already known)."""
+    place = place or run_queue.place(run)
     return {
         "id": run.pk,
         "state": run.state,
@@ -34,6 +41,7 @@ def progress_record(run: EvaluationRun) -> dict[str, object]:
         "failure_reason": run.failure_reason,
         "attempt": run.attempt,
         "finished": run.state in EvaluationRun.TERMINAL_STATES,
+        "queue": place.as_dict() if place else None,
     }
 
 
@@ -113,9 +121,11 @@ def visible_run(request: HttpRequest, run_id: int) -> EvaluationRun:
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = visible_run(request, run_id)
+    finished = run.state in EvaluationRun.TERMINAL_STATES
     show_answers = permissions.can_see_answers(request.user, run)
     wanted = AnswerFilter.from_query(request.GET)
     listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
+    place = run_queue.place(run)
     headline = None
     if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
@@ -133,10 +143,29 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "headline": headline,
             "columns": ranking.columns(run.task, run.setting, run.split),  # what its split has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
-            "progress": progress_record(run),
+            "progress": progress_record(run, place),
             "organiser_actions": seen_by_team(run.submission),
+            "place": place,
+            "can_cancel": not finished and permissions.can_cancel_run(request.user, run),
         },
     )
+
+
+@login_required
+@require_POST
+def cancel_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A member of the run's team cancels it; anyone else who may see it is refused."""
+    run = visible_run(request, run_id)
+    if not permissions.can_cancel_run(request.user, run):
+        raise PermissionDenied("only a member of the run's team cancels it here")
+    try:
+        given_back = cancel_own(run, permissions.signed_in(request.user))
+    except RunActionRefused as exc:
+        messages.error(request, f"Run #{run.pk} was not cancelled: {exc}.")
+    else:
+        back = " It counts against no quota." if given_back else ""
+        messages.success(request, f"Run #{run.pk} is cancelled.{back}")
+    return redirect("leaderboard:run", run.pk)
 
 
 @login_required

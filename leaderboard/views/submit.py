@@ -13,13 +13,13 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from leaderboard import pages, permissions, quotas
+from leaderboard import pages, participation, permissions, quotas
 from leaderboard.models import Split, Submission, Team
 from leaderboard.submitting import (
     Artifact,
@@ -158,6 +158,9 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
             except QuotaExceeded as exc:
                 form.add_error(None, str(exc))
                 status = 429
+            except PermissionDenied as exc:  # a ban, the registration (leaderboard.participation)
+                form.add_error(None, str(exc))
+                status = 403
             else:
                 messages.success(
                     request,
@@ -169,6 +172,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
     usage = [
         (team, [quotas.usage(team, task) for task in tasks]) for team in teams.order_by("name")
     ]
+    refused = [] if organiser else [participation.refusal(t, challenge) for t in teams]
     context = {
         "challenge": challenge,
         "form": form,
@@ -178,6 +182,7 @@ def submit_page(request: HttpRequest, slug: str) -> HttpResponse:
         "splits": splits,
         "quota_url": reverse("api:challenge-quota", args=[challenge.slug]),
         "usage": usage,
+        "refusals": [why for why in refused if why],  # a ban, the registration
         "max_bytes": min((t.max_artifact_bytes for t in tasks), default=0),
     }
     return render(request, "leaderboard/submit.html", context, status=status)

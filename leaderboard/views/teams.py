@@ -1,8 +1,8 @@
 """Participants' own pages: their account (API tokens), their teams, a team's page, invitations.
 
 Everything here needs a signed-in user; a team's members, entries and invitations are shown to
-its members only (others see its name and captain), and only its captain invites or passes the
-captaincy on (``leaderboard.teams``).
+its members only (others see its name and captain), and only its captain invites, revokes an
+invitation, removes a member or passes the captaincy on (``leaderboard.teams``).
 """
 
 from __future__ import annotations
@@ -127,6 +127,12 @@ def team_action(request: HttpRequest, team_id: int, action: str) -> HttpResponse
             to = get_object_or_404(get_user_model(), pk=int(user_id))
             teams.pass_captaincy(team, user, to)
             messages.success(request, f"{to.get_username()} is now the captain.")
+        elif action == "remove":
+            removed = teams.remove_member(team, user, request.POST.get("user", ""))
+            messages.success(request, f"{removed.get_username()} is no longer in {team.name}.")
+        elif action == "revoke":
+            revoked = teams.revoke_invitation(team, user, request.POST.get("invitation", ""))
+            messages.success(request, f"The invitation to {revoked.email} is revoked.")
         else:
             raise Http404(f"no team action {action!r}")
     except TeamError as exc:

@@ -102,6 +102,8 @@ def test_organisers_see_private_turns_and_operator_detail(client, world, make_us
 def test_live_progress_endpoint(client, world):
     client.force_login(world["alice"])
     progress = client.get(run_url(world["alpha_private"], "run-progress")).json()
+    queue = progress.pop("queue")  # no worker holds it: it waits (leaderboard.run_queue)
+    assert (queue["stage"], queue["position"]) == ("running", 1)
     assert progress == {
         "id": world["alpha_private"].pk,
         "state": "running",
