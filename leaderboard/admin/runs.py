@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from leaderboard import board_store, run_actions
+from leaderboard.admin.read_only import Ledger
 from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
     AnswerSimilarity,
@@ -237,38 +238,20 @@ class EvaluationRunAdmin(admin.ModelAdmin[EvaluationRun]):
 
 
 @admin.register(RunAction)
-class RunActionAdmin(admin.ModelAdmin[RunAction]):
+class RunActionAdmin(Ledger[RunAction]):
     list_display = ("at", "kind", "run", "by", "from_state", "why", "detail")
     list_filter = ("kind", "run__task__challenge")
     search_fields = ("why", "by__username")
     list_select_related = ("run__submission__team", "run__split__task__challenge", "by")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
 
 @admin.register(SubmissionAction)
-class SubmissionActionAdmin(admin.ModelAdmin[SubmissionAction]):
+class SubmissionActionAdmin(Ledger[SubmissionAction]):
     """Read only: the submissions panel takes these actions (``leaderboard.standing``)."""
 
     list_display = ("at", "kind", "submission", "by", "from_standing", "why")
     list_filter = ("kind", "submission__challenge")
     list_select_related = ("submission__team", "by")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(ItemAnswer)

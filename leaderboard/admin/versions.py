@@ -4,23 +4,10 @@ files) and the agent images' archives (``docs/deploy.md``); read only."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from django.contrib import admin
-from django.db.models import Model
-from django.http import HttpRequest
 
+from leaderboard.admin.read_only import ReadOnly
 from leaderboard.models import ChallengeVersion, ImageArchive, KitFile, SearchCorpus
-
-_M = TypeVar("_M", bound=Model)
-
-
-class ReadOnly(admin.ModelAdmin[_M]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(ChallengeVersion)
