@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 from evaluator.tar_scan import MANIFESTS, MAX_DOCKERFILE_BYTES, MAX_MANIFEST_BYTES
 from leaderboard import permissions, quotas
 from leaderboard.api.submissions import as_api_error, requested_team
+from leaderboard.models import Challenge
 from leaderboard.submitting import Choice, admit
 from leaderboard.submitting.runnable import check_context
 
@@ -128,9 +129,10 @@ class QuotaView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         """Whether the team may submit now on the chosen tasks and splits, and each task's
         quota use; 200 with ``allowed`` false and the reason when a quota is spent."""
+        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
         params = request.query_params
         choice = Choice.from_data({name: params.getlist(name) for name in ("tasks", "splits")})
-        return self._answer(request, slug, params.get("team"), choice)
+        return self._answer(request, challenge, params.get("team"), choice)
 
     @extend_schema(
         request=PreflightSerializer,
@@ -145,21 +147,22 @@ class QuotaView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """As ``GET``, and the build context's declared models and base images checked as the
-        upload will check them."""
+        upload will check them. The challenge is one the user may see before the body is read
+        (signed in: ``permission_classes``; a body is at most ``DATA_UPLOAD_MAX_MEMORY_SIZE``)."""
+        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
         asked = PreflightSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         data = asked.validated_data
-        return self._answer(request, slug, data.get("team"), Choice.from_data(data), data)
+        return self._answer(request, challenge, data.get("team"), Choice.from_data(data), data)
 
     def _answer(
         self,
         request: Request,
-        slug: str,
+        challenge: Challenge,
         team_name: str | None,
         choice: Choice,
         context: dict[str, Any] | None = None,
     ) -> Response:
-        challenge = get_object_or_404(permissions.visible_challenges(request.user), slug=slug)
         team = requested_team(request, team_name)
         now = timezone.now()
         try:

@@ -124,6 +124,10 @@ def test_anonymous_callers_are_refused_and_drafts_hidden(member, open_splits):
     assert _api().get(URL).status_code in (401, 403)
     Challenge.objects.update(is_published=False)
     assert _api(member).get(URL).status_code == 404
+    # the POST preflight: a challenge the user cannot see is not found before its body is read
+    malformed = {"dockerfile": 7, "manifests": "not a mapping", "tasks": "x"}
+    assert _api(member).post(URL, malformed, format="json").status_code == 404
+    assert _api().post(URL, malformed, format="json").status_code in (401, 403)
 
 
 def test_organisers_are_exempt(member, open_splits, teams):
