@@ -133,11 +133,15 @@ class TakingPart:
 
 
 def teams_of(challenge: Challenge) -> list[TakingPart]:
-    """Every team that registered for or submitted to ``challenge`` (baselines' team apart)."""
+    """Every team that registered for, submitted to or is banned from ``challenge`` (baselines'
+    team apart): a team banned before it took part is listed too, so the ban can be lifted."""
     entered = Submission.objects.filter(challenge=challenge).values("team")
     registered = Registration.objects.filter(challenge=challenge).values("team")
+    banned = Ban.objects.filter(challenge=challenge, team__isnull=False).values("team")
     teams = (
-        Team.objects.filter(Q(pk__in=entered) | Q(pk__in=registered), baselines_of=None)
+        Team.objects.filter(
+            Q(pk__in=entered) | Q(pk__in=registered) | Q(pk__in=banned), baselines_of=None
+        )
         .prefetch_related("memberships__user")
         .order_by("name")
     )

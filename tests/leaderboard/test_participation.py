@@ -145,6 +145,9 @@ def test_the_page_lists_the_teams_with_members_registrations_and_bans(
     participation.ban(challenge, people["org"], "spam", team=teams["gamma"])
     rows = {row.team.name: row for row in participation.teams_of(challenge)}
     assert set(rows) == {"alpha", "gamma"}  # beta neither registered nor submitted
+    participation.ban(challenge, people["org"], "known cheats", team=teams["beta"])
+    rows = {row.team.name: row for row in participation.teams_of(challenge)}
+    assert rows["beta"].ban.reason == "known cheats"  # banned before it took part: still listed
     alpha = rows["alpha"]
     assert [m.user.username for m in alpha.members] == ["ann", "bob"]
     assert (alpha.submissions, alpha.registration, alpha.ban) == (2, None, None)
