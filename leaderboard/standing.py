@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 
-from django.db import transaction
-
 from leaderboard.models import RunAction, Submission, SubmissionAction
 from leaderboard.permissions import User
-from leaderboard.run_actions import RunActionRefused
+from leaderboard.submission_actions import act_on_submissions
 
 Standing = Submission.Standing
 Kind = SubmissionAction.Kind
@@ -28,27 +26,18 @@ _TO = {
 
 
 def change_standing(kind: str, submissions: Iterable[Submission], by: User, why: str) -> list[str]:
-    """``kind`` (a ``SubmissionAction.Kind``) on each submission, logged; the refusals (already
-    so), one line each. An empty reason is refused (``RunActionRefused``)."""
-    why = why.strip()
-    if not why:
-        raise RunActionRefused("say why: the team reads the reason")
+    """``kind`` (disqualify, hide or restore) on each submission, logged; the refusals
+    (already so), one line each. An empty reason is refused (``RunActionRefused``)."""
     to = _TO[Kind(kind)]
-    refused = []
-    for submission_id in [s.pk for s in submissions]:
-        with transaction.atomic():
-            submission = Submission.objects.select_for_update().get(pk=submission_id)
-            previous = submission.standing
-            if previous == to:
-                refused.append(f"submission #{submission.pk}: it is already {to.label}")
-                continue
-            submission.standing = to
-            submission.save(update_fields=["standing"])  # ranks its boards again
-            SubmissionAction.objects.create(
-                submission=submission, kind=kind, by=by if by.is_authenticated else None,
-                why=why, from_standing=previous,
-            )  # fmt: skip
-    return refused
+
+    def act(submission: Submission) -> str:
+        if submission.standing == to:
+            return f"it is already {to.label}"
+        submission.standing = to
+        submission.save(update_fields=["standing"])  # ranks its boards again
+        return ""
+
+    return act_on_submissions(kind, submissions, by, why, act)
 
 
 def seen_by_team(submission: Submission) -> list[RunAction | SubmissionAction]:

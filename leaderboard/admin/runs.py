@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -33,7 +32,6 @@ from leaderboard.models import (
     Task,
 )
 from leaderboard.run_actions import RunActionRefused
-from leaderboard.submitting import add_missing_runs
 
 
 class RunInline(admin.TabularInline[EvaluationRun, Submission]):
@@ -91,7 +89,8 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
     search_fields = ("method_name", "team__name", "image_digest", "registry_ref")
     date_hierarchy = "created_at"
     inlines = (ChosenTaskInline, RunInline)
-    actions = ("mark_baseline", "refund_quota", "evaluate_missing")
+    # giving the quota back and evaluating on new splits: logged actions of the submissions panel
+    actions = ("mark_baseline",)
     readonly_fields = ("standing",)  # changed on the submissions panel, logged
     formfield_overrides: ClassVar[dict[type[models.Field[Any, Any]], dict[str, str]]] = {
         models.URLField: {"assume_scheme": "https"}
@@ -103,20 +102,6 @@ class SubmissionAdmin(admin.ModelAdmin[Submission]):
         splits = Split.objects.filter(runs__submission__in=queryset).values_list("pk", flat=True)
         board_store.results_changed(*splits)
         self.message_user(request, f"{count} marked as baseline")
-
-    @admin.action(description="Evaluate on splits and settings added since it was submitted")
-    def evaluate_missing(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        try:
-            added = sum(len(add_missing_runs(submission)) for submission in queryset)
-        except ValidationError as exc:
-            self.message_user(request, "; ".join(exc.messages), messages.ERROR)
-            return
-        self.message_user(request, f"{added} run(s) added and queued", messages.SUCCESS)
-
-    @admin.action(description="Refund quota (Podium caused the failure)")
-    def refund_quota(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        count = queryset.update(consumes_quota=False)
-        self.message_user(request, f"{count} refunded", messages.SUCCESS)
 
 
 _RunAction = Callable[

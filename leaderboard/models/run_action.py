@@ -36,12 +36,15 @@ class RunAction(models.Model):
 
 
 class SubmissionAction(models.Model):
-    """An organiser's change of a submission's standing on the boards; its team reads ``why``."""
+    """An organiser's action on a submission (``leaderboard.submission_actions``): its standing
+    on the boards, its quota, its runs on new splits; its team reads ``why``."""
 
     class Kind(models.TextChoices):
         DISQUALIFY = "disqualify", "disqualify"
         HIDE = "hide", "hide from the boards"
         RESTORE = "restore", "restore to the boards"
+        REFUND = "refund", "give the quota back"
+        EVALUATE = "evaluate", "evaluate on the splits added since"
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="actions")
     kind = models.CharField(max_length=16, choices=Kind)

@@ -1,7 +1,8 @@
 """The organisers' submissions panel of a challenge: every run, filtered by team, task, split,
 state, standing and flags, with the logged actions (a reason required, the team shown them):
 re-run, re-judge, cancel (``leaderboard.run_actions``), disqualify, hide from the boards,
-restore (``leaderboard.standing``), and re-run every run of a split or a phase; and the
+restore (``leaderboard.standing``), give the quota back, evaluate on the splits added since
+(``leaderboard.submission_actions``), and re-run every run of a split or a phase; and the
 action log.
 
 Who is asking is decided first: only the challenge's organisers get past ``_organised``, before
@@ -9,6 +10,7 @@ anything of the request is read."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from leaderboard import board_cache, permissions, run_actions
+from leaderboard import board_cache, permissions, run_actions, submission_actions
 from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
@@ -42,12 +44,18 @@ PER_PAGE = 100
 _Act = Callable[[list[EvaluationRun], User, str], list[str]]
 
 
-def _on_submissions(kind: str) -> _Act:
+def _on_submissions(perform: Callable[[list[Submission], User, str], list[str]]) -> _Act:
+    """An action on the submissions of the runs chosen, each once."""
+
     def act(runs: list[EvaluationRun], by: User, why: str) -> list[str]:
         chosen = {run.submission_id: run.submission for run in runs}
-        return change_standing(kind, chosen.values(), by, why)
+        return perform(list(chosen.values()), by, why)
 
     return act
+
+
+def _standing(kind: str) -> _Act:
+    return _on_submissions(functools.partial(change_standing, kind))
 
 
 # action: (what the message says was done, what does it to the chosen runs)
@@ -55,10 +63,16 @@ ACTIONS: dict[str, tuple[str, _Act]] = {
     "rerun": ("re-run", run_actions.rerun),
     "rejudge": ("re-judged", run_actions.rejudge),
     "cancel": ("cancelled", run_actions.cancel),
-    "disqualify": ("disqualified", _on_submissions(SubmissionAction.Kind.DISQUALIFY)),
-    "hide": ("hidden from the boards", _on_submissions(SubmissionAction.Kind.HIDE)),
-    "restore": ("restored to the boards", _on_submissions(SubmissionAction.Kind.RESTORE)),
+    "disqualify": ("disqualified", _standing(SubmissionAction.Kind.DISQUALIFY)),
+    "hide": ("hidden from the boards", _standing(SubmissionAction.Kind.HIDE)),
+    "restore": ("restored to the boards", _standing(SubmissionAction.Kind.RESTORE)),
+    "refund": ("given their quota back", _on_submissions(submission_actions.give_quota_back)),
+    "evaluate": (
+        "evaluated on the splits added since",
+        _on_submissions(submission_actions.evaluate_new_splits),
+    ),
 }
+ON_SUBMISSIONS = ("disqualify", "hide", "restore", "refund", "evaluate")
 
 
 @dataclass(frozen=True)
@@ -189,7 +203,7 @@ def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, f"Nothing {done}: {exc}.")
         return back
     logger.info("%s %s by %s from the panel", [r.pk for r in chosen], done, request.user)
-    targets = "submission" if action in ("disqualify", "hide", "restore") else "run"
+    targets = "submission" if action in ON_SUBMISSIONS else "run"
     count = len({r.submission_id for r in chosen}) if targets == "submission" else len(chosen)
     acted = count - len(refused)
     messages.success(request, f"{acted} {targets}{'s' if acted != 1 else ''} {done}.")

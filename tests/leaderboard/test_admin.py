@@ -102,36 +102,13 @@ def test_marking_baselines_and_refunds_from_the_submission_list(
     run = make_entry(teams["alpha"], splits["public-test"], 0.2)
     client.force_login(superuser)
     changelist = reverse("admin:leaderboard_submission_changelist")
-    for action in ("mark_baseline", "refund_quota"):
-        response = client.post(
-            changelist, {"action": action, "_selected_action": [run.submission_id]}
-        )
-        assert response.status_code == 302
+    response = client.post(
+        changelist, {"action": "mark_baseline", "_selected_action": [run.submission_id]}
+    )
+    assert response.status_code == 302
     submission = Submission.objects.get(pk=run.submission_id)
-    assert submission.is_baseline and not submission.consumes_quota
+    assert submission.is_baseline and submission.consumes_quota  # the quota: the panel's
     assert EvaluationRun.objects.get(pk=run.pk).submission.is_baseline
-
-
-def test_runs_for_splits_imported_since_are_added_from_the_submission_list(
-    client, superuser, teams, splits, make_entry, django_capture_on_commit_callbacks
-):
-    run = make_entry(teams["alpha"], splits["public-test"], 0.2)  # its one run so far
-    for split in splits.values():
-        split.bundle.name = f"splits/{split.kind}.tar"
-        split.save(update_fields=["bundle"])
-    client.force_login(superuser)
-    changelist = reverse("admin:leaderboard_submission_changelist")
-    with django_capture_on_commit_callbacks(execute=False):  # no broker here: not sent
-        response = client.post(
-            changelist,
-            {"action": "evaluate_missing", "_selected_action": [run.submission_id]},
-            follow=True,
-        )
-    assert "2 run(s) added and queued" in response.content.decode()
-    kinds = EvaluationRun.objects.filter(submission_id=run.submission_id)
-    assert sorted(kinds.values_list("split__kind", flat=True)) == [
-        "private-test", "public-test", "validation"
-    ]  # fmt: skip
 
 
 def test_the_task_form_is_generated_from_the_benchmarks_settings_schema(client, superuser, task):

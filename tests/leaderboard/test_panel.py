@@ -267,3 +267,53 @@ def test_runs_of_another_challenge_are_never_acted_on(
     response = _act(client, other, "disqualify", [runs["alpha"]])
     assert [str(m) for m in response.wsgi_request._messages] == ["Choose one run or more first."]
     assert Submission.objects.get(pk=runs["alpha"].submission_id).standing == "shown"
+
+
+def test_the_quota_is_given_back_once_logged_and_shown_to_the_team(
+    client, challenge, runs, teams, make_user, organiser
+):
+    client.force_login(organiser)
+    alpha = Submission.objects.get(pk=runs["alpha"].submission_id)
+    assert alpha.consumes_quota
+    response = _act(client, challenge, "refund", [runs["alpha"]], why="our node died")
+    assert [str(m) for m in response.wsgi_request._messages] == [
+        "1 submission given their quota back."
+    ]
+    assert not Submission.objects.get(pk=alpha.pk).consumes_quota
+    response = _act(client, challenge, "refund", [runs["alpha"]], why="again")
+    assert [str(m) for m in response.wsgi_request._messages][-2:] == [
+        "0 submissions given their quota back.",
+        f"Not given their quota back: submission #{alpha.pk}: it already counts against no quota.",
+    ]
+    (logged,) = SubmissionAction.objects.all()
+    assert (logged.kind, logged.why, logged.by) == ("refund", "our node died", organiser)
+    client.force_login(make_user("al", team=teams["alpha"]))
+    page = client.get(reverse("leaderboard:run", args=[runs["alpha"].pk])).content.decode()
+    assert "give the quota back of the submission: our node died" in page
+
+
+def test_submissions_are_evaluated_on_the_splits_added_since(
+    client, challenge, runs, splits, organiser, django_capture_on_commit_callbacks
+):
+    for split in splits.values():  # every split imported: each has its items
+        split.bundle.name = f"splits/{split.kind}.tar"
+        split.save(update_fields=["bundle"])
+    client.force_login(organiser)
+    with django_capture_on_commit_callbacks(execute=False):  # no broker here: not sent
+        response = _act(client, challenge, "evaluate", [runs["alpha"]], why="private split out")
+    assert [str(m) for m in response.wsgi_request._messages] == [
+        "1 submission evaluated on the splits added since."
+    ]
+    added = EvaluationRun.objects.filter(submission_id=runs["alpha"].submission_id)
+    assert sorted(added.values_list("split__kind", flat=True)) == [
+        "private-test", "public-test", "validation"
+    ]  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=False):
+        response = _act(client, challenge, "evaluate", [runs["alpha"]], why="again")
+    assert [str(m) for m in response.wsgi_request._messages][-1] == (
+        f"Not evaluated on the splits added since: submission #{runs['alpha'].submission_id}: "
+        "it has a run on every split and setting it takes."
+    )
+    assert list(SubmissionAction.objects.values_list("kind", "why")) == [
+        ("evaluate", "private split out")
+    ]

@@ -1,0 +1,27 @@
+# Organisers give a submission's quota back and evaluate it on the splits added since, from the
+# submissions panel, logged (leaderboard.submission_actions).
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [  # noqa: RUF012 (generated)
+        ("leaderboard", "0043_participants_registration_ban"),
+    ]
+
+    operations = [  # noqa: RUF012 (generated)
+        migrations.AlterField(
+            model_name="submissionaction",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("disqualify", "disqualify"),
+                    ("hide", "hide from the boards"),
+                    ("restore", "restore to the boards"),
+                    ("refund", "give the quota back"),
+                    ("evaluate", "evaluate on the splits added since"),
+                ],
+                max_length=16,
+            ),
+        ),
+    ]
