@@ -1,5 +1,6 @@
-"""Template filters for showing stored metrics, each as its benchmark declares it; and whether
-the site prints its e-mail on the console (``mail_on_console``)."""
+"""Template filters for showing stored metrics, each as its benchmark declares it; whether the
+site prints its e-mail on the console (``mail_on_console``); the organisers' console's
+navigation (``console_nav``)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,21 @@ CONSOLE_MAIL = "django.core.mail.backends.console.EmailBackend"
 def mail_on_console() -> bool:
     """Whether mail is printed on the server's console (the demo's backend) instead of sent."""
     return bool(settings.EMAIL_BACKEND == CONSOLE_MAIL)
+
+
+# The organisers' console of a challenge: (URL name, label), in the order its navigation shows them.
+CONSOLE_PAGES = (
+    ("panel", "Submissions panel"),
+    ("action-log", "Action log"),
+    ("participants", "Participants"),
+    ("challenge-submissions", "Every submission"),
+    ("audits", "Judge audits"),
+    ("challenge-bundle", "Challenge as code"),
+    ("answer-export", "Export answers"),
+)
+
+
+@register.inclusion_tag("leaderboard/_console_nav.html")
+def console_nav(challenge: object, here: str = "") -> dict[str, object]:
+    """The console's pages for ``challenge``, ``here`` (a URL name) marked as the one shown."""
+    return {"challenge": challenge, "here": here, "console_pages": CONSOLE_PAGES}

@@ -44,7 +44,9 @@ def test_an_organiser_uploads_checks_and_imports_a_bundle(
     page.locator("main form button[type=submit]").click()
     page.wait_for_load_state()
     page.goto("/c/bundle-test/")
-    page.get_by_role("link", name="Challenge as code (organisers)").click()
+    page.get_by_role("navigation", name="Organisers' console").get_by_role(
+        "link", name="Challenge as code"
+    ).click()
     page.wait_for_url("**/c/bundle-test/bundle/")
     journey.see("bundle-page")
 

@@ -94,7 +94,7 @@ def test_every_console_page_reads_well_at_both_sizes(
     board = f"/c/{slug}/multi-turn-qa/public-test/"
     # (step, address, a text the page shows when it is the page asked for)
     organiser_pages = [
-        ("challenge", f"/c/{slug}/", "Submissions panel (organisers)"),
+        ("challenge", f"/c/{slug}/", "Organisers:"),
         ("panel", f"/c/{slug}/panel/", LONG_METHOD[:40]),
         ("panel-flagged", f"/c/{slug}/panel/?flagged=1", "beta-agent"),
         ("panel-failed", f"/c/{slug}/panel/?state=failed", "crashes"),
@@ -111,11 +111,14 @@ def test_every_console_page_reads_well_at_both_sizes(
         ("new-challenge", "/challenges/new/", "bundle"),
         ("account", "/account/", "olga"),
     ]
+    console = page.get_by_role("navigation", name="Organisers' console")
     _sign_in(page, "olga")
     for step, address, marker in organiser_pages:
         response = page.goto(address)
         assert response is not None and response.status == 200, f"{address}: {response}"
         assert marker.lower() in journey.main_text().lower(), f"{address} lacks {marker!r}"
+        if address.startswith(f"/c/{slug}/") and step not in ("challenge", "board"):
+            assert console.locator("[aria-current=page]").count() == 1  # the console's own page
         journey.see(step)
 
     long_team = busy["long_team"]
@@ -127,6 +130,8 @@ def test_every_console_page_reads_well_at_both_sizes(
         ("participant-board", board, LONG_METHOD[:40]),
     ]
     _sign_in(page, "lena")
+    page.goto(f"/c/{slug}/")
+    assert console.count() == 0  # a participant has no console
     for step, address, marker in participant_pages:
         response = page.goto(address)
         assert response is not None and response.status == 200, f"{address}: {response}"

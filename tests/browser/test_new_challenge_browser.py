@@ -67,7 +67,9 @@ def test_staff_make_a_challenge_from_a_bundle_and_export_its_answers(
     journey.see("imported")
     page.locator("#bundle-created").get_by_role("link", name="Open Bundle test").click()
     page.wait_for_url("**/c/from-web/")
-    page.get_by_role("link", name="Export answers (organisers)").click()
+    page.get_by_role("navigation", name="Organisers' console").get_by_role(
+        "link", name="Export answers"
+    ).click()
     page.wait_for_url("**/c/from-web/answers/")
     journey.see("export")
     with page.expect_download() as download:

@@ -47,7 +47,9 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     )
     _sign_in(page, "olga")
     page.goto(f"/c/{challenge.slug}/")
-    page.get_by_role("link", name="Submissions panel (organisers)").click()
+    page.get_by_role("navigation", name="Organisers' console").get_by_role(
+        "link", name="Submissions panel"
+    ).click()
     page.wait_for_url("**/panel/")
     assert page.locator("#rerun-phase").is_visible()
     journey.see("panel")
@@ -65,7 +67,7 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     page.goto(board)
     assert "alpha-agent" not in journey.main_text() and "beta-agent" in journey.main_text()
     page.goto(f"/c/{challenge.slug}/panel/")
-    page.get_by_role("link", name="action log").click()
+    page.get_by_role("link", name="Action log", exact=True).click()
     page.wait_for_url("**/panel/log/")
     assert "the same agent as team beta's" in page.locator("#action-log").inner_text()
     journey.see("action-log")

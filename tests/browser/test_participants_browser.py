@@ -47,7 +47,9 @@ def test_an_organiser_approves_a_registration_and_bans(
     waiting = Registration.objects.create(challenge=challenge, team=teams["alpha"])
     sign_in(page, "olga")
     page.goto(f"/c/{challenge.slug}/")
-    page.locator("main").get_by_role("link", name="Participants (organisers)").click()
+    page.get_by_role("navigation", name="Organisers' console").get_by_role(
+        "link", name="Participants"
+    ).click()
     page.wait_for_url("**/participants/")
     assert "alpha" in page.inner_text(f"#registration-{waiting.pk}")
     journey.see("participants")
