@@ -187,3 +187,17 @@ def test_a_draft_challenge_s_overall_board_is_its_organisers_only(
     client.force_login(make_user("org", staff=True))
     assert client.get(page).status_code == 200
     assert client.get(api).status_code == 200
+
+
+def test_the_demo_prints_the_overall_boards_after_the_task_boards(challenge, boards):
+    from leaderboard.demo.processes import rankings
+
+    declare(challenge, method="average-rank", title="Overall ranking")
+    text = "\n".join(rankings(challenge))
+    board = text.split("\nOverall ranking / public-test (average-rank)\n", 1)[1].split("\n\n")[0]
+    assert [line.split() for line in board.splitlines()[1:]] == [
+        ["1", "alpha", "1.500"],
+        ["1", "beta", "1.500"],
+        ["3", "gamma", "2.500"],
+    ]
+    assert "Overall ranking / private-test" in text  # one board per kind the tasks share
