@@ -14,6 +14,7 @@ from django.utils import timezone
 from leaderboard import overall_board
 from leaderboard.models import Challenge, EvaluationRun, Split, Submission, Task, Team
 from leaderboard.overall import Overall
+from tests.leaderboard.test_setting_boards import visual  # noqa: F401 - a fixture used by name
 
 pytestmark = pytest.mark.django_db
 
@@ -201,3 +202,22 @@ def test_the_demo_prints_the_overall_boards_after_the_task_boards(challenge, boa
         ["3", "gamma", "2.500"],
     ]
     assert "Overall ranking / private-test" in text  # one board per kind the tasks share
+
+
+def test_a_task_with_settings_counts_the_board_of_its_declared_setting(
+    client,
+    challenge,
+    visual,  # noqa: F811 - the fixture imported above
+):
+    declare(challenge, method="average-rank", tasks=["visual-rag"])  # its first: zero_shot
+    assert lines(challenge, "validation") == [
+        (1, "beta", 1.0),
+        (2, "alpha", 2.0),
+        (3, "gamma", 3.0),
+    ]
+    declare(challenge, method="average-rank", settings={"visual-rag": "gt_clue"})
+    # gamma was run in zero_shot only: on no counted board, so not listed
+    assert lines(challenge, "validation") == [(1, "alpha", 1.0), (2, "beta", 2.0)]
+    page = client.get(reverse("leaderboard:overall", args=(challenge.slug,))).content.decode()
+    alpha = visual["runs"]["alpha", "gt_clue"].pk
+    assert f'{alpha}/?setting=gt_clue">#1 · 80.0</a>' in page
