@@ -55,14 +55,10 @@ class Overall:
         return self.method == AVERAGE_RANK
 
     @classmethod
-    def of(cls, challenge: Challenge, tasks: Sequence[Task] | None = None) -> Overall | None:
-        """``challenge``'s declared overall ranking (None: it declares none), over its
-        ``tasks`` (read when not given)."""
+    def of(cls, challenge: Challenge) -> Overall | None:
+        """``challenge``'s declared overall ranking over its tasks (None: it declares none)."""
         declared: dict[str, Any] = challenge.overall or {}
-        if not declared:
-            return None
-        found = list(challenge.tasks.all()) if tasks is None else list(tasks)
-        return cls.read(declared, found)
+        return cls.read(declared, list(challenge.tasks.all())) if declared else None
 
     @classmethod
     def read(cls, declared: Mapping[str, Any], tasks: Sequence[Task]) -> Overall:
