@@ -10,6 +10,9 @@ version, so a page never shows results older than the database and no process ha
 to forget anything: every web process (each with its own default cache, or all sharing one)
 stops asking for the old keys, which then expire.
 
+A value made from several splits' boards (a challenge's overall board, ``overall_board``) is
+keyed by all of their versions (``across``): it is computed afresh once any of them changes.
+
 A task whose benchmark evaluates several settings (Visual-RAG's ``zero_shot``, ``gt_clue``, ...)
 has one leaderboard per setting: boards and fragments are keyed by the setting too, so two
 settings never share one.
@@ -18,7 +21,7 @@ settings never share one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, cast
 
 from django.core.cache import cache
@@ -69,6 +72,17 @@ def derived(split: Split, setting: str, name: str, compute: Callable[[], T]) -> 
     """``compute()``, a value derived from ``split``'s results in ``setting`` alone, computed
     once per version of those results (then cached under ``name``)."""
     return _cached(_key(split, name, setting), compute)
+
+
+def across(
+    splits: Sequence[Split], name: str, parts: Iterable[object], compute: Callable[[], T]
+) -> T:
+    """``compute()``, a value derived from the results of several splits (a challenge's overall
+    board) and ``parts``, computed once per version of all of their results (then cached
+    under ``name``)."""
+    versions = [f"{split.pk}:{split.results_version}" for split in splits]
+    detail = hashlib.sha256("\x1f".join(map(str, (*versions, *parts))).encode()).hexdigest()
+    return _cached(f"podium:boards:{name}:{detail[:32]}", compute)
 
 
 def board(split: Split, setting: str = "") -> ranking.Board:

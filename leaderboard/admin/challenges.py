@@ -79,7 +79,7 @@ class ChallengeAdmin(admin.ModelAdmin[Challenge]):
     prepopulated_fields: ClassVar[dict[str, Sequence[str]]] = {"slug": ("name",)}
     filter_horizontal = ("organisers",)
     inlines = (PhaseInline, TaskInline)
-    readonly_fields = ("is_published", "publish_checklist", "search_corpus", "logo")
+    readonly_fields = ("is_published", "publish_checklist", "search_corpus", "logo", "overall")
     actions = ("publish", "unpublish")
 
     @admin.display(description="search corpus")

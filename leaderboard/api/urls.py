@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from leaderboard.api import answer_export, bundle, kit, quota, submissions, views
+from leaderboard.api import answer_export, bundle, kit, overall, quota, submissions, views
 from leaderboard.api.token import TokenView
 
 router = DefaultRouter()
@@ -17,6 +17,9 @@ router.register("runs", views.RunViewSet, basename="run")
 app_name = "api"
 urlpatterns = [
     path("challenges/<slug:slug>/quota/", quota.QuotaView.as_view(), name="challenge-quota"),
+    path(
+        "challenges/<slug:slug>/overall/", overall.OverallView.as_view(), name="challenge-overall"
+    ),
     path("", include(router.urls)),
     path("bundles/<str:action>/", bundle.BundleView.as_view(), name="bundle"),
     path("challenges/<slug:slug>/bundle/", bundle.ExportView.as_view(), name="bundle-export"),

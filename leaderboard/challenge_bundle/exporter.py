@@ -1,7 +1,8 @@
 """A live challenge written as a bundle that imports into an empty database as the same
 challenge: its settings, pages, logo, phases (their quotas too), tasks, the stored split
 bundles byte for byte (each digest checked as it is copied, and written beside it), the corpus,
-the starter-kit files at their paths and the declared baselines' build contexts. Private test
+the starter-kit files at their paths, the declared baselines' build contexts and the overall
+ranking as declared. Private test
 splits are written only for the challenge's organisers (``private=True``).
 """
 
@@ -57,6 +58,8 @@ def export(challenge: Challenge, out: Path, private: bool) -> list[str]:
         "tasks": tasks,
         "baselines": baselines.export(challenge, out),
     }
+    if challenge.overall:
+        document["overall"] = challenge.overall
     head["kit_files"] = assets.export_kit_files(challenge, out)  # last: beside what is written
     with (out / MANIFEST).open("w", encoding="utf-8") as f:
         yaml = YAML(typ="safe", pure=True)

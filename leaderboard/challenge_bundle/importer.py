@@ -239,6 +239,7 @@ def _apply(
     challenge.description = head.get("description", "")
     challenge.package_index = head.get("package_index", "")
     challenge.kit_includes_corpus = head.get("kit_includes_corpus", False)
+    challenge.overall = dict(value.get("overall", {}))  # as written (``leaderboard.overall``)
     for page in PAGES:
         setattr(challenge, page, bundle.page(page))
     challenge.save()

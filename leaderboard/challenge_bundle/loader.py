@@ -1,6 +1,7 @@
 """``challenge.yaml`` checked: the schema, then what a schema cannot say (numbers that are
 not finite, files that exist inside the bundle, unique names, dates, the task rules of
-``Task.clean``, the package index as the admin checks it, API keys written in). Every problem is
+``Task.clean``, the overall ranking's tasks, settings and metrics (``overall.problems``), the
+package index as the admin checks it, API keys written in). Every problem is
 collected and raised at once (``BundleInvalid``), each with its file, line and field.
 """
 
@@ -19,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from evaluator.benchmarks import benchmark_class
+from leaderboard import overall
 from leaderboard.challenge_bundle import assets
 from leaderboard.challenge_bundle.problems import BundleInvalid, Problem
 from leaderboard.challenge_bundle.schema import PAGES, TASK_FIELDS, bundle_schema
@@ -173,9 +175,13 @@ def _rule_problems(bundle: Bundle, now: datetime, kept: set[tuple[Any, ...]]) ->
                 doc.problem(("phases", index, "ends_at"), f"{phase['ends_at']} is in the past")
             )
     tasks = value.get("tasks", [])
-    problems += _duplicates(doc, "tasks", [t["id"] for t in tasks], "task id")
+    task_problems = _duplicates(doc, "tasks", [t["id"] for t in tasks], "task id")
     for index, task in enumerate(tasks):
-        problems += _task_problems(bundle, index, task)
+        task_problems += _task_problems(bundle, index, task)
+    problems += task_problems
+    if "overall" in value and not task_problems:  # it reads the tasks' rules
+        found = overall.problems(value["overall"], [model_task(t) for t in tasks])
+        problems += [doc.problem(("overall", *place), message) for place, message in found]
     baselines = value.get("baselines", [])
     names = [b["method_name"].strip() for b in baselines]
     problems += _duplicates(doc, "baselines", names, "baseline method_name")

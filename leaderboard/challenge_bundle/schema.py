@@ -19,6 +19,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from evaluator.benchmarks import benchmark_class, names
 from leaderboard.models import Phase, Split, Task
 from leaderboard.models.challenge import TASK_LIMITS
+from leaderboard.overall import DEFAULT_TITLE, METHODS
 
 BUNDLE_VERSION = 1
 SCHEMA_ID = "urn:podium:challenge-bundle:1"
@@ -191,6 +192,47 @@ def _task() -> dict[str, Any]:
     return task
 
 
+def _by_task(description: str) -> dict[str, Any]:
+    """A mapping from counted tasks' ids to a name (a metric, a setting)."""
+    return {
+        "type": "object",
+        "description": description,
+        "propertyNames": {"pattern": SLUG},
+        "additionalProperties": _text(minLength=1, maxLength=100),
+    }
+
+
+def _overall() -> dict[str, Any]:
+    return _object(
+        {
+            "title": _text(
+                f"the board's title (default: {DEFAULT_TITLE})", minLength=1, maxLength=200
+            ),
+            "method": {
+                "enum": list(METHODS),
+                "description": "average-rank: the mean of a team's ranks on the counted tasks' "
+                "boards (lower first); mean: the mean of its entries' chosen metrics",
+            },
+            "tasks": {
+                "type": "array",
+                "description": "the ids of the tasks that count (default: every task)",
+                "items": _text(pattern=SLUG),
+                "minItems": 1,
+                "uniqueItems": True,
+            },
+            "metrics": _by_task(
+                "mean only: per task, the declared metric its entries count with (default: "
+                "the task's primary metric)"
+            ),
+            "settings": _by_task(
+                "per task whose benchmark has settings, the setting whose board counts "
+                "(default: its first)"
+            ),
+        },
+        ("method",),
+    )
+
+
 def bundle_schema() -> dict[str, Any]:
     """The schema of ``challenge.yaml``."""
     challenge = _object(
@@ -257,6 +299,7 @@ def bundle_schema() -> dict[str, Any]:
                 "phases": {"type": "array", "items": phase},
                 "tasks": {"type": "array", "items": _task()},
                 "baselines": {"type": "array", "items": baseline},
+                "overall": _overall(),
             },
             ("bundle_version", "challenge"),
         ),

@@ -76,6 +76,7 @@ def live(challenge: Challenge) -> Canonical:
         ],
         tasks=tasks,
         baselines=declared_baselines(challenge),
+        overall=challenge.overall,
     )
 
 
@@ -127,6 +128,7 @@ def wanted(
         ],
         tasks=tasks,
         baselines=baselines or {},
+        overall=value.get("overall", {}),
     )
 
 
@@ -144,6 +146,7 @@ def _document(
     phases: list[PhaseRow],
     tasks: dict[str, Canonical],
     baselines: dict[str, Canonical],
+    overall: Canonical,
 ) -> Canonical:
     return {
         "challenge": challenge,
@@ -158,6 +161,7 @@ def _document(
         "tasks": tasks,
         "task_order": list(tasks),
         "baselines": baselines,
+        "overall": dict(overall),
     }
 
 

@@ -14,8 +14,10 @@ from types import TracebackType
 from django.db.models import Sum
 from tqdm import tqdm
 
+from leaderboard import overall_board
 from leaderboard.board_store import board, entries
 from leaderboard.models import Challenge, EvaluationRun, Split
+from leaderboard.overall import Overall
 from leaderboard.ranking import columns
 from leaderboard.tasks import dispatch_stage
 from podium.celery import app
@@ -140,7 +142,8 @@ def wait_for_runs(
 
 def rankings(challenge: Challenge) -> list[str]:
     """Every leaderboard of the challenge (task x split x setting) as text lines (its first
-    three columns), and each submission's scores across the settings (gCUE) after its split."""
+    three columns), and each submission's scores across the settings (gCUE) after its split;
+    then its overall boards, when it has them."""
     lines = []
     splits = Split.objects.current().filter(task__challenge=challenge).select_related("task")
     for split in splits.order_by("task__order", "kind"):
@@ -155,6 +158,22 @@ def rankings(challenge: Challenge) -> list[str]:
                     for name, v in sorted(values.items())
                 )
                 lines.append(f"  across settings: {entry.method_name:<20} {shown}")
+    return lines + _overall_lines(challenge)
+
+
+def _overall_lines(challenge: Challenge) -> list[str]:
+    """The challenge's overall board on each split kind, when its bundle declares one."""
+    overall = Overall.of(challenge)
+    if overall is None:
+        return []
+    lines = []
+    for kind in overall_board.kinds(challenge, overall):
+        found = overall_board.board(overall, kind, overall_board.splits(challenge, overall, kind))
+        lines += [
+            f"\n{found.title} / {kind} ({found.method})",
+            f"  {'rank':>4}  {'team':<16} score",
+        ]
+        lines += [f"  {line.rank:>4}  {line.team:<16} {line.score:.3f}" for line in found.lines]
     return lines
 
 

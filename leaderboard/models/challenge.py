@@ -84,6 +84,12 @@ class Challenge(models.Model):
         help_text="A team submits once an organiser approved its registration "
         "(leaderboard.participation); off: every team may submit.",
     )
+    overall = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The overall ranking across the challenge's tasks, as challenge.yaml's "
+        "overall section declares it (leaderboard.overall); empty: none. Set by the bundle.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,6 +1,7 @@
 """What a board page shows around its cached table, per request: the task and split switcher
 (the challenge's other boards; a split whose results are not revealed to the user is named with
-its reveal time, not linked) and the user's own teams, whose rows the page highlights.
+its reveal time, not linked; the challenge's overall board, when it has one) and the user's
+own teams, whose rows the page highlights.
 
 Both depend on who asks, so neither is part of a cached fragment: the fragment is the same for
 everyone and marks each row with its team (``data-team``); the page adds a style rule for the
@@ -69,7 +70,10 @@ def own_team_ids(user: permissions.User) -> list[int]:
 def around(request: HttpRequest, split: Split, view: str, setting: str) -> dict[str, object]:
     """What a board page shows around its cached body, for this user: the switcher, the own
     teams (highlighted by a style rule of the page, never inside the cached body)."""
+    challenge = split.task.challenge
+    overall = reverse("leaderboard:overall", args=(challenge.slug,)) if challenge.overall else ""
     return {
         "switcher": switcher(request.user, split, view, setting),
         "own_teams": own_team_ids(request.user),
+        "overall_href": overall,  # the challenge's overall board, when it declares one
     }

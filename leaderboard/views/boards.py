@@ -66,10 +66,15 @@ def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> S
         asked = request.GET.get("version")
         version = f" version {asked}" if asked else ""
         raise Http404(f"{slug} has no split {task_id}/{kind}{version}")
-    if not permissions.can_see_results(request.user, split):
+    check_revealed(request.user, split)
+    return split
+
+
+def check_revealed(user: permissions.User, split: Split) -> None:
+    """403 saying when they appear, unless ``split``'s results are revealed to ``user``."""
+    if not permissions.can_see_results(user, split):
         when = f" They appear on {split.reveal_at:%Y-%m-%d %H:%M} UTC." if split.reveal_at else ""
         raise PermissionDenied(f"The results of {split} are not public yet.{when}")
-    return split
 
 
 def challenge_list(request: HttpRequest) -> HttpResponse:
@@ -108,6 +113,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "organiser": organiser,
             "tabs": [*written, "leaderboards"],
             "tab": tab,
+            "overall": bool(challenge.overall),
             "page": pages.rendered(getattr(challenge, tab)) if tab in written else "",
             "accepted": pages.accepted_rules(request.user, challenge),
             "labeller": pages.labeller_notice(request.user, challenge) if tab == "rules" else "",

@@ -1,6 +1,6 @@
 """The round trip as a property: any valid bundle, imported, exported, imported into an empty
 database and exported again gives the same challenge and the same files, byte for byte (its
-logo, starter-kit files, phase quotas and baselines included)."""
+logo, starter-kit files, phase quotas, baselines and overall ranking included)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,19 @@ def documents(draw: Any) -> dict[str, Any]:
         "context": "baselines/echo",
         "tasks": ["multi-turn-qa"],
     }
+    overall = draw(
+        st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"method": st.sampled_from(["average-rank", "mean"])},
+                optional={"title": text.filter(bool), "tasks": st.just(["multi-turn-qa"])},
+            ),
+        )
+    )
+    if overall is not None and overall["method"] == "mean" and draw(st.booleans()):
+        overall["metrics"] = {"multi-turn-qa": draw(st.sampled_from(["accuracy", "exact_match"]))}
     return {
+        **({"overall": overall} if overall is not None else {}),
         "bundle_version": 1,
         "challenge": head,
         "phases": [

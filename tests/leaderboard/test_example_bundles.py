@@ -48,6 +48,7 @@ def test_a_challenge_with_a_corpus_round_trips(tmp_path):
     challenge = Challenge.objects.get()
     live = state.live(challenge)
     assert live["challenge"]["corpus"] is not None
+    assert challenge.overall == {"title": "Overall ranking", "method": "average-rank"}
     export(challenge, tmp_path / "exported", private=True)
     assert (tmp_path / "exported" / "corpus.tar").is_file()
     assert import_bundle(tmp_path / "exported").unchanged
