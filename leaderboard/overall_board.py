@@ -22,8 +22,8 @@ from leaderboard.models import Challenge, Split
 from leaderboard.overall import AVERAGE_RANK, Counted, Overall
 
 MISSING = {
-    AVERAGE_RANK: "A team missing from a task's board counts as ranked one below that board's "
-    "last entry.",
+    AVERAGE_RANK: "A team missing from a task's board counts as ranked after every team on "
+    "that board (its number of teams plus one).",
     "mean": "A team needs an entry on every counted task to be ranked.",
 }
 

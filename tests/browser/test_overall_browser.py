@@ -42,7 +42,7 @@ def test_a_visitor_reads_the_overall_ranking(
         ["2", "alpha", "2.00"],
         ["3", "gamma", "2.50"],
     ]
-    assert "one below that board's last entry" in journey.main_text()
+    assert "ranked after every team on that board" in journey.main_text()
     journey.see("overall")
     rows.nth(0).locator("a", has_text="#1").click()
     page.wait_for_url(f"**/single-source/public-test/entries/{beta.pk}/")

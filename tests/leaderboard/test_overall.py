@@ -114,7 +114,7 @@ def test_the_page_shows_each_task_linked_to_the_entries(client, challenge, board
     declare(challenge, method="average-rank", title="Grand ranking")
     page = client.get(reverse("leaderboard:overall", args=(challenge.slug,))).content.decode()
     assert "<h1>Grand ranking · public test</h1>" in page
-    assert "one below that board&#x27;s last entry" in page
+    assert "ranked after every team on that board" in page
     entry = reverse("leaderboard:entry", args=(challenge.slug, "single-turn", "public-test", 0))
     assert f'href="{entry.removesuffix("0/")}{boards["a2"].pk}/">#2 · 30.0</a>' in page
     board = reverse("leaderboard:leaderboard", args=(challenge.slug, "single-turn", "public-test"))
