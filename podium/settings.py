@@ -209,6 +209,9 @@ EMAIL_HOST_USER = os.environ.get("PODIUM_EMAIL_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("PODIUM_EMAIL_PASSWORD", "")
 EMAIL_USE_TLS = _env_bool("PODIUM_EMAIL_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("PODIUM_EMAIL_FROM", "podium@localhost")
+# Where people reach this site, for links in e-mail sent off a request (a run's end, organisers'
+# messages: leaderboard.mailing.absolute).
+PODIUM_BASE_URL = _env("PODIUM_BASE_URL", "http://localhost:8000")
 LOGIN_REDIRECT_URL = "leaderboard:challenges"
 LOGOUT_REDIRECT_URL = "leaderboard:challenges"
 
