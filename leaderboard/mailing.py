@@ -204,7 +204,7 @@ def preview(challenge: Challenge, key: str, subject: str, body: str) -> Draft:
     chosen = audience(challenge, key)
     found = reach(people(chosen.teams, challenge), Mailing.Kind.MESSAGE)
     if not found.recipients:
-        raise MailError(f"nobody would receive it: {chosen.label.lower()} is no one yet")
+        raise MailError(f"nobody would receive it ({chosen.label}: no one yet)")
     return Draft(subject, body, chosen, found)
 
 
