@@ -30,6 +30,7 @@ from leaderboard.models import (
     Task,
     Team,
 )
+from leaderboard.pipeline.ownership import PODIUM_FAULT_REASON, fail_for_podium
 from leaderboard.tasks import deliver_mailing, mail_run_ended
 from podium.celery import app
 
@@ -220,26 +221,37 @@ def test_a_task_nobody_ran_is_refused(world, challenge, sent):
 
 
 class FlakyBackend(EmailBackend):
-    """locmem, whose server hangs up before the ``fail_at``-th e-mail, ``failures`` times."""
+    """locmem, whose server fails with ``error`` at the ``fail_at``-th e-mail, ``failures``
+    times."""
 
     fail_at: ClassVar[int] = 2
     failures: ClassVar[int] = 1
     attempts: ClassVar[int] = 0
+    error: ClassVar[Exception] = smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
 
     def send_messages(self, messages: Sequence[EmailMessage]) -> int:
         type(self).attempts += 1
         if type(self).attempts == self.fail_at and type(self).failures > 0:
             type(self).failures -= 1
             type(self).attempts = 0
-            raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
+            raise self.error
         return super().send_messages(messages)
 
 
-def test_a_transient_error_tries_again_from_where_it_stopped(world, challenge, settings):
+@pytest.mark.parametrize(
+    "error",
+    [
+        smtplib.SMTPServerDisconnected("Connection unexpectedly closed"),
+        smtplib.SMTPDataError(451, b"try again later"),
+    ],
+)
+def test_a_transient_error_tries_again_from_where_it_stopped(world, challenge, settings, error):
     settings.EMAIL_BACKEND = f"{__name__}.FlakyBackend"
     FlakyBackend.fail_at, FlakyBackend.failures, FlakyBackend.attempts = 2, 1, 0
+    FlakyBackend.error = error
     message = mailing.send_message(challenge, world["org"], "all", "Hi", "Hello")
     deliver_mailing.apply(kwargs={"mailing_id": message.pk})  # eager: its retry runs at once
+    assert FlakyBackend.failures == 0
     assert sorted(m.to[0] for m in mail.outbox) == [
         "al@example.org", "bea@example.org", "gus@example.org",
     ]  # fmt: skip
@@ -248,9 +260,22 @@ def test_a_transient_error_tries_again_from_where_it_stopped(world, challenge, s
     assert (message.state, message.delivered) == (Mailing.State.SENT, 3)
 
 
+def test_a_refusal_for_good_fails_at_once_keeping_what_was_sent(world, challenge, settings):
+    settings.EMAIL_BACKEND = f"{__name__}.FlakyBackend"
+    FlakyBackend.fail_at, FlakyBackend.failures, FlakyBackend.attempts = 2, 9, 0
+    FlakyBackend.error = smtplib.SMTPDataError(554, b"message refused")
+    message = mailing.send_message(challenge, world["org"], "all", "Hi", "Hello")
+    deliver_mailing.apply(kwargs={"mailing_id": message.pk})
+    message.refresh_from_db()
+    assert FlakyBackend.failures == 8, "not tried again"
+    assert (message.state, message.delivered, len(mail.outbox)) == (Mailing.State.FAILED, 1, 1)
+    assert message.error.startswith("SMTPDataError: (554")
+
+
 def test_the_tries_are_bounded_then_the_mailing_fails_with_its_error(world, challenge, settings):
     settings.EMAIL_BACKEND = f"{__name__}.FlakyBackend"
     FlakyBackend.fail_at, FlakyBackend.failures, FlakyBackend.attempts = 1, 99, 0
+    FlakyBackend.error = smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
     message = mailing.send_message(challenge, world["org"], "all", "Hi", "Hello")
     deliver_mailing.apply(kwargs={"mailing_id": message.pk})
     message.refresh_from_db()
@@ -318,6 +343,19 @@ def test_a_failed_run_says_the_team_reason_never_the_operator_detail(world, alph
     assert "Run #" in email.subject and " failed: Multi-turn QA, public test" in email.subject
     assert "Why: Your agent did not answer /ready within 600 s." in email.body
     assert "secret-node-7" not in email.body and "Traceback" not in email.body
+
+
+def test_a_build_failed_on_podiums_side_says_so_without_the_detail(world, sent, committed):
+    run = EvaluationRun.objects.get(submission__team__name="alpha")
+    run.move_to(State.BUILDING, worker_id="node-a:1")
+    sent.clear()
+    with committed():
+        fail_for_podium(run, "docker: no space left on /var/lib/docker-secret")
+    assert Submission.objects.get(pk=run.submission_id).state == Submission.State.PODIUM_FAILED
+    mail_run_ended.apply(kwargs=next(kw for name, kw in sent if name == "mail.run_ended"))
+    assert len(mail.outbox) == 2
+    body = mail.outbox[0].body
+    assert f"Why: {PODIUM_FAULT_REASON}" in body and "docker-secret" not in body
 
 
 def test_opted_out_members_get_nothing_and_a_cancelled_run_mails_no_one(
