@@ -405,3 +405,23 @@ def test_the_account_page_turns_each_e_mail_off_and_on(make_user):
     page = client.get(reverse("leaderboard:account")).content.decode()
     assert 'name="organisers_messages" id="mail-organisers_messages">' in page
     assert not Membership.objects.filter(user=user).exists()
+
+
+def test_the_log_is_paged_and_lists_only_this_challenges_messages(world, challenge):
+    elsewhere = Challenge.objects.get(slug="other")
+    for n in range(21):
+        Mailing.objects.create(
+            kind=Mailing.Kind.MESSAGE, challenge=challenge, audience="x", subject=f"note {n}"
+        )
+    Mailing.objects.create(
+        kind=Mailing.Kind.MESSAGE, challenge=elsewhere, audience="x", subject="not ours"
+    )
+    Mailing.objects.create(
+        kind=Mailing.Kind.RUN_ENDED, challenge=challenge, audience="x", subject="a run's end"
+    )
+    organiser = as_user(world["org"])
+    first = organiser.get(PAGE).content.decode()
+    second = organiser.get(PAGE, {"page": 2}).content.decode()
+    assert first.count('id="mailing-') == 20 and second.count('id="mailing-') == 1
+    assert "page 1 of 2" in first and ">note 0<" in second and ">note 20<" in first
+    assert "not ours" not in first + second and "a run's end" not in first + second
