@@ -15,7 +15,7 @@ class LeaderboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from leaderboard import api_tokens, board_cache  # noqa: F401 - connect their receivers
+        from leaderboard import api_tokens, board_cache, run_mail  # noqa: F401 - connect receivers
 
         defaults = getattr(settings, "DEFAULTS_IN_USE", [])
         if defaults:

@@ -1,5 +1,6 @@
 """Housekeeping tasks of the ``default`` queue: the reaper, and the sweep of agent images'
-archives no run needs any more (``leaderboard.image_retention``).
+archives no run needs any more (``leaderboard.image_retention``); and e-mail
+(``leaderboard.mailing``): an organisers' message, a run's end (``leaderboard.run_mail``).
 
 A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
 heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
@@ -19,16 +20,17 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from celery import Task as CeleryTask
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard import image_retention
+from leaderboard import image_retention, mailing, run_mail
+from leaderboard.dispatch import send_after_commit
 from leaderboard.models import EvaluationRun, Submission
-from podium.celery import app, queue_for
-from workers.faults import BROKER_ERRORS
+from podium.celery import queue_for
 
 logger = logging.getLogger("podium")
 
@@ -54,18 +56,7 @@ def dispatch_stage(run: EvaluationRun, stage: str) -> None:
     the broker unreachable the run just waits: the unclaimed reaper sends it again later."""
     name = STAGE_TASKS[stage]
     queue = queue_for(name, run.task.effective_gpu_class)
-
-    def send() -> None:
-        try:
-            app.send_task(name, kwargs={"run_id": run.pk}, queue=queue)
-        except BROKER_ERRORS as exc:
-            logger.warning(
-                "run #%s: %s not sent (%s); the reaper sends it again", run.pk, name, exc
-            )
-        except Exception:  # kombu's own state, torn while the broker went away: never the run's
-            logger.exception("run #%s: %s not sent; the reaper sends it again", run.pk, name)
-
-    transaction.on_commit(send)
+    send_after_commit(name, {"run_id": run.pk}, f"run #{run.pk} (the reaper sends it again)", queue)
 
 
 def requeue_stale_runs(now: datetime | None = None) -> dict[str, list[int]]:
@@ -156,3 +147,32 @@ def reap_stale_runs() -> dict[str, list[int]]:
 def sweep_image_archives() -> dict[str, object]:
     swept = image_retention.sweep()
     return {"removed": swept.removed, "freed_bytes": swept.freed_bytes, "adopted": swept.adopted}
+
+
+def _deliver(task: CeleryTask[..., None], mailing_id: int) -> None:
+    """Deliver a mailing (``leaderboard.mailing.deliver``); a mail server's transient error
+    tries again later, with back-off, ``MAIL_TRIES`` times in all, then the mailing fails."""
+    try:
+        mailing.deliver(mailing_id)
+    except mailing.TRANSIENT_MAIL_ERRORS as exc:
+        tries = task.request.retries + 1
+        if tries >= mailing.MAIL_TRIES:
+            logger.warning("mailing #%s failed after %s tries: %s", mailing_id, tries, exc)
+            mailing.give_up(mailing_id, exc)
+            return
+        logger.warning("mailing #%s: %s; trying again (try %s)", mailing_id, exc, tries + 1)
+        raise task.retry(exc=exc, countdown=mailing.RETRY_BACKOFF_S * 2 ** (tries - 1)) from exc
+
+
+@shared_task(name="mail.deliver", bind=True, max_retries=None)
+def deliver_mailing(self: CeleryTask[[int], None], mailing_id: int) -> None:
+    _deliver(self, mailing_id)
+
+
+@shared_task(name="mail.run_ended", bind=True, max_retries=None)
+def mail_run_ended(
+    self: CeleryTask[[int, str, str], None], run_id: int, state: str, finished_at: str
+) -> None:
+    found = run_mail.notice(run_id, state, finished_at)
+    if found is not None:
+        _deliver(self, found.pk)

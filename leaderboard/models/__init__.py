@@ -8,6 +8,7 @@ from leaderboard.models.challenge_version import ChallengeVersion
 from leaderboard.models.hub_models import HubModel
 from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
+from leaderboard.models.mail import Mailing, MailPreference
 from leaderboard.models.participation import Ban, Registration
 from leaderboard.models.results import (
     AnswerSimilarity,
@@ -52,6 +53,8 @@ __all__ = [
     "JudgePreview",
     "JudgmentRecord",
     "KitFile",
+    "MailPreference",
+    "Mailing",
     "Membership",
     "Phase",
     "PreviewFlip",

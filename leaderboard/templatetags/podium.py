@@ -83,6 +83,7 @@ CONSOLE_PAGES = (
     ("panel", "Submissions panel"),
     ("action-log", "Action log"),
     ("participants", "Participants"),
+    ("messages", "Messages"),
     ("challenge-submissions", "Every submission"),
     ("audits", "Judge audits"),
     ("challenge-bundle", "Challenge as code"),

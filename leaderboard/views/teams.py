@@ -1,4 +1,5 @@
-"""Participants' own pages: their account (API tokens), their teams, a team's page, invitations.
+"""Participants' own pages: their account (e-mail choices, API tokens), their teams, a team's
+page, invitations.
 
 Everything here needs a signed-in user; a team's members, entries and invitations are shown to
 its members only (others see its name and captain), and only its captain invites, revokes an
@@ -18,7 +19,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 
-from leaderboard import api_tokens, audits, teams
+from leaderboard import api_tokens, audits, mailing, teams
 from leaderboard.models import Invitation, Membership, Team
 from leaderboard.models.api_token import NAME_MAX_LENGTH
 from leaderboard.permissions import signed_in
@@ -30,10 +31,15 @@ NEW_TOKEN_KEY = "podium-new-token"
 
 @login_required
 def account(request: HttpRequest) -> HttpResponse:
-    """The user's account: e-mail addresses (managed by allauth), teams, API tokens. Every
+    """The user's account: e-mail addresses (managed by allauth), what Podium may e-mail them
+    (``leaderboard.mailing``), teams, API tokens. Every
     token action redirects (a reload repeats nothing); a new key waits in the session for the
     page after the redirect, which shows it once."""
     user = signed_in(request.user)
+    if request.method == "POST" and request.POST.get("mail") == "save":
+        mailing.choose(user, **{field: field in request.POST for field in mailing.SWITCH_FIELDS})
+        messages.success(request, "Your e-mail choices are saved.")
+        return redirect("leaderboard:account")
     if request.method == "POST":
         action = request.POST.get("token", "")
         if action == "create":
@@ -63,6 +69,7 @@ def account(request: HttpRequest) -> HttpResponse:
         "name_max_length": NAME_MAX_LENGTH,
         "ttl_days": settings.PODIUM_API_TOKEN_TTL_DAYS,
         "audits": audits.to_label(user),
+        "mail": mailing.switches(user),
     }
     response = render(request, "leaderboard/account.html", context)
     if new_token:

@@ -100,6 +100,7 @@ def test_every_console_page_reads_well_at_both_sizes(
         ("panel-failed", f"/c/{slug}/panel/?state=failed", "crashes"),
         ("action-log", f"/c/{slug}/panel/log/", "judge: rules"),
         ("participants", f"/c/{slug}/participants/", "banned: " + LONG_WHY[:30]),
+        ("messages", f"/c/{slug}/messages/", "Everyone taking part"),
         ("every-submission", f"/c/{slug}/submissions/", "20 of 21 answers alike"),
         ("answers", f"/c/{slug}/answers/", "CSV"),
         ("bundle", f"/c/{slug}/bundle/", "challenge.yaml"),

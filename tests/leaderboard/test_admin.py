@@ -19,6 +19,7 @@ from leaderboard.models import (
     JudgeAudit,
     JudgePreview,
     KitFile,
+    Mailing,
     PreviewFlip,
     PreviewRun,
     RankedBoard,
@@ -62,7 +63,8 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
         # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
-        # by inviting them to an audit; API tokens: by their owners (the key is shown once)
+        # by inviting them to an audit; API tokens: by their owners (the key is shown once);
+        # mailings: by the messages page and runs' ends
         addable = model_admin.has_add_permission(listing.wsgi_request)
         read_only = (
             AnswerSimilarity,
@@ -73,6 +75,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             ChallengeVersion,
             KitFile,
             ImageArchive,
+            Mailing,
             SearchCorpus,
             HubModel,
             EvaluationRun,

@@ -137,6 +137,7 @@ def test_configured_services_are_used_and_not_listed_as_defaults(tmp_path):
         ({"PODIUM_METRICS_TOKEN": "short"}, "PODIUM_METRICS_TOKEN: use at least 24 characters"),
         ({"PODIUM_IMAGE_STORE": "sometimes"}, "'sometimes': expected auto, always or never"),
         ({"PODIUM_IMAGE_STORE_KEEP_S": "-1"}, "PODIUM_IMAGE_STORE_KEEP_S='-1': expected at least"),
+        ({"PODIUM_BASE_URL": "podium.example"}, "PODIUM_BASE_URL='podium.example': expected"),
     ],
 )
 def test_bad_settings_name_the_variable(tmp_path, env, message):
@@ -155,6 +156,8 @@ def test_bad_settings_name_the_variable(tmp_path, env, message):
         ("scores.aggregate_run", {}, "default"),
         ("housekeeping.reap_stale_runs", {}, "default"),
         ("housekeeping.sweep_image_archives", {}, "default"),
+        ("mail.deliver", {}, "default"),
+        ("mail.run_ended", {}, "default"),
     ],
 )
 def test_tasks_are_routed_by_name_prefix(name, kwargs, queue):
