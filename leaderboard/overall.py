@@ -3,8 +3,8 @@
 team's places on them make one score, and in which setting and by which metric each counts.
 
 - ``average-rank``: a team's score is the mean of its ranks on the counted tasks' boards (each
-  in its declared setting); a team missing from a board counts as ranked one below its last
-  entry. Lower is better.
+  in its declared setting); a team missing from a board counts as ranked after every team on
+  it. Lower is better.
 - ``mean``: a team's score is the mean of its entries' chosen metrics (default: each task's
   primary metric); a team missing a counted task has no overall entry. The metrics are of one
   direction and one scale, so their mean means something.

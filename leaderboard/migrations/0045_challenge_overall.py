@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0043_participants_registration_ban"),
+        ("leaderboard", "0044_mail"),
     ]
 
     operations = [  # noqa: RUF012 (generated)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0043_participants_registration_ban"),
+        ("leaderboard", "0045_challenge_overall"),
     ]
 
     operations = [  # noqa: RUF012 (generated)

@@ -47,7 +47,8 @@ def _sign_in(page, name: str) -> None:
 def busy(challenge, splits, teams, make_entry, make_user, pipeline_run):
     """A challenge as it looks in the middle of a phase; returns the runs the walk opens."""
     challenge.registration_approval = True
-    challenge.save(update_fields=["registration_approval"])
+    challenge.overall = {"method": "average-rank"}
+    challenge.save(update_fields=["registration_approval", "overall"])
     organiser = make_user("olga", staff=True)
     challenge.organisers.add(organiser)
     long_team = Team.objects.create(name=LONG_TEAM)
@@ -129,6 +130,7 @@ def test_every_console_page_reads_well_at_both_sizes(
         ("own-failed-run", f"/runs/{busy['failed'].pk}/", LONG_WHY[:40]),
         ("team", f"/teams/{long_team.pk}/", LONG_TEAM),
         ("participant-board", board, LONG_METHOD[:40]),
+        ("overall", f"/c/{slug}/overall/", LONG_TEAM[:30]),
     ]
     _sign_in(page, "lena")
     page.goto(f"/c/{slug}/")
