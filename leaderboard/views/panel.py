@@ -9,6 +9,7 @@ anything of the request is read."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from leaderboard import board_cache, permissions, run_actions
+from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
@@ -136,6 +138,7 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
         "standings": Submission.Standing.choices,
         "splits": splits.order_by("task__task_id", "kind", "-version"),
         "phases": challenge.phases.all(),
+        "judges": judge_options(challenge.tasks.all()),
         "entries": entries,
     }
     return render(request, "leaderboard/panel.html", context)
@@ -154,7 +157,9 @@ def _board_entries(runs: list[EvaluationRun]) -> set[int]:
 @require_POST
 def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
     """One action on the runs chosen (``run`` values), or on every run of a split (``split``)
-    or of the submissions made during a phase (``phase``): re-run only; with the reason given."""
+    or of the submissions made during a phase (``phase``): re-run only; with the reason given.
+    A re-judge grades with the ``judge`` chosen among those on offer (``judge_choice``, as the
+    admin's action reads it), or each task's own when none is."""
     challenge = _organised(request, slug)
     action = request.POST.get("action", "")
     if action not in ACTIONS:
@@ -184,8 +189,11 @@ def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "Choose one run or more first.")
         return back
     try:
+        if action == "rejudge":
+            judge = chosen_judge(request.POST.get("judge", ""), challenge.tasks.all())
+            perform = functools.partial(run_actions.rejudge, judge=judge)
         refused = perform(chosen, request.user, request.POST.get("why", ""))
-    except run_actions.RunActionRefused as exc:
+    except (run_actions.RunActionRefused, UnknownJudge) as exc:
         messages.error(request, f"Nothing {done}: {exc}.")
         return back
     logger.info("%s %s by %s from the panel", [r.pk for r in chosen], done, request.user)

@@ -22,7 +22,7 @@ from leaderboard.models import EvaluationRun, SliceScore, Submission, Submission
 from leaderboard.models.results import ALL
 from leaderboard.run_actions import RunActionRefused, cancel_own
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
-from leaderboard.standing import seen_by_team
+from leaderboard.standing import SEEN_BY_TEAM, SeenAction, seen_by_team
 from leaderboard.submitting import set_flags
 
 
@@ -59,6 +59,7 @@ class SubmissionRow:
     submission: Submission
     choosable: bool  # a task ranks chosen entries: the team may choose it for the final
     runs: list[RunRow]
+    actions: list[SeenAction]  # what organisers did to it and its runs, and why
 
 
 @login_required
@@ -75,6 +76,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         .prefetch_related(
             Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", whole_split))),
             Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
+            *SEEN_BY_TEAM,
         )
         .order_by("-created_at")[:200]
     )
@@ -88,7 +90,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
             overall = next(iter(run.slice_scores.all()), None) if shown else None
             runs_shown.append(RunRow(run, overall, score_hidden=not shown))
         choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
-        rows.append(SubmissionRow(submission, choosable, runs_shown))
+        rows.append(SubmissionRow(submission, choosable, runs_shown, seen_by_team(submission)))
     return render(request, "leaderboard/my_submissions.html", {"rows": rows})
 
 

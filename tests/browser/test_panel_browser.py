@@ -80,5 +80,6 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     page.context.clear_cookies()
     _sign_in(page, "alice")
     page.goto(f"/runs/{alpha.pk}/")
-    assert "disqualify of the submission: the same agent as team beta's" in journey.main_text()
+    seen = "disqualify of the submission by an organiser: the same agent as team beta's"
+    assert seen in journey.main_text()
     journey.see("team-run")
