@@ -22,6 +22,7 @@ from leaderboard.models import (
 )
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.models.results import ALL
+from leaderboard.standing import SeenAction, seen_by_team
 from leaderboard.task_environment import environments
 
 
@@ -295,13 +296,29 @@ class ChosenTaskSerializer(serializers.ModelSerializer[SubmissionTask]):
         fields = ("task", "splits")
 
 
+class SeenActionSerializer(serializers.Serializer[SeenAction]):
+    """An action on a submission or one of its runs as its team reads it
+    (``standing.seen_by_team``): never which organiser, nor the operators' detail."""
+
+    kind = serializers.CharField(help_text="rerun, rejudge, cancel, requeue, disqualify, ...")
+    at = serializers.DateTimeField()
+    run = serializers.IntegerField(
+        source="run_id", allow_null=True, help_text="null: the submission"
+    )
+    by = serializers.ChoiceField(choices=("an organiser", "the team"))
+    why = serializers.CharField()
+
+
 class SubmissionSerializer(serializers.ModelSerializer[Submission]):
+    """A submission with its runs, its standing on the boards and what was done to it, and why."""
+
     team = serializers.CharField(source="team.name", read_only=True)
     challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     runs = RunSerializer(many=True, read_only=True)
     evaluated_on = ChosenTaskSerializer(source="chosen_tasks", many=True, read_only=True)
+    actions = serializers.SerializerMethodField()
 
     class Meta:
         model = Submission
@@ -322,11 +339,18 @@ class SubmissionSerializer(serializers.ModelSerializer[Submission]):
             "failure_reason",
             "build_log",
             "consumes_quota",
+            "standing",
             "created_at",
             "evaluated_on",
             "runs",
+            "actions",
         )
         read_only_fields = fields
+
+    @extend_schema_field(SeenActionSerializer(many=True))
+    def get_actions(self, submission: Submission) -> list[dict[str, object]]:
+        """Latest first: its team and its organisers read the same."""
+        return [dict(SeenActionSerializer(seen).data) for seen in seen_by_team(submission)]
 
 
 class SubmissionCreateSerializer(serializers.Serializer[dict[str, object]]):
