@@ -239,6 +239,8 @@ def _apply(
     challenge.description = head.get("description", "")
     challenge.package_index = head.get("package_index", "")
     challenge.kit_includes_corpus = head.get("kit_includes_corpus", False)
+    # the Participants page toggles it too; the bundle, like every field, sets it as it says
+    challenge.registration_approval = head.get("registration_approval", False)
     for page in PAGES:
         setattr(challenge, page, bundle.page(page))
     challenge.save()
