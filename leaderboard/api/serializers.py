@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -200,8 +201,13 @@ class QueuePlaceSerializer(serializers.Serializer[run_queue.QueuePlace]):
     stage = serializers.CharField()
     queue = serializers.CharField()
     position = serializers.IntegerField(help_text="1: the next run a worker takes")
-    working = serializers.IntegerField(help_text="runs of this stage that workers hold now")
-    depth = serializers.IntegerField(allow_null=True, help_text="messages in the queue now")
+    working = serializers.IntegerField(
+        allow_null=True,
+        help_text="runs of this stage that workers hold now, every challenge's (organisers only)",
+    )
+    depth = serializers.IntegerField(
+        allow_null=True, help_text="messages in the queue now, every challenge's (organisers only)"
+    )
     typical_run_s = serializers.FloatField(allow_null=True)
     estimated_start = serializers.DateTimeField(allow_null=True)
 
@@ -277,8 +283,11 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
 
     @extend_schema_field(QueuePlaceSerializer(allow_null=True))
     def get_queue(self, run: EvaluationRun) -> dict[str, object] | None:
-        """Where a waiting run stands in its queue; null when a worker holds it or it ended."""
-        place = run_queue.place(run)
+        """Where a waiting run stands in its queue; null when a worker holds it or it ended
+        (how many runs the queue holds: its challenge's organisers only)."""
+        request = self.context.get("request")
+        user = request.user if request is not None else AnonymousUser()
+        place = run_queue.place_for(user, run)
         return place.as_dict() if place else None
 
     def get_score_hidden(self, run: EvaluationRun) -> bool:

@@ -26,12 +26,9 @@ from leaderboard.standing import SEEN_BY_TEAM, SeenAction, seen_by_team
 from leaderboard.submitting import set_flags
 
 
-def progress_record(
-    run: EvaluationRun, place: run_queue.QueuePlace | None = None
-) -> dict[str, object]:
-    """What the run page polls; also the API's progress fields (``place``: the run's, when
-    already known)."""
-    place = place or run_queue.place(run)
+def progress_record(run: EvaluationRun, place: run_queue.QueuePlace | None) -> dict[str, object]:
+    """What the run page polls (``place``: the run's, as the user may read it:
+    ``run_queue.place_for``)."""
     return {
         "id": run.pk,
         "state": run.state,
@@ -127,7 +124,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     show_answers = permissions.can_see_answers(request.user, run)
     wanted = AnswerFilter.from_query(request.GET)
     listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
-    place = run_queue.place(run)
+    place = run_queue.place_for(request.user, run)
     headline = None
     if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
@@ -172,7 +169,8 @@ def cancel_run(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
-    return JsonResponse(progress_record(visible_run(request, run_id)))
+    run = visible_run(request, run_id)
+    return JsonResponse(progress_record(run, run_queue.place_for(request.user, run)))
 
 
 @login_required
