@@ -9,7 +9,8 @@ why, from which state) and refused, with the reason, where the run's state does 
   the action's detail; its answers stay. The judgment cache answers what that judge has
   already judged.
 - Cancel: an unfinished run stops; a worker on it notices at its next heartbeat or batch. The
-  team reads a fixed reason; the organisers' words go to the operator detail.
+  team reads the organiser's reason as the run's failure reason (the organiser's name goes to
+  the operator detail only).
 - A team's own cancel (``cancel_own``): a member stops the team's unfinished run, logged as a
   cancel with a fixed reason. Where the task gives the quota back
   (``Task.quota_back_on_cancel``, off by default: a cancelled run counts as a failure of the
@@ -18,6 +19,9 @@ why, from which state) and refused, with the reason, where the run's state does 
 - Re-queue: an unfinished run (stuck, retrying, or its message lost) goes back to its stage's
   queue, as the reaper sends it (``leaderboard.tasks.requeue``); a worker on it stops at its next
   heartbeat. What is stored (answers, verdicts) stays.
+
+Every reason (``why``) is the team's to read (``leaderboard.standing.seen_by_team``); what only
+organisers and operators read (the worker, the judge's endpoint) goes to the ``detail``.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from leaderboard.tasks import requeue as requeue_run
 
 State = EvaluationRun.State
 Kind = RunAction.Kind
-CANCELLED_REASON = "An organiser cancelled this run."
+CANCELLED_REASON = "An organiser cancelled this run: {why}"
 TEAM_CANCELLED_REASON = "Your team cancelled this run."
 
 
@@ -97,8 +101,9 @@ def rejudge(
     return _act(Kind.REJUDGE, runs, by, why, functools.partial(_rejudge, choice=choice), detail)
 
 
-def cancel(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
-    return _act(Kind.CANCEL, runs, by, why, _cancel)
+def cancel(runs: Iterable[EvaluationRun], by: User, why: str, detail: str = "") -> list[str]:
+    """``detail``: what the team does not read (the operator page's: the worker heard last)."""
+    return _act(Kind.CANCEL, runs, by, why, _cancel, detail)
 
 
 def cancel_own(run: EvaluationRun, by: User) -> bool:
@@ -118,8 +123,8 @@ def cancel_own(run: EvaluationRun, by: User) -> bool:
     return True
 
 
-def requeue(runs: Iterable[EvaluationRun], by: User, why: str) -> list[str]:
-    return _act(Kind.REQUEUE, runs, by, why, _requeue)
+def requeue(runs: Iterable[EvaluationRun], by: User, why: str, detail: str = "") -> list[str]:
+    return _act(Kind.REQUEUE, runs, by, why, _requeue, detail)
 
 
 def _rerun(run: EvaluationRun, by: User, why: str) -> None:
@@ -165,7 +170,7 @@ def _cancel(run: EvaluationRun, by: User, why: str, reason: str = CANCELLED_REAS
         raise RunActionRefused(f"it is already {run.state}")
     run.move_to(
         State.CANCELLED,
-        failure_reason=reason,
+        failure_reason=reason.format(why=why),
         operator_detail=f"cancelled by {by}: {why}",
     )
 

@@ -10,10 +10,15 @@ shared among the workers working on it (at least one), each taking the median wh
 (start to end) of the task's last ``RECENT_RUNS`` done runs. With no done run yet there is no
 estimate. ``depth`` is the queue's length in the broker now (messages, of every challenge);
 None when Redis does not answer.
+
+What the queue holds of other challenges (``working``, ``depth``) is the organisers' and
+operators' to read: a participant reads the run's place and estimated start only
+(``place_for``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -22,6 +27,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from leaderboard import permissions
 from leaderboard.models import EvaluationRun
 from leaderboard.operations import depths
 from leaderboard.tasks import STAGE_TASKS
@@ -36,8 +42,8 @@ class QueuePlace:
     stage: str  # the stage the run waits to enter (or go on with)
     queue: str
     position: int  # 1: the next one a worker takes
-    working: int  # runs of this queue's stage that workers hold now
-    depth: int | None
+    working: int | None  # runs of this queue's stage that workers hold now (None: not shown)
+    depth: int | None  # None: Redis did not answer, or not shown
     typical_run: timedelta | None  # the median time of the task's recent done runs
     estimated_start: datetime | None
 
@@ -88,6 +94,18 @@ def typical_run(run: EvaluationRun) -> timedelta | None:
         if other.finished_at and other.started_at
     ]
     return timedelta(seconds=statistics.median(seconds)) if seconds else None
+
+
+def place_for(
+    user: permissions.User, run: EvaluationRun, now: datetime | None = None
+) -> QueuePlace | None:
+    """``place`` as ``user`` may read it: the organisers of the run's challenge (staff too) the
+    whole of it; anyone else (its team) not how many runs the queue holds or works on, which
+    counts every challenge's."""
+    found = place(run, now)
+    if found is None or permissions.is_organiser(user, run.submission.challenge):
+        return found
+    return dataclasses.replace(found, working=None, depth=None)
 
 
 def place(run: EvaluationRun, now: datetime | None = None) -> QueuePlace | None:

@@ -1,14 +1,19 @@
 """Organisers' actions on a submission's standing on the boards: disqualify, hide from the
 boards, restore. Each is logged (``SubmissionAction``: who, why, from which standing) and its
-reason shown to the team (run pages, "My submissions"). A submission that is not ``shown`` has
-no entry on any board (``leaderboard.ranking``); saving it ranks its splits' boards again
-(``leaderboard.board_cache``). Its runs and scores stay: restoring puts them back as they were.
+reason shown to the team (run pages, "My submissions", the API), as is every action on its runs
+(``seen_by_team``: kind, date, reason; never who, nor the operators' detail). A submission
+that is not ``shown`` has no entry on any board (``leaderboard.ranking``); saving it ranks its
+splits' boards again (``leaderboard.board_cache``). Its runs and scores stay: restoring puts
+them back as they were.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import chain
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import prefetch_related_objects
 
 from leaderboard.models import RunAction, Submission, SubmissionAction
 from leaderboard.permissions import User
@@ -40,7 +45,44 @@ def change_standing(kind: str, submissions: Iterable[Submission], by: User, why:
     return act_on_submissions(kind, submissions, by, why, act)
 
 
-def seen_by_team(submission: Submission) -> list[RunAction | SubmissionAction]:
-    """What organisers did to a submission and its runs, latest first, as its team sees it."""
-    on_runs = RunAction.objects.filter(run__submission=submission).select_related("run")
-    return sorted(chain(on_runs, submission.actions.all()), key=lambda a: a.at, reverse=True)
+# what ``seen_by_team`` reads, prefetched by the pages and the API that list submissions
+SEEN_BY_TEAM = ("actions", "runs__actions", "team__memberships")
+
+
+@dataclass(frozen=True)
+class SeenAction:
+    """An action on a submission or one of its runs as its team sees it: what, when, why, and
+    whether the team itself did it (a member cancelled a run); never which organiser, nor the
+    action's ``detail`` (the operators': workers, the judge's endpoint)."""
+
+    kind: str  # a ``RunAction.Kind`` or a ``SubmissionAction.Kind``
+    label: str
+    at: datetime
+    run_id: int | None  # None: the submission's standing
+    by_team: bool
+    why: str
+
+    @property
+    def by(self) -> str:
+        return "the team" if self.by_team else "an organiser"
+
+
+def seen_by_team(submission: Submission) -> list[SeenAction]:
+    """What was done to a submission and its runs, latest first, as its team sees it (from what
+    was prefetched: ``SEEN_BY_TEAM``, else fetched here)."""
+    prefetch_related_objects([submission], *SEEN_BY_TEAM)
+    members = {m.user_id for m in submission.team.memberships.all()}
+    actions: list[RunAction | SubmissionAction] = list(submission.actions.all())
+    actions += [action for run in submission.runs.all() for action in run.actions.all()]
+    seen = [
+        SeenAction(
+            kind=action.kind,
+            label=action.get_kind_display(),
+            at=action.at,
+            run_id=action.run_id if isinstance(action, RunAction) else None,
+            by_team=action.by_id in members,
+            why=action.why,
+        )
+        for action in actions
+    ]
+    return sorted(seen, key=lambda action: action.at, reverse=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -22,6 +23,7 @@ from leaderboard.models import (
 )
 from leaderboard.models.challenge import RUN_LIMITS, RUN_POLICIES
 from leaderboard.models.results import ALL
+from leaderboard.standing import SeenAction, seen_by_team
 from leaderboard.task_environment import environments
 
 
@@ -199,8 +201,13 @@ class QueuePlaceSerializer(serializers.Serializer[run_queue.QueuePlace]):
     stage = serializers.CharField()
     queue = serializers.CharField()
     position = serializers.IntegerField(help_text="1: the next run a worker takes")
-    working = serializers.IntegerField(help_text="runs of this stage that workers hold now")
-    depth = serializers.IntegerField(allow_null=True, help_text="messages in the queue now")
+    working = serializers.IntegerField(
+        allow_null=True,
+        help_text="runs of this stage that workers hold now, every challenge's (organisers only)",
+    )
+    depth = serializers.IntegerField(
+        allow_null=True, help_text="messages in the queue now, every challenge's (organisers only)"
+    )
     typical_run_s = serializers.FloatField(allow_null=True)
     estimated_start = serializers.DateTimeField(allow_null=True)
 
@@ -276,8 +283,11 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
 
     @extend_schema_field(QueuePlaceSerializer(allow_null=True))
     def get_queue(self, run: EvaluationRun) -> dict[str, object] | None:
-        """Where a waiting run stands in its queue; null when a worker holds it or it ended."""
-        place = run_queue.place(run)
+        """Where a waiting run stands in its queue; null when a worker holds it or it ended
+        (how many runs the queue holds: its challenge's organisers only)."""
+        request = self.context.get("request")
+        user = request.user if request is not None else AnonymousUser()
+        place = run_queue.place_for(user, run)
         return place.as_dict() if place else None
 
     def get_score_hidden(self, run: EvaluationRun) -> bool:
@@ -295,13 +305,29 @@ class ChosenTaskSerializer(serializers.ModelSerializer[SubmissionTask]):
         fields = ("task", "splits")
 
 
+class SeenActionSerializer(serializers.Serializer[SeenAction]):
+    """An action on a submission or one of its runs as its team reads it
+    (``standing.seen_by_team``): never which organiser, nor the operators' detail."""
+
+    kind = serializers.CharField(help_text="rerun, rejudge, cancel, requeue, disqualify, ...")
+    at = serializers.DateTimeField()
+    run = serializers.IntegerField(
+        source="run_id", allow_null=True, help_text="null: the submission"
+    )
+    by = serializers.ChoiceField(choices=("an organiser", "the team"))
+    why = serializers.CharField()
+
+
 class SubmissionSerializer(serializers.ModelSerializer[Submission]):
+    """A submission with its runs, its standing on the boards and what was done to it, and why."""
+
     team = serializers.CharField(source="team.name", read_only=True)
     challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     runs = RunSerializer(many=True, read_only=True)
     evaluated_on = ChosenTaskSerializer(source="chosen_tasks", many=True, read_only=True)
+    actions = serializers.SerializerMethodField()
 
     class Meta:
         model = Submission
@@ -322,11 +348,18 @@ class SubmissionSerializer(serializers.ModelSerializer[Submission]):
             "failure_reason",
             "build_log",
             "consumes_quota",
+            "standing",
             "created_at",
             "evaluated_on",
             "runs",
+            "actions",
         )
         read_only_fields = fields
+
+    @extend_schema_field(SeenActionSerializer(many=True))
+    def get_actions(self, submission: Submission) -> list[dict[str, object]]:
+        """Latest first: its team and its organisers read the same."""
+        return [dict(SeenActionSerializer(seen).data) for seen in seen_by_team(submission)]
 
 
 class SubmissionCreateSerializer(serializers.Serializer[dict[str, object]]):

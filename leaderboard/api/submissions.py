@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from leaderboard import permissions
 from leaderboard.api import serializers
 from leaderboard.models import Submission, SubmissionTask, Team
+from leaderboard.standing import SEEN_BY_TEAM
 from leaderboard.submitting import (
     Artifact,
     Choice,
@@ -62,7 +63,8 @@ def as_api_error(exc: DjangoValidationError) -> ValidationError:
 
 
 class SubmissionViewSet(viewsets.ReadOnlyModelViewSet[Submission]):
-    """The submissions of the user's teams (all of them for organisers)."""
+    """The submissions of the user's teams (all of them for organisers), each with its standing
+    and the actions on it and its runs (``standing.seen_by_team``)."""
 
     serializer_class = serializers.SubmissionSerializer
     permission_classes = (IsAuthenticated,)
@@ -76,6 +78,7 @@ class SubmissionViewSet(viewsets.ReadOnlyModelViewSet[Submission]):
             .prefetch_related(
                 Prefetch("runs", serializers.runs_with_scores()),
                 Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
+                *SEEN_BY_TEAM,
             )
             .order_by("-created_at")
         )

@@ -240,6 +240,8 @@ def _apply(
     challenge.package_index = head.get("package_index", "")
     challenge.kit_includes_corpus = head.get("kit_includes_corpus", False)
     challenge.overall = dict(value.get("overall", {}))  # as written (``leaderboard.overall``)
+    # the Participants page toggles it too; the bundle, like every field, sets it as it says
+    challenge.registration_approval = head.get("registration_approval", False)
     for page in PAGES:
         setattr(challenge, page, bundle.page(page))
     challenge.save()

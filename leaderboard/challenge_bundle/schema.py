@@ -246,6 +246,11 @@ def bundle_schema() -> dict[str, Any]:
                 maxLength=500,
             ),
             "kit_includes_corpus": {"type": "boolean"},
+            "registration_approval": {
+                "type": "boolean",
+                "description": "a team submits once an organiser approved its registration "
+                "(the Participants page); default false: every team may submit",
+            },
             "pages": _object({page: _file("a Markdown page") for page in PAGES}),
             "corpus": _file("the search corpus directory, or a tar of it"),
             "logo": _file("the challenge's logo: a PNG, JPEG or WebP image"),

@@ -52,6 +52,7 @@ def head(challenge: Challenge) -> Canonical:
         "status": "published" if challenge.is_published else "draft",
         "package_index": challenge.package_index,
         "kit_includes_corpus": challenge.kit_includes_corpus,
+        "registration_approval": challenge.registration_approval,
     }
 
 
@@ -111,6 +112,7 @@ def wanted(
             "status": head.get("status", "draft"),
             "package_index": head.get("package_index", ""),
             "kit_includes_corpus": head.get("kit_includes_corpus", False),
+            "registration_approval": head.get("registration_approval", False),
             "pages": {page: text_digest(bundle.page(page)) for page in PAGES},
             "corpus": corpus,
             "logo": file_sha256(bundle.logo) if bundle.logo else None,

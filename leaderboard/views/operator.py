@@ -46,14 +46,16 @@ def operator_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def operator_action(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
-    """Re-queue or cancel one run, with the reason given (kept with the logged action)."""
+    """Re-queue or cancel one run, with the reason given (kept with the logged action; the
+    team reads it) and the detail (why it was listed: the worker; the team never reads it)."""
     _staff_only(request)
     if action not in ACTIONS:
         raise PermissionDenied(f"unknown action {action!r}: expected requeue or cancel")
     done, perform = ACTIONS[action]
     run = get_object_or_404(EvaluationRun, pk=run_id)
     try:
-        refused = perform([run], request.user, request.POST.get("why", ""))
+        detail = request.POST.get("detail", "")[:300]
+        refused = perform([run], request.user, request.POST.get("why", ""), detail)
     except run_actions.RunActionRefused as exc:
         messages.error(request, f"Run #{run.pk} not {done}: {exc}.")
         return redirect("leaderboard:operator")

@@ -3,7 +3,7 @@ state, standing and flags, with the logged actions (a reason required, the team 
 re-run, re-judge, cancel (``leaderboard.run_actions``), disqualify, hide from the boards,
 restore (``leaderboard.standing``), give the quota back, evaluate on the splits added since
 (``leaderboard.submission_actions``), and re-run every run of a split or a phase; and the
-action log.
+action log, paged (both kinds of action as one stream, newest first).
 
 Who is asking is decided first: only the challenge's organisers get past ``_organised``, before
 anything of the request is read."""
@@ -14,18 +14,21 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, OuterRef, Q, QuerySet, Value
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from leaderboard import board_cache, permissions, run_actions, submission_actions
+from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
     AnswerSimilarity,
     Challenge,
@@ -41,6 +44,7 @@ from leaderboard.standing import change_standing
 
 logger = logging.getLogger(__name__)
 PER_PAGE = 100
+LOG_PER_PAGE = 100
 _Act = Callable[[list[EvaluationRun], User, str], list[str]]
 
 
@@ -150,6 +154,7 @@ def panel(request: HttpRequest, slug: str) -> HttpResponse:
         "standings": Submission.Standing.choices,
         "splits": splits.order_by("task__task_id", "kind", "-version"),
         "phases": challenge.phases.all(),
+        "judges": judge_options(challenge.tasks.all()),
         "entries": entries,
     }
     return render(request, "leaderboard/panel.html", context)
@@ -168,7 +173,9 @@ def _board_entries(runs: list[EvaluationRun]) -> set[int]:
 @require_POST
 def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
     """One action on the runs chosen (``run`` values), or on every run of a split (``split``)
-    or of the submissions made during a phase (``phase``): re-run only; with the reason given."""
+    or of the submissions made during a phase (``phase``): re-run only; with the reason given.
+    A re-judge grades with the ``judge`` chosen among those on offer (``judge_choice``, as the
+    admin's action reads it), or each task's own when none is."""
     challenge = _organised(request, slug)
     action = request.POST.get("action", "")
     if action not in ACTIONS:
@@ -198,8 +205,11 @@ def panel_action(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "Choose one run or more first.")
         return back
     try:
+        if action == "rejudge":
+            judge = chosen_judge(request.POST.get("judge", ""), challenge.tasks.all())
+            perform = functools.partial(run_actions.rejudge, judge=judge)
         refused = perform(chosen, request.user, request.POST.get("why", ""))
-    except run_actions.RunActionRefused as exc:
+    except (run_actions.RunActionRefused, UnknownJudge) as exc:
         messages.error(request, f"Nothing {done}: {exc}.")
         return back
     logger.info("%s %s by %s from the panel", [r.pk for r in chosen], done, request.user)
@@ -221,20 +231,49 @@ class LoggedAction:
     submission: Submission
 
 
+_Logged = TypeVar("_Logged", RunAction, SubmissionAction)
+_Row = tuple[str, datetime, int]  # "run" or "submission", when, the action's id
+
+
+def _stream(actions: QuerySet[_Logged], on: str) -> QuerySet[_Logged, _Row]:
+    labelled = actions.order_by().annotate(on=Value(on, output_field=CharField()))
+    rows: QuerySet[_Logged, _Row] = labelled.values_list("on", "at", "pk")
+    return rows
+
+
+def _logged(challenge: Challenge) -> QuerySet[RunAction, _Row]:
+    """Every action on the challenge's runs and submissions, newest first, as one stream of
+    rows: a page of it is one query, counted by the database."""
+    runs = _stream(RunAction.objects.filter(run__submission__challenge=challenge), "run")
+    submissions = SubmissionAction.objects.filter(submission__challenge=challenge)
+    return runs.union(_stream(submissions, "submission"), all=True).order_by("-at", "-pk")
+
+
 @login_required
 def action_log(request: HttpRequest, slug: str) -> HttpResponse:
+    """The action log, ``LOG_PER_PAGE`` lines a page (``?page=``), newest first."""
     challenge = _organised(request, slug)
-    on_runs = RunAction.objects.filter(run__submission__challenge=challenge).select_related(
+    page = Paginator(_logged(challenge), LOG_PER_PAGE).get_page(request.GET.get("page"))
+    listed = list(page.object_list)
+    on_runs = RunAction.objects.select_related(
         "by", "run__submission__team", "run__task", "run__split"
+    ).in_bulk([pk for on, _, pk in listed if on == "run"])
+    on_submissions = SubmissionAction.objects.select_related("by", "submission__team").in_bulk(
+        [pk for on, _, pk in listed if on == "submission"]
     )
-    on_submissions = SubmissionAction.objects.filter(
-        submission__challenge=challenge
-    ).select_related("by", "submission__team")
-    lines = [LoggedAction(a, a.run, a.run.submission) for a in on_runs[:500]]
-    lines += [LoggedAction(a, None, a.submission) for a in on_submissions[:500]]
-    lines.sort(key=lambda line: line.action.at, reverse=True)
-    return render(
-        request,
-        "leaderboard/action_log.html",
-        {"challenge": challenge, "lines": lines[:500], "more": len(lines) > 500},
-    )
+    lines = []
+    for on, _, pk in listed:
+        if on == "run":
+            action = on_runs[pk]
+            lines.append(LoggedAction(action, action.run, action.run.submission))
+        else:
+            taken = on_submissions[pk]
+            lines.append(LoggedAction(taken, None, taken.submission))
+    context = {
+        "challenge": challenge,
+        "lines": lines,
+        "page": page,
+        "query": "",
+        "counted": "actions",
+    }
+    return render(request, "leaderboard/action_log.html", context)

@@ -22,16 +22,13 @@ from leaderboard.models import EvaluationRun, SliceScore, Submission, Submission
 from leaderboard.models.results import ALL
 from leaderboard.run_actions import RunActionRefused, cancel_own
 from leaderboard.run_answers import AnswerFilter, filter_links, list_answers
-from leaderboard.standing import seen_by_team
+from leaderboard.standing import SEEN_BY_TEAM, SeenAction, seen_by_team
 from leaderboard.submitting import set_flags
 
 
-def progress_record(
-    run: EvaluationRun, place: run_queue.QueuePlace | None = None
-) -> dict[str, object]:
-    """What the run page polls; also the API's progress fields (``place``: the run's, when
-    already known)."""
-    place = place or run_queue.place(run)
+def progress_record(run: EvaluationRun, place: run_queue.QueuePlace | None) -> dict[str, object]:
+    """What the run page polls (``place``: the run's, as the user may read it:
+    ``run_queue.place_for``)."""
     return {
         "id": run.pk,
         "state": run.state,
@@ -59,6 +56,7 @@ class SubmissionRow:
     submission: Submission
     choosable: bool  # a task ranks chosen entries: the team may choose it for the final
     runs: list[RunRow]
+    actions: list[SeenAction]  # what organisers did to it and its runs, and why
 
 
 @login_required
@@ -75,6 +73,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
         .prefetch_related(
             Prefetch("runs", runs.prefetch_related(Prefetch("slice_scores", whole_split))),
             Prefetch("chosen_tasks", SubmissionTask.objects.select_related("task")),
+            *SEEN_BY_TEAM,
         )
         .order_by("-created_at")[:200]
     )
@@ -88,7 +87,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
             overall = next(iter(run.slice_scores.all()), None) if shown else None
             runs_shown.append(RunRow(run, overall, score_hidden=not shown))
         choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
-        rows.append(SubmissionRow(submission, choosable, runs_shown))
+        rows.append(SubmissionRow(submission, choosable, runs_shown, seen_by_team(submission)))
     return render(request, "leaderboard/my_submissions.html", {"rows": rows})
 
 
@@ -125,7 +124,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     show_answers = permissions.can_see_answers(request.user, run)
     wanted = AnswerFilter.from_query(request.GET)
     listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
-    place = run_queue.place(run)
+    place = run_queue.place_for(request.user, run)
     headline = None
     if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
@@ -170,7 +169,8 @@ def cancel_run(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 def run_progress(request: HttpRequest, run_id: int) -> JsonResponse:
-    return JsonResponse(progress_record(visible_run(request, run_id)))
+    run = visible_run(request, run_id)
+    return JsonResponse(progress_record(run, run_queue.place_for(request.user, run)))
 
 
 @login_required

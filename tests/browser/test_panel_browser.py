@@ -1,6 +1,8 @@
 """An organiser's journey through the submissions panel in a real browser: from the challenge's
 page to the panel, a filter, a submission disqualified with a reason (it leaves the board), the
 action log, "Every submission" with its flagged pair; then the team reads it on its run page.
+Then a re-judge with a judge chosen beside the button and a cancel, the action log paged, and
+the team reading each action's reason on its run page and its submissions.
 Every page is checked by axe and may not scroll sideways, at 1400 and 390 px."""
 
 from __future__ import annotations
@@ -9,7 +11,16 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from leaderboard.models import AnswerSimilarity, Phase, Submission, SubmissionAction
+from leaderboard.models import (
+    AnswerSimilarity,
+    EvaluationRun,
+    Phase,
+    RunAction,
+    Submission,
+    SubmissionAction,
+)
+from leaderboard.views import panel
+from podium.celery import app
 from tests.browser.test_journeys import Journey, screen  # noqa: F401 - fixture used by name
 
 
@@ -82,5 +93,65 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     page.context.clear_cookies()
     _sign_in(page, "alice")
     page.goto(f"/runs/{alpha.pk}/")
-    assert "disqualify of the submission: the same agent as team beta's" in journey.main_text()
+    seen = "disqualify of the submission by an organiser: the same agent as team beta's"
+    assert seen in journey.main_text()
     journey.see("team-run")
+
+
+def test_an_organiser_rejudges_with_a_chosen_judge_and_the_team_reads_why(
+    screen,  # noqa: F811 - the fixture imported above
+    challenge,
+    splits,
+    teams,
+    make_entry,
+    make_user,
+    artifacts,
+    monkeypatch,
+):
+    page, size = screen
+    journey = Journey(page, "panel-judge", size, artifacts)
+    monkeypatch.setattr(app, "send_task", lambda *args, **kwargs: None)  # no broker
+    monkeypatch.setattr(panel, "LOG_PER_PAGE", 1)
+    organiser = make_user("olga")
+    challenge.organisers.add(organiser)
+    make_user("alice", team=teams["alpha"])
+    done = make_entry(teams["alpha"], splits["public-test"], 0.8, method="alpha-agent")
+    running = make_entry(
+        teams["alpha"], splits["validation"], 0.3, method="alpha-next", state="running"
+    )
+    _sign_in(page, "olga")
+    page.goto(f"/c/{challenge.slug}/panel/")
+    page.get_by_label(f"Choose run #{done.pk}").check()
+    page.fill("#why", "the judge's prompt was fixed")
+    page.select_option("#judge", label="rules")
+    journey.see("judge-chosen")
+    page.get_by_role("button", name="Re-judge").click()
+    page.wait_for_url("**/panel/?*")
+    assert "1 run re-judged." in journey.main_text()
+    page.get_by_label(f"Choose run #{running.pk}").check()
+    page.fill("#why", "it ran out of its time slot")
+    page.get_by_role("button", name="Cancel").click()
+    page.wait_for_url("**/panel/?*")
+    assert "1 run cancelled." in journey.main_text()
+    assert EvaluationRun.objects.get(pk=done.pk).judge_choice["kind"] == "rules"
+    assert RunAction.objects.get(kind="rejudge").detail == "judge: rules"
+    page.goto(f"/c/{challenge.slug}/panel/log/")
+    assert "it ran out of its time slot" in page.locator("#action-log").inner_text()
+    assert "2 actions · page 1 of 2" in journey.main_text()
+    journey.see("log-paged")
+    page.get_by_role("link", name="next ›").click()
+    assert "(judge: rules)" in page.locator("#action-log").inner_text()
+    # the team reads what was done, when and why, never who
+    page.context.clear_cookies()
+    _sign_in(page, "alice")
+    page.goto(f"/runs/{running.pk}/")
+    text = journey.main_text()
+    assert "An organiser cancelled this run: it ran out of its time slot" in text
+    assert f"cancel of run #{running.pk} by an organiser: it ran out of its time slot" in text
+    assert "olga" not in text
+    journey.see("team-run-actions")
+    page.goto("/submissions/")
+    text = journey.main_text()
+    assert f"re-judge of run #{done.pk} by an organiser: the judge's prompt was fixed" in text
+    assert "olga" not in text
+    journey.see("team-submissions-actions")

@@ -47,7 +47,7 @@ def test_every_problem_is_named_at_once_with_file_line_and_field(bundle):
     assert found == [
         f"challenge.yaml:{line_of(bundle, 'titel')}: challenge.titel: unknown key 'titel'; "
         "allowed here: corpus, description, kit_files, kit_includes_corpus, logo, package_index, "
-        "pages, slug, status, title",
+        "pages, registration_approval, slug, status, title",
         f"challenge.yaml:{line_of(bundle, 'settings:')}: tasks[0].settings.counting: "
         "'sometimes' is not one of ['paper', 'kit-a', 'kit-b']",
         f"challenge.yaml:{line_of(bundle, 'endpoint')}: tasks[0].judge.endpoint: '' should be "

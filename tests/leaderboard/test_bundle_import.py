@@ -111,6 +111,24 @@ def test_a_changed_bundle_is_a_new_version_with_its_diff_who_and_when(bundle):
     )
 
 
+def test_registration_approval_is_the_bundles_even_after_the_participants_page_toggled_it(
+    bundle,
+):
+    import_bundle(bundle)
+    challenge = Challenge.objects.get()
+    assert challenge.registration_approval is False  # left out: off, as a new challenge's
+    challenge.registration_approval = True  # as the Participants page toggles it
+    challenge.save(update_fields=["registration_approval"])
+    preview = import_bundle(bundle, dry_run=True)
+    assert preview.changes == ["~ challenge.registration_approval: True -> False"]
+    import_bundle(bundle)
+    assert Challenge.objects.get().registration_approval is False
+    edit(bundle, "  status: published\n", "  status: published\n  registration_approval: true\n")
+    assert import_bundle(bundle).changes == ["~ challenge.registration_approval: False -> True"]
+    assert Challenge.objects.get().registration_approval is True
+    assert import_bundle(bundle).unchanged
+
+
 def test_a_failed_import_removes_the_files_it_wrote(bundle, monkeypatch):
     from leaderboard.challenge_bundle import importer
 

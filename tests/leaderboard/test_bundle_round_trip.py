@@ -70,6 +70,7 @@ def documents(draw: Any) -> dict[str, Any]:
         "description": draw(text),
         "status": "draft",
         "kit_includes_corpus": draw(st.booleans()),
+        "registration_approval": draw(st.booleans()),
         "pages": {"overview": "pages/overview.md", "rules": "pages/rules.md"},
         "kit_files": draw(st.lists(st.sampled_from(KIT_FILES), unique=True, max_size=3)),
     }
@@ -148,6 +149,7 @@ def test_export_import_export_is_the_identity(data, document):
             YAML(typ="safe", pure=True).dump(document, f)
         import_bundle(root)
         challenge = Challenge.objects.get()
+        assert challenge.registration_approval == document["challenge"]["registration_approval"]
         live = state.live(challenge)
         export(challenge, Path(scratch) / "first", private=True)
         Challenge.objects.all().delete()

@@ -99,6 +99,36 @@ def test_the_admin_offers_the_judges_and_acts_with_the_chosen_one(
     assert run.state == State.JUDGING and run.judge_choice["kind"] == "rules"
 
 
+def test_the_panel_offers_the_judges_and_rejudges_with_the_chosen_one(
+    client, teams, splits, make_entry, make_user, model_task
+):
+    run = make_entry(teams["alpha"], splits["public-test"], 0.3)
+    organiser = make_user("olga")
+    model_task.challenge.organisers.add(organiser)
+    client.force_login(organiser)
+    slug = model_task.challenge.slug
+    page = client.get(reverse("leaderboard:panel", args=[slug])).content.decode()
+    assert '<option value="">each task\'s judge as configured</option>' in page
+    assert '<option value="openai|big|judge-big|">openai:judge-big (endpoint big)</option>' in page
+    act = reverse("leaderboard:panel-action", args=[slug])
+    chosen = {"action": "rejudge", "run": [run.pk], "why": "a stronger judge"}
+    refused = client.post(act, {**chosen, "judge": "openai|nowhere|m|"})
+    (message,) = [str(m) for m in refused.wsgi_request._messages]
+    assert message.startswith("Nothing re-judged: no judge 'openai|nowhere|m|' is configured")
+    assert EvaluationRun.objects.get(pk=run.pk).state == State.DONE
+    assert not RunAction.objects.exists()
+    client.post(act, {**chosen, "judge": "openai|big|judge-big|"})
+    run.refresh_from_db()
+    assert run.state == State.JUDGING
+    assert JudgeSpec.from_dict(run.judge_choice) == JudgeSpec("openai", "big", "judge-big")
+    log = client.get(reverse("leaderboard:action-log", args=[slug])).content.decode()
+    assert "(judge: openai:judge-big (endpoint big))" in log
+    EvaluationRun.objects.filter(pk=run.pk).update(state=State.DONE)
+    client.post(act, {**chosen, "judge": ""})  # the default: each task's judge
+    run.refresh_from_db()
+    assert run.state == State.JUDGING and run.judge_choice == {}
+
+
 # transaction: the judging stage caches judgments from its worker threads' own connections
 @pytest.mark.django_db(transaction=True)
 def test_the_judging_stage_grades_with_the_chosen_judge(model_task, teams, tmp_path):

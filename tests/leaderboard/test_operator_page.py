@@ -57,12 +57,13 @@ def staff(operator) -> Client:
 def post(django_capture_on_commit_callbacks):
     """POST an action as the page's form does (its CSRF token); messages sent at commit."""
 
-    def act(client: Client, run: EvaluationRun, action: str, why: str = "operator test"):
+    def act(client: Client, run: EvaluationRun, action: str, why: str = "operator test", detail=""):
         client.get(PAGE)
         token = client.cookies["csrftoken"].value
         url = reverse("leaderboard:operator-action", args=[run.pk, action])
+        posted = {"why": why, "detail": detail, "csrfmiddlewaretoken": token}
         with django_capture_on_commit_callbacks(execute=True):
-            return client.post(url, {"why": why, "csrfmiddlewaretoken": token})
+            return client.post(url, posted)
 
     return act
 
@@ -108,7 +109,10 @@ def test_re_queue_sends_the_stage_again_and_is_logged(
 ):
     settings.PODIUM_HEARTBEAT_TIMEOUT_S = 60
     stuck = pipeline_run(State.RUNNING, silent_s=600)
-    response = post(staff, stuck, "requeue", "stuck: worker gone")
+    form = staff.get(PAGE).content.decode()  # the team reads the why, never the detail
+    assert 'name="why" value="the run was stuck"' in form
+    assert f'name="detail" value="no heartbeat from {stuck.worker_id} since' in form
+    response = post(staff, stuck, "requeue", "the run was stuck", detail="worker gone")
     assert response.status_code == 302
     stuck.refresh_from_db()
     assert (stuck.state, stuck.stage, stuck.worker_id, stuck.attempt) == (
@@ -123,9 +127,10 @@ def test_re_queue_sends_the_stage_again_and_is_logged(
     assert (action.kind, action.by, action.why, action.from_state) == (
         "requeue",
         operator,
-        "stuck: worker gone",
+        "the run was stuck",
         State.RUNNING,
     )
+    assert action.detail == "worker gone"
     assert f"Run #{stuck.pk} re-queued." in staff.get(PAGE).content.decode()
 
 

@@ -153,7 +153,7 @@ def test_disqualify_takes_the_submission_off_the_board_logged_and_shown_to_the_t
     client.force_login(make_user("alice", team=teams["alpha"]))
     page = client.get(reverse("leaderboard:run", args=[runs["alpha"].pk])).content.decode()
     assert "Its submission is disqualified: it has no entry on the boards." in page
-    assert "disqualify of the submission: shared its image" in page
+    assert "disqualify of the submission by an organiser: shared its image" in page
     mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
     assert 'class="badge failed standing">disqualified<' in mine
     # disqualifying again is refused, and not logged twice
@@ -200,10 +200,20 @@ def test_cancel_from_the_panel_is_logged_and_the_team_sees_it(
     assert (logged.kind, logged.run_id, logged.why, logged.from_state) == (
         "cancel", gamma.pk, "stuck", "running",
     )  # fmt: skip
+    assert gamma.failure_reason == "An organiser cancelled this run: stuck"
+    assert gamma.operator_detail == "cancelled by org: stuck"  # who: never the team's
+    # the team reads what was done and why, never who; another team reads nothing of it
     client.force_login(make_user("gil", team=teams["gamma"]))
     page = client.get(reverse("leaderboard:run", args=[gamma.pk])).content.decode()
-    assert f"cancel of run #{gamma.pk}</li>" in page
-    assert "stuck" not in page  # a run action's reason is the organisers' own
+    assert f"cancel of run #{gamma.pk} by an organiser: stuck</li>" in page
+    assert "An organiser cancelled this run: stuck" in page
+    assert "by org" not in page and "Operator detail" not in page
+    mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert f"cancel of run #{gamma.pk} by an organiser: stuck</li>" in mine
+    client.force_login(make_user("bob", team=teams["beta"]))
+    assert client.get(reverse("leaderboard:run", args=[gamma.pk])).status_code == 404
+    mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
+    assert "stuck" not in mine and "cancel of run" not in mine
 
 
 @pytest.mark.usefixtures("sent")  # stage tasks recorded, not sent to a broker

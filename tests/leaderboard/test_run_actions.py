@@ -91,13 +91,17 @@ def test_a_done_run_is_rejudged_keeping_its_answers(
     assert sent == [("judge.judge_run", done_run.pk, "judge")]
 
 
-def test_an_unfinished_run_is_cancelled_with_a_reason_safe_for_the_team(done_run, organiser, sent):
+def test_an_unfinished_run_is_cancelled_the_team_reading_the_reason_not_the_detail(
+    done_run, organiser, sent
+):
     EvaluationRun.objects.filter(pk=done_run.pk).update(state=State.RUNNING, worker_id="w1")
-    assert run_actions.cancel([done_run], organiser, "the team asked; gpu-7 is flaky") == []
+    refused = run_actions.cancel([done_run], organiser, "the team asked", detail="gpu-7 is flaky")
+    assert refused == []
     done_run.refresh_from_db()
     assert done_run.state == State.CANCELLED
-    assert done_run.failure_reason == "An organiser cancelled this run."
-    assert "gpu-7" in done_run.operator_detail and "gpu-7" not in done_run.failure_reason
+    assert done_run.failure_reason == "An organiser cancelled this run: the team asked"
+    assert done_run.operator_detail.startswith("cancelled by org: ")  # who: not the team's
+    assert RunAction.objects.get().detail == "gpu-7 is flaky"
     assert sent == []
 
 
