@@ -50,6 +50,7 @@ State = EvaluationRun.State
 Kind = RunAction.Kind
 CANCELLED_REASON = "An organiser cancelled this run: {why}"
 TEAM_CANCELLED_REASON = "Your team cancelled this run."
+TEAM_CANCEL_WHY = "its team cancelled it"  # the logged reason of a team's own cancel
 
 
 class RunActionRefused(Exception):
@@ -110,7 +111,7 @@ def cancel_own(run: EvaluationRun, by: User) -> bool:
     """``by`` (a member: ``permissions.can_cancel_run``) cancels the team's run; raises
     ``RunActionRefused`` when it has ended. True when its submission's quota was given back."""
     own = functools.partial(_cancel, reason=TEAM_CANCELLED_REASON)
-    refused = _act(Kind.CANCEL, [run], by, "its team cancelled it", own)
+    refused = _act(Kind.CANCEL, [run], by, TEAM_CANCEL_WHY, own)
     if refused:
         raise RunActionRefused(refused[0].split(": ", 1)[1])
     runs = EvaluationRun.objects.filter(submission_id=run.submission_id)

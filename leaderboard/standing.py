@@ -17,6 +17,7 @@ from django.db.models import prefetch_related_objects
 
 from leaderboard.models import RunAction, Submission, SubmissionAction
 from leaderboard.permissions import User
+from leaderboard.run_actions import TEAM_CANCEL_WHY
 from leaderboard.submission_actions import act_on_submissions
 
 Standing = Submission.Standing
@@ -46,7 +47,19 @@ def change_standing(kind: str, submissions: Iterable[Submission], by: User, why:
 
 
 # what ``seen_by_team`` reads, prefetched by the pages and the API that list submissions
-SEEN_BY_TEAM = ("actions", "runs__actions", "team__memberships")
+SEEN_BY_TEAM = ("actions", "runs__actions")
+# what each kind of action did, as the team reads it ("run #7 re-judged by an organiser: ...")
+DONE: dict[str, str] = {
+    RunAction.Kind.RERUN: "re-run",
+    RunAction.Kind.REJUDGE: "re-judged",
+    RunAction.Kind.CANCEL: "cancelled",
+    RunAction.Kind.REQUEUE: "re-queued",
+    Kind.DISQUALIFY: "disqualified",
+    Kind.HIDE: "hidden from the boards",
+    Kind.RESTORE: "restored to the boards",
+    Kind.REFUND: "given its quota back",
+    Kind.EVALUATE: "evaluated on the splits added since",
+}
 
 
 @dataclass(frozen=True)
@@ -71,16 +84,16 @@ def seen_by_team(submission: Submission) -> list[SeenAction]:
     """What was done to a submission and its runs, latest first, as its team sees it (from what
     was prefetched: ``SEEN_BY_TEAM``, else fetched here)."""
     prefetch_related_objects([submission], *SEEN_BY_TEAM)
-    members = {m.user_id for m in submission.team.memberships.all()}
     actions: list[RunAction | SubmissionAction] = list(submission.actions.all())
     actions += [action for run in submission.runs.all() for action in run.actions.all()]
     seen = [
         SeenAction(
             kind=action.kind,
-            label=action.get_kind_display(),
+            label=DONE[action.kind],
             at=action.at,
             run_id=action.run_id if isinstance(action, RunAction) else None,
-            by_team=action.by_id in members,
+            # a member's own cancel (``run_actions.cancel_own``), whoever is in the team now
+            by_team=isinstance(action, RunAction) and action.why == TEAM_CANCEL_WHY,
             why=action.why,
         )
         for action in actions

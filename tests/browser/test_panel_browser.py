@@ -93,7 +93,7 @@ def test_an_organiser_disqualifies_a_submission_from_the_panel(
     page.context.clear_cookies()
     _sign_in(page, "alice")
     page.goto(f"/runs/{alpha.pk}/")
-    seen = "disqualify of the submission by an organiser: the same agent as team beta's"
+    seen = "the submission disqualified by an organiser: the same agent as team beta's"
     assert seen in journey.main_text()
     journey.see("team-run")
 
@@ -147,11 +147,11 @@ def test_an_organiser_rejudges_with_a_chosen_judge_and_the_team_reads_why(
     page.goto(f"/runs/{running.pk}/")
     text = journey.main_text()
     assert "An organiser cancelled this run: it ran out of its time slot" in text
-    assert f"cancel of run #{running.pk} by an organiser: it ran out of its time slot" in text
+    assert f"run #{running.pk} cancelled by an organiser: it ran out of its time slot" in text
     assert "olga" not in text
     journey.see("team-run-actions")
     page.goto("/submissions/")
     text = journey.main_text()
-    assert f"re-judge of run #{done.pk} by an organiser: the judge's prompt was fixed" in text
+    assert f"run #{done.pk} re-judged by an organiser: the judge's prompt was fixed" in text
     assert "olga" not in text
     journey.see("team-submissions-actions")

@@ -153,7 +153,7 @@ def test_disqualify_takes_the_submission_off_the_board_logged_and_shown_to_the_t
     client.force_login(make_user("alice", team=teams["alpha"]))
     page = client.get(reverse("leaderboard:run", args=[runs["alpha"].pk])).content.decode()
     assert "Its submission is disqualified: it has no entry on the boards." in page
-    assert "disqualify of the submission by an organiser: shared its image" in page
+    assert "the submission disqualified by an organiser: shared its image" in page
     mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
     assert 'class="badge failed standing">disqualified<' in mine
     # disqualifying again is refused, and not logged twice
@@ -205,11 +205,11 @@ def test_cancel_from_the_panel_is_logged_and_the_team_sees_it(
     # the team reads what was done and why, never who; another team reads nothing of it
     client.force_login(make_user("gil", team=teams["gamma"]))
     page = client.get(reverse("leaderboard:run", args=[gamma.pk])).content.decode()
-    assert f"cancel of run #{gamma.pk} by an organiser: stuck</li>" in page
+    assert f"run #{gamma.pk} cancelled by an organiser: stuck</li>" in page
     assert "An organiser cancelled this run: stuck" in page
     assert "by org" not in page and "Operator detail" not in page
     mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
-    assert f"cancel of run #{gamma.pk} by an organiser: stuck</li>" in mine
+    assert f"run #{gamma.pk} cancelled by an organiser: stuck</li>" in mine
     client.force_login(make_user("bob", team=teams["beta"]))
     assert client.get(reverse("leaderboard:run", args=[gamma.pk])).status_code == 404
     mine = client.get(reverse("leaderboard:my-submissions")).content.decode()
@@ -299,7 +299,7 @@ def test_the_quota_is_given_back_once_logged_and_shown_to_the_team(
     assert (logged.kind, logged.why, logged.by) == ("refund", "our node died", organiser)
     client.force_login(make_user("al", team=teams["alpha"]))
     page = client.get(reverse("leaderboard:run", args=[runs["alpha"].pk])).content.decode()
-    assert "give the quota back of the submission: our node died" in page
+    assert "the submission given its quota back by an organiser: our node died" in page
 
 
 def test_submissions_are_evaluated_on_the_splits_added_since(

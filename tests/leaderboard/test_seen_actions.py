@@ -63,6 +63,16 @@ def test_a_members_own_cancel_reads_by_the_team(teams, splits, make_entry, make_
     run_actions.cancel_own(run, member)
     (action,) = _submissions(member)[run.submission_id]["actions"]
     assert (action["kind"], action["by"], action["run"]) == ("cancel", "the team", run.pk)
+    # it stays the team's once the member has left; an organiser in the team acts as organiser
+    member.memberships.all().delete()
+    organiser = make_user("olga", team=teams["alpha"])
+    run.task.challenge.organisers.add(organiser)
+    other = make_entry(teams["alpha"], splits["public-test"], 0.7, state=State.RUNNING)
+    run_actions.cancel([other], organiser, "duplicate run")
+    seen = {a["run"]: a["by"] for a in _submissions(organiser)[other.submission_id]["actions"]}
+    assert seen == {other.pk: "an organiser"}
+    seen = {a["run"]: a["by"] for a in _submissions(organiser)[run.submission_id]["actions"]}
+    assert seen == {run.pk: "the team"}
 
 
 def test_organisers_read_every_submissions_actions_in_a_bounded_number_of_queries(
