@@ -13,6 +13,12 @@ notices of a team's ended runs (``leaderboard.run_mail``), through Django's mail
   task ``mail.deliver`` (``leaderboard.tasks``), which resumes where a failed try stopped
   (``Mailing.delivered``) and is retried on a mail server's transient errors, a bounded
   number of times (``MAIL_TRIES``). Every e-mail ends with how to turn it off.
+- Nothing lost, nothing sent twice: a mailing is a row written with what queues it (the
+  organiser's request, a run's end), its task sent after the commit. One delivery at a time
+  holds it (``Mailing.claimed_until``, renewed at each e-mail: a lost worker's claim lapses);
+  the reaper sends a mailing still queued and unclaimed ``PODIUM_UNCLAIMED_RESEND_S`` after it
+  was due again (``resend_waiting``: the broker was down, or lost its message), at most once per
+  that limit.
 - Cost: a subject of ``SUBJECT_MAX_CHARS``, a body of ``BODY_MAX_CHARS``; the recipients are
   the challenge's participants, each once.
 """
@@ -23,6 +29,7 @@ import contextlib
 import logging
 import smtplib
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -50,6 +57,7 @@ from leaderboard.models.mail import BODY_MAX_CHARS, SUBJECT_MAX_CHARS
 logger = logging.getLogger("podium")
 MAIL_TRIES = 5  # a mailing's deliveries, the first included, before it is marked failed
 RETRY_BACKOFF_S = 60  # doubled at each retry
+CLAIM_S = 600  # a delivery's hold on its mailing, renewed at each e-mail sent
 EVERYONE = "all"
 # A mail server's errors worth another try later: it was unreachable, hung up, or answered
 # 4xx (try again later). A 5xx answer (refused for good) fails the mailing at once.
@@ -224,7 +232,7 @@ def send_message(challenge: Challenge, by: User, key: str, subject: str, body: s
         recipients=draft.reach.recipients,
         skipped=draft.reach.opted_out,
     )
-    send_after_commit("mail.deliver", {"mailing_id": mailing.pk}, f"mailing #{mailing.pk}")
+    queue_delivery(mailing)
     logger.info(
         "%s sent organisers' message #%s of %s to %s (%s people, %s opted out)",
         by.get_username(), mailing.pk, challenge.slug, draft.audience.label,
@@ -240,13 +248,53 @@ def footer(kind: str) -> str:
     return f'\n\n-- \nTo stop these e-mails, turn off "{words}" on your account page:\n{where}\n'
 
 
+def queue_delivery(mailing: Mailing) -> None:
+    """Send ``mailing``'s delivery once the transaction that wrote it commits; with the broker
+    unreachable it waits, and the reaper sends it again (``resend_waiting``)."""
+    what = f"mailing #{mailing.pk} (the reaper sends it again)"
+    send_after_commit("mail.deliver", {"mailing_id": mailing.pk}, what)
+
+
+def resend_waiting(now: datetime | None = None) -> list[int]:
+    """Send the delivery again of every mailing still queued, held by no delivery, and due
+    longer than ``PODIUM_UNCLAIMED_RESEND_S`` ago; each is due again from now."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S)
+    waiting = Mailing.objects.filter(state=Mailing.State.QUEUED, due_at__lt=cutoff).filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    )
+    resent = []
+    for found in waiting.only("pk"):
+        if waiting.filter(pk=found.pk).update(due_at=now):  # not claimed meanwhile
+            logger.warning("mailing #%s waits unclaimed: sending its delivery again", found.pk)
+            queue_delivery(found)
+            resent.append(found.pk)
+    return resent
+
+
+def _claim(mailing_id: int) -> bool:
+    """Hold a queued mailing for ``CLAIM_S`` (again); False when it is no longer queued or
+    another delivery holds it."""
+    now = timezone.now()
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    held = Mailing.objects.filter(pk=mailing_id, state=Mailing.State.QUEUED).filter(free)
+    return bool(held.update(claimed_until=now + timedelta(seconds=CLAIM_S)))
+
+
 def deliver(mailing_id: int) -> Mailing:
     """Send a queued mailing's e-mails from the first one not delivered yet, one recipient
-    each, on one connection. A transient error (``TRANSIENT_MAIL_ERRORS``) is raised for the
-    task to try again later; anything else fails the mailing, saying why."""
-    mailing = Mailing.objects.select_related("challenge").get(pk=mailing_id)
-    if mailing.state != Mailing.State.QUEUED:
-        return mailing  # sent or given up already: a message sent twice does nothing
+    each, on one connection, holding it meanwhile (``_claim``). A transient error
+    (``TRANSIENT_MAIL_ERRORS``) is raised for the task to try again later; anything else fails
+    the mailing, saying why. Sent, given up, or held by another delivery: nothing is done."""
+    if not _claim(mailing_id):
+        return Mailing.objects.get(pk=mailing_id)
+    try:
+        return _deliver_claimed(Mailing.objects.select_related("challenge").get(pk=mailing_id))
+    finally:
+        Mailing.objects.filter(pk=mailing_id).update(claimed_until=None)
+
+
+def _deliver_claimed(mailing: Mailing) -> Mailing:
     addresses = dict(
         User.objects.filter(pk__in=mailing.recipients, is_active=True).values_list("pk", "email")
     )
@@ -256,7 +304,10 @@ def deliver(mailing_id: int) -> Mailing:
             for user_id in mailing.recipients[mailing.delivered :]:
                 if addresses.get(user_id):  # gone or without an address since: nothing to send
                     _send_one(mailing.subject, body, addresses[user_id], connection)
-                Mailing.objects.filter(pk=mailing.pk).update(delivered=F("delivered") + 1)
+                Mailing.objects.filter(pk=mailing.pk).update(
+                    delivered=F("delivered") + 1,
+                    claimed_until=timezone.now() + timedelta(seconds=CLAIM_S),
+                )
     except TRANSIENT_MAIL_ERRORS:
         raise
     except smtplib.SMTPResponseException as exc:

@@ -1,13 +1,12 @@
 """A team's e-mail when one of its runs ends: done or failed (a build that failed on Podium's
 side fails its runs too). Each member gets one e-mail, unless they turned these off.
 
-When ``EvaluationRun.move_to`` ends a run (its signal ``run_moved``), ``_run_ended`` sends the
-Celery task ``mail.run_ended`` once the transaction commits (``leaderboard.dispatch``); the
-task (``leaderboard.tasks``) writes the notice (``notice``) and delivers it
-(``leaderboard.mailing.deliver``). One notice per end: a ``Mailing`` keyed by the run and its
-``finished_at``, so a message delivered twice sends nothing more, and a re-run or re-judge
-that ends again is a new end with a notice of its own. A notice of an end the run has left
-since (re-run meanwhile) is not written.
+When ``EvaluationRun.move_to`` ends a run (its signal ``run_moved``), ``_run_ended`` writes
+the notice (``notice``: a ``Mailing``) in the same transaction as the run's end, so the two
+commit or roll back together, and its delivery (``leaderboard.mailing.deliver``) is sent once
+they commit; a delivery lost on the way is sent again by the reaper
+(``mailing.resend_waiting``). One notice per end: a ``Mailing`` keyed by the run and its
+``finished_at``; a re-run or re-judge that ends again is a new end with a notice of its own.
 
 The e-mail says what the run page says to the team: the challenge, task, split and setting,
 the outcome and, for a failed run, its ``failure_reason`` (participant-safe by contract:
@@ -17,15 +16,11 @@ link is the run page's absolute URL (``mailing.absolute``).
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from django.db import IntegrityError, transaction
 from django.dispatch import receiver
 from django.urls import reverse
 
 from leaderboard import mailing
-from leaderboard.dispatch import send_after_commit
-from leaderboard.models import EvaluationRun, Mailing, Membership, Team
+from leaderboard.models import EvaluationRun, Mailing, Team
 from leaderboard.models.submission import run_moved
 
 State = EvaluationRun.State
@@ -38,51 +33,38 @@ def _run_ended(
 ) -> None:
     if state not in ENDS or run.finished_at is None:
         return
-    if not Membership.objects.filter(team__submissions=run.submission_id).exists():
-        return  # the baselines' team, or a team with no one left: nobody to tell
-    send_after_commit(
-        "mail.run_ended",
-        {"run_id": run.pk, "state": state, "finished_at": run.finished_at.isoformat()},
-        f"run #{run.pk}'s e-mail",
-    )
+    found = notice(run)
+    if found is not None:
+        mailing.queue_delivery(found)
 
 
-def notice(run_id: int, state: str, finished_at: str) -> Mailing | None:
-    """The notice of ``run_id``'s end in ``state`` at ``finished_at``: written once, found
-    after; None when the run has left that end since or nobody is to receive it."""
-    ended = datetime.fromisoformat(finished_at)
-    found = Mailing.objects.filter(run_id=run_id, run_finished_at=ended).first()
+def notice(run: EvaluationRun) -> Mailing | None:
+    """The notice of ``run``'s end, as it is now (done or failed, at ``finished_at``): written
+    once, found after; None when nobody is to receive it (the baselines' team, a team with no
+    one left, or everyone turned these off)."""
+    found = Mailing.objects.filter(run=run, run_finished_at=run.finished_at).first()
     if found is not None:
         return found
-    run = (
-        EvaluationRun.objects.select_related("submission__team", "task__challenge", "split")
-        .filter(pk=run_id, state=state, finished_at=ended)
-        .first()
+    run = EvaluationRun.objects.select_related("submission__team", "task__challenge", "split").get(
+        pk=run.pk
     )
-    if run is None:
-        return None
     team = run.submission.team
-    among = mailing.people(Team.objects.filter(pk=team.pk))
-    reach = mailing.reach(among, Mailing.Kind.RUN_ENDED)
+    reach = mailing.reach(mailing.people(Team.objects.filter(pk=team.pk)), Mailing.Kind.RUN_ENDED)
     if not reach.recipients:
         return None
     subject, body = _words(run)
-    try:
-        with transaction.atomic():
-            return Mailing.objects.create(
-                kind=Mailing.Kind.RUN_ENDED,
-                challenge=run.task.challenge,
-                audience=f"team {team.name}",
-                task=run.task,
-                run=run,
-                run_finished_at=ended,
-                subject=subject,
-                body=body,
-                recipients=reach.recipients,
-                skipped=reach.opted_out,
-            )
-    except IntegrityError:  # written by another delivery of the same message meanwhile
-        return Mailing.objects.get(run_id=run_id, run_finished_at=ended)
+    return Mailing.objects.create(
+        kind=Mailing.Kind.RUN_ENDED,
+        challenge=run.task.challenge,
+        audience=f"team {team.name}",
+        task=run.task,
+        run=run,
+        run_finished_at=run.finished_at,
+        subject=subject,
+        body=body,
+        recipients=reach.recipients,
+        skipped=reach.opted_out,
+    )
 
 
 def _words(run: EvaluationRun) -> tuple[str, str]:

@@ -13,6 +13,7 @@ retry) and that no worker claimed ``PODIUM_UNCLAIMED_RESEND_S`` after it was due
 (``claim_due_at``) lost its message (the broker restarted without its data, or was down when
 the message was sent): the reaper sends its stage task again, at most once per that limit. The
 run's state is untouched and claims decide: a message for a run already claimed is a no-op.
+A mailing left queued so long is sent again the same way (``mailing.resend_waiting``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard import image_retention, mailing, run_mail
+from leaderboard import image_retention, mailing
 from leaderboard.dispatch import send_after_commit
 from leaderboard.models import EvaluationRun, Submission
 from podium.celery import queue_for
@@ -140,6 +141,7 @@ def resend_unclaimed_runs(now: datetime | None = None) -> list[int]:
 def reap_stale_runs() -> dict[str, list[int]]:
     outcome = requeue_stale_runs()
     outcome["resent"] = resend_unclaimed_runs()
+    outcome["mailings_resent"] = mailing.resend_waiting()
     return outcome
 
 
@@ -167,12 +169,3 @@ def _deliver(task: CeleryTask[..., None], mailing_id: int) -> None:
 @shared_task(name="mail.deliver", bind=True, max_retries=None)
 def deliver_mailing(self: CeleryTask[[int], None], mailing_id: int) -> None:
     _deliver(self, mailing_id)
-
-
-@shared_task(name="mail.run_ended", bind=True, max_retries=None)
-def mail_run_ended(
-    self: CeleryTask[[int, str, str], None], run_id: int, state: str, finished_at: str
-) -> None:
-    found = run_mail.notice(run_id, state, finished_at)
-    if found is not None:
-        _deliver(self, found.pk)

@@ -84,6 +84,16 @@ class Migration(migrations.Migration):
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("sent_at", models.DateTimeField(blank=True, null=True)),
                 (
+                    "due_at",
+                    models.DateTimeField(
+                        default=django.utils.timezone.now, help_text="when a delivery was last sent"
+                    ),
+                ),
+                (
+                    "claimed_until",
+                    models.DateTimeField(blank=True, help_text="a delivery holds it", null=True),
+                ),
+                (
                     "challenge",
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,

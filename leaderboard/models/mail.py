@@ -35,7 +35,9 @@ class Mailing(models.Model):
     """One subject and body sent to each recipient in an e-mail of their own (never one e-mail
     with everyone in To or CC). ``recipients`` (user ids) is fixed when it is queued, those who
     opted out already left out (``skipped``); ``delivered`` counts how far the list went, so a
-    retried delivery resumes where the last one stopped."""
+    retried delivery resumes where the last one stopped. One delivery at a time holds it
+    (``claimed_until``, renewed at each e-mail); one queued and unclaimed long past ``due_at``
+    lost its message and is sent again (``mailing.resend_waiting``)."""
 
     class Kind(models.TextChoices):
         MESSAGE = "message", "organisers' message"
@@ -69,6 +71,8 @@ class Mailing(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(default=timezone.now, help_text="when a delivery was last sent")
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="a delivery holds it")
 
     class Meta:
         ordering = ("-created_at", "-pk")

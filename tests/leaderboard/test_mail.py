@@ -31,7 +31,7 @@ from leaderboard.models import (
     Team,
 )
 from leaderboard.pipeline.ownership import PODIUM_FAULT_REASON, fail_for_podium
-from leaderboard.tasks import deliver_mailing, mail_run_ended
+from leaderboard.tasks import deliver_mailing, reap_stale_runs
 from podium.celery import app
 
 State = EvaluationRun.State
@@ -300,14 +300,14 @@ def alpha_run(world, challenge, task) -> EvaluationRun:
 
 @pytest.fixture
 def ended(sent, committed):
-    """``ended(run, state, **why)``: ``run`` moved to ``state`` and committed; the run-ended
-    task's kwargs."""
+    """``ended(run, state, **why)``: ``run`` moved to ``state`` and committed; the delivery's
+    kwargs sent then (its notice written with the run's end)."""
 
     def end(run: EvaluationRun, state: str, **why: str) -> dict:
         sent.clear()
         with committed():
             run.move_to(state, **why)
-        return next(kwargs for name, kwargs in sent if name == "mail.run_ended")
+        return next(kwargs for name, kwargs in sent if name == "mail.deliver")
 
     return end
 
@@ -315,8 +315,9 @@ def ended(sent, committed):
 def test_a_done_run_mails_each_member_once(world, alpha_run, ended):
     MailPreference.objects.create(user=world["people"]["al"], organisers_messages=False)
     kwargs = ended(alpha_run, State.DONE)
-    assert kwargs["run_id"] == alpha_run.pk and kwargs["state"] == State.DONE
-    mail_run_ended.apply(kwargs=kwargs)
+    notice = Mailing.objects.get(run=alpha_run)
+    assert kwargs == {"mailing_id": notice.pk} and notice.kind == Mailing.Kind.RUN_ENDED
+    deliver_mailing.apply(kwargs=kwargs)
     # ann is banned from the challenge but still in the team: her team's run is hers
     assert sorted(m.to[0] for m in mail.outbox) == ["al@example.org", "ann@example.org"]
     email = mail.outbox[0]
@@ -325,9 +326,18 @@ def test_a_done_run_mails_each_member_once(world, alpha_run, ended):
     )
     assert f"http://podium.example/runs/{alpha_run.pk}/" in email.body
     assert "E-mail me when my team's runs end" in email.body and ACCOUNT in email.body
-    mail_run_ended.apply(kwargs=kwargs)  # the same end again: nothing more
+    deliver_mailing.apply(kwargs=kwargs)  # the same delivery again: nothing more
     assert len(mail.outbox) == 2
-    assert Mailing.objects.get(run=alpha_run).kind == Mailing.Kind.RUN_ENDED
+
+
+def test_a_run_end_rolled_back_writes_no_notice(world, alpha_run, sent):
+    from django.db import transaction
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        alpha_run.move_to(State.DONE)
+        assert Mailing.objects.filter(run=alpha_run).exists()  # written with the end
+        raise RuntimeError("the stage failed before its commit")
+    assert not Mailing.objects.exists() and sent == []
 
 
 def test_a_failed_run_says_the_team_reason_never_the_operator_detail(world, alpha_run, ended):
@@ -337,7 +347,7 @@ def test_a_failed_run_says_the_team_reason_never_the_operator_detail(world, alph
         failure_reason="Your agent did not answer /ready within 600 s.",
         operator_detail="Traceback: secret-node-7 OOM at /var/lib/podium",
     )
-    mail_run_ended.apply(kwargs=kwargs)
+    deliver_mailing.apply(kwargs=kwargs)
     assert len(mail.outbox) == 2
     email = mail.outbox[0]
     assert "Run #" in email.subject and " failed: Multi-turn QA, public test" in email.subject
@@ -352,38 +362,67 @@ def test_a_build_failed_on_podiums_side_says_so_without_the_detail(world, sent, 
     with committed():
         fail_for_podium(run, "docker: no space left on /var/lib/docker-secret")
     assert Submission.objects.get(pk=run.submission_id).state == Submission.State.PODIUM_FAILED
-    mail_run_ended.apply(kwargs=next(kw for name, kw in sent if name == "mail.run_ended"))
+    deliver_mailing.apply(kwargs=next(kw for name, kw in sent if name == "mail.deliver"))
     assert len(mail.outbox) == 2
     body = mail.outbox[0].body
     assert f"Why: {PODIUM_FAULT_REASON}" in body and "docker-secret" not in body
 
 
 def test_opted_out_members_get_nothing_and_a_cancelled_run_mails_no_one(
-    world, alpha_run, ended, sent, committed
+    world, alpha_run, sent, committed
 ):
     for name in ("al", "ann"):
         mailing.choose(world["people"][name], run_ended=False, organisers_messages=True)
-    mail_run_ended.apply(kwargs=ended(alpha_run, State.DONE))
-    assert mail.outbox == [] and not Mailing.objects.exists()
+    with committed():
+        alpha_run.move_to(State.DONE)
+    assert sent == [] and not Mailing.objects.exists()
     alpha_run.move_to(State.QUEUED)
-    sent.clear()
     with committed():
         alpha_run.move_to(State.CANCELLED)
     assert sent == []
 
 
-def test_a_rerun_that_ends_again_mails_again_and_a_stale_end_does_not(world, alpha_run, ended):
-    first = ended(alpha_run, State.DONE)
-    mail_run_ended.apply(kwargs=first)
+def test_a_rerun_that_ends_again_mails_again(world, alpha_run, ended):
+    deliver_mailing.apply(kwargs=ended(alpha_run, State.DONE))
     alpha_run.move_to(State.QUEUED)  # an organiser's re-run
     for state in EvaluationRun.ACTIVE_STATES:
         alpha_run.move_to(state, worker_id="node-a:1")
-    second = ended(alpha_run, State.FAILED, failure_reason="Crashed.")
-    assert second["finished_at"] != first["finished_at"]
-    alpha_run.move_to(State.QUEUED)  # re-run again before the second e-mail went
-    mail_run_ended.apply(kwargs=second)
-    assert len(mail.outbox) == 2, "the first end's e-mails only: the second end is gone"
-    assert Mailing.objects.filter(run=alpha_run).count() == 1
+    deliver_mailing.apply(kwargs=ended(alpha_run, State.FAILED, failure_reason="Crashed."))
+    assert len(mail.outbox) == 4
+    assert Mailing.objects.filter(run=alpha_run).count() == 2
+
+
+def test_a_lost_delivery_is_sent_again_by_the_reaper_never_twice_at_once(
+    world, alpha_run, ended, sent, committed, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    kwargs = ended(alpha_run, State.DONE)  # its message lost: the broker was down
+    notice = Mailing.objects.get(pk=kwargs["mailing_id"])
+    sent.clear()
+    assert mailing.resend_waiting() == []  # not due long enough yet
+    later = timezone.now() + timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S + 1)
+    Mailing.objects.filter(pk=notice.pk).update(claimed_until=later + timedelta(seconds=60))
+    assert mailing.resend_waiting(later) == []  # a delivery holds it
+    Mailing.objects.filter(pk=notice.pk).update(claimed_until=timezone.now())
+    with committed():
+        assert mailing.resend_waiting(later) == [notice.pk]
+    assert sent == [("mail.deliver", {"mailing_id": notice.pk})]
+    assert mailing.resend_waiting(later) == []  # due again from then: once per limit
+    # a delivery meets one already holding the mailing: it sends nothing
+    Mailing.objects.filter(pk=notice.pk).update(claimed_until=later)
+    deliver_mailing.apply(kwargs=kwargs)
+    assert mail.outbox == [] and Mailing.objects.get(pk=notice.pk).state == "queued"
+    # the holder lost (its claim lapsed): the next delivery sends every e-mail, once
+    Mailing.objects.filter(pk=notice.pk).update(claimed_until=timezone.now())
+    deliver_mailing.apply(kwargs=kwargs)
+    found = Mailing.objects.get(pk=notice.pk)
+    assert (found.state, found.delivered, found.claimed_until) == ("sent", 2, None)
+    assert len(mail.outbox) == 2
+    with committed():
+        assert "mailings_resent" in reap_stale_runs.apply().get()
 
 
 def test_a_team_without_members_sends_no_task(teams, pipeline_run, sent, committed):
