@@ -184,7 +184,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # This install, and what its Redis keys, queues and results begin with (podium/install.py): two
 # installs on one Redis database never see each other's. Unset: a digest of the database's place.
 PODIUM_INSTALL_ID = install_id(
-    DATABASES["default"], _env("PODIUM_INSTALL_ID", "", "<unset: a digest of DATABASE_URL>")
+    DATABASES["default"],
+    _env("PODIUM_INSTALL_ID", "", "<unset: a digest of where the database is>"),
 )
 PODIUM_REDIS_PREFIX = redis_prefix(PODIUM_INSTALL_ID)
 
