@@ -29,6 +29,8 @@ from podium.celery import app
 from podium.install import install_id, redis_prefix
 from tests.e2e.harness import REPO, _use_broker, database_url
 from tests.faults.services import Redis
+from tests.leaderboard.broker import broker_at
+from tests.services import redis_url
 
 pytestmark = pytest.mark.slow
 TASK = "housekeeping.reap_stale_runs"  # any task of the default queue
@@ -122,11 +124,14 @@ def test_an_idle_install_on_the_same_redis_database_never_takes_the_others_messa
 
 
 @pytest.fixture
-def events_redis(settings) -> Iterator[redis.Redis]:
-    client = monitoring_events.events_redis()
-    yield client
-    for key in client.keys("podium:test-installs-*"):
-        client.delete(key)
+def events_redis() -> Iterator[redis.Redis]:
+    """The broker's Redis (where the events and nodes are kept): a test database, emptied."""
+    with broker_at(redis_url("reaper")) as client:
+        assert (
+            monitoring_events.events_redis().connection_pool.connection_kwargs["db"]
+            == (client.connection_pool.connection_kwargs["db"])
+        )
+        yield client
 
 
 def _as_install(settings, name: str) -> None:
