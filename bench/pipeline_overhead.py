@@ -57,6 +57,7 @@ from evaluator.benchmarks.crag_mm.loading import load_split  # noqa: E402
 from leaderboard.demo.setup import context_tar  # noqa: E402
 from leaderboard.kits import store  # noqa: E402
 from leaderboard.models import Challenge, EvaluationRun, Membership, Submission, Team  # noqa: E402
+from leaderboard.pipeline.node import nodes_key  # noqa: E402
 from leaderboard.pipeline.run import limits_for  # noqa: E402
 from leaderboard.splits import import_split_dir  # noqa: E402
 from leaderboard.submitting import Artifact, MethodInfo, submit  # noqa: E402
@@ -68,7 +69,6 @@ from workers.runner import run_agent  # noqa: E402
 
 ZERO_WORK = REPO / "examples/agents/zero-work"
 QUEUES = "build,gpu-l40s,judge,default"
-NODES_KEY = "podium:nodes:gpu"  # leaderboard.pipeline.node.NODES_KEY
 
 
 def runner_alone(image, split, task) -> dict[str, float]:
@@ -138,7 +138,7 @@ def through_pipeline(team, user, challenge, quiet: bool, context: bytes) -> dict
 
 def announce_another_node(stop: threading.Event) -> None:
     while not stop.is_set():
-        events_redis().hset(NODES_KEY, "bench-another-node", str(time.time()))
+        events_redis().hset(nodes_key(), "bench-another-node", str(time.time()))
         stop.wait(10)
 
 

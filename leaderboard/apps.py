@@ -1,4 +1,5 @@
-"""App configuration; logs once which embedded defaults are in use."""
+"""App configuration; logs once, in every process (web, workers, beat), which embedded defaults
+are in use and which install this is (its id and the prefix of its Redis keys and queues)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,9 @@ class LeaderboardConfig(AppConfig):
             logger.info("using embedded defaults: %s", "; ".join(defaults))
         else:
             logger.info("every setting comes from the environment")
+        logger.info(
+            "install %s: its Redis keys, Celery queues and results begin with %r "
+            "(another install on the same Redis database never sees them)",
+            settings.PODIUM_INSTALL_ID,
+            settings.PODIUM_REDIS_PREFIX,
+        )

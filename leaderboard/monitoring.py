@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from leaderboard.models import EvaluationRun
 from podium import monitoring_events
 from podium.celery import app
+from podium.install import key
 
 logger = logging.getLogger("podium.metrics")
 State = EvaluationRun.State
@@ -46,14 +47,15 @@ def queue_names() -> list[str]:
 
 
 def queue_depths(client: redis.Redis) -> dict[str, int]:
-    """Messages waiting in each queue: the length of its Redis list(s)."""
+    """Messages waiting in each of this install's queues: the length of its Redis list(s)."""
     depths = {}
     for name in queue_names():
-        # kombu keeps a queue's prioritised messages in lists beside its own (step 0: itself).
-        keys = [name, *(f"{name}{Channel.sep}{step}" for step in PRIORITY_STEPS if step)]
+        # kombu keeps a queue's prioritised messages in lists beside its own (step 0: itself),
+        # each under the broker's global_keyprefix: this install's.
+        lists = [name, *(f"{name}{Channel.sep}{step}" for step in PRIORITY_STEPS if step)]
         pipe = client.pipeline(transaction=False)
-        for key in keys:
-            pipe.llen(key)
+        for each in lists:
+            pipe.llen(key(each))
         depths[name] = sum(pipe.execute())
     return depths
 

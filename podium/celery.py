@@ -3,7 +3,9 @@
 Queues: ``build`` (load/build and validate an image), ``gpu-<class>`` (run an agent; one per GPU
 class in ``PODIUM_GPU_CLASSES``), ``judge`` and ``default`` (aggregation, reveal, housekeeping).
 A task's name says where it goes: ``build.*`` -> build, ``gpu.*`` -> the queue of its GPU class,
-``judge.*`` -> judge, anything else -> default.
+``judge.*`` -> judge, anything else -> default. In Redis every queue, and every other key of the
+broker and the results, begins with the install's prefix (``podium.install``, set in
+``podium/settings.py``): another install's workers on the same Redis database never see them.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Events that Podium's processes count on any node, kept in Redis for ``/metrics`` to read.
 
 Every worker node already reaches the broker's Redis, so that is where events go: one Redis hash
-per metric, beside the Celery queues. Worker processes on every node add to the same figures
-(atomic ``HINCRBY``), and the web node reads them when Prometheus scrapes it
-(``leaderboard.monitoring``), with no exporter port per worker and no shared directory. Redis losing
-its data resets the counters, which Prometheus reads as a counter reset. Recording never fails
-the work: a Redis error is logged and the event dropped. Why this design: ``docs/deploy.md``,
-"Observability".
+per metric, beside the Celery queues, in this install's namespace (``podium.install``). Worker
+processes on every node add to the same figures (atomic ``HINCRBY``), and the web node reads
+them when Prometheus scrapes it (``leaderboard.monitoring``), with no exporter port per worker
+and no shared directory. Redis losing its data resets the counters, which Prometheus reads as a
+counter reset. Recording never fails the work: a Redis error is logged and the event dropped.
+Why this design: ``docs/deploy.md``, "Observability".
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import redis
 from redis.client import Pipeline
 
 from podium.celery import app
+from podium.install import key
 
 logger = logging.getLogger("podium.metrics")
-KEY_PREFIX = "podium:metrics:"
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ class EventMetric:
 
     @property
     def key(self) -> str:
-        return f"{KEY_PREFIX}{self.name}"
+        """Its Redis hash, in this install's namespace."""
+        return key(f"metrics:{self.name}")
 
 
 @dataclass

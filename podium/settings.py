@@ -18,6 +18,7 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
+from podium.install import install_id, redis_prefix
 from podium.judge_endpoints import judge_endpoints
 from podium.logs import logging_config
 from workers.limits import SearchLimits
@@ -180,6 +181,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# This install, and what its Redis keys, queues and results begin with (podium/install.py): two
+# installs on one Redis database never see each other's. Unset: a digest of the database's place.
+PODIUM_INSTALL_ID = install_id(
+    DATABASES["default"],
+    _env("PODIUM_INSTALL_ID", "", "<unset: a digest of where the database is>"),
+)
+PODIUM_REDIS_PREFIX = redis_prefix(PODIUM_INSTALL_ID)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -348,6 +356,7 @@ if PODIUM_CACHE_URL:
     _cache = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": PODIUM_CACHE_URL,
+        "KEY_PREFIX": PODIUM_REDIS_PREFIX.rstrip(":"),  # Django adds ":<version>:<key>"
     }
 else:
     _cache = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -357,6 +366,10 @@ CACHES = {"default": _cache}
 REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
+# Every broker key (queues, unacked, bindings, fanout and pidbox channels) and result key in this
+# install's namespace: another install's worker on the same Redis database never takes a message.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": PODIUM_REDIS_PREFIX}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"global_keyprefix": PODIUM_REDIS_PREFIX}
 # GPU classes: one queue "gpu-<class>" each; a task picks its class, the first is the default.
 PODIUM_GPU_CLASSES = [
     c.strip() for c in _env("PODIUM_GPU_CLASSES", "l40s").split(",") if c.strip()

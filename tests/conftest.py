@@ -1,8 +1,11 @@
 """For every test: Django's default cache starts empty, so the API throttles (and cached pages)
-carry nothing over from another test. For any test: Visual-RAG's generated sample, once."""
+carry nothing over from another test. For any test: Visual-RAG's generated sample, once. For
+the session: the worker processes tests start (on the test database, whose name differs) are
+this install (``PODIUM_INSTALL_ID``), so they consume the queues the tests send to."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,13 @@ def visual_rag_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("visual-rag-sample")
     write_sample(root, seed=0)
     return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_install() -> None:
+    from django.conf import settings
+
+    os.environ["PODIUM_INSTALL_ID"] = settings.PODIUM_INSTALL_ID  # inherited by subprocesses
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ import redis
 log = logging.getLogger(__name__)
 LEASE_S = 60  # a dead process's slots come back after this long
 POLL_S = 0.2  # while no slot is free
-KEY = "podium:judge-slots:{endpoint}"
+KEY = "{namespace}judge-slots:{endpoint}"  # namespace: the install's (podium.install)
 
 # KEYS[1]: the set; ARGV: limit, wanted, lease owner, lease seconds. Returns slots taken.
 _ACQUIRE = """
@@ -56,12 +56,15 @@ def judge_slots(
     client: redis.Redis,
     wait_s: float | None = None,
     lease_s: float = LEASE_S,
+    *,
+    namespace: str,
 ) -> Iterator[int]:
     """Lease between 1 and ``limit`` of ``endpoint``'s slots for the duration and yield how many;
-    TimeoutError when none came free within ``wait_s`` (None: wait as long as it takes)."""
+    TimeoutError when none came free within ``wait_s`` (None: wait as long as it takes). The
+    slots are those of the install whose Redis keys begin with ``namespace``."""
     if limit < 1:
         raise ValueError(f"judge concurrency limit must be at least 1, got {limit}")
-    key = KEY.format(endpoint=endpoint)
+    key = KEY.format(namespace=namespace, endpoint=endpoint)
     owner = uuid.uuid4().hex
     acquire, renew = client.register_script(_ACQUIRE), client.register_script(_RENEW)
     deadline = None if wait_s is None else time.monotonic() + wait_s

@@ -107,7 +107,11 @@ def endpoint_slots(names: list[str]) -> Iterator[dict[str, int]]:
     try:
         with ExitStack() as stack:
             yield {
-                name: stack.enter_context(judge_slots(name, endpoint_limit(name), client))
+                name: stack.enter_context(
+                    judge_slots(
+                        name, endpoint_limit(name), client, namespace=settings.PODIUM_REDIS_PREFIX
+                    )
+                )
                 for name in sorted(set(names))
             }
     finally:

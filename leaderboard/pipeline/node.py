@@ -14,7 +14,6 @@ runs (``serving_nodes``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -32,21 +31,24 @@ from django.db.models import Q
 from leaderboard.models import EvaluationRun
 from leaderboard.pipeline import image_store
 from podium.celery import BUILD_QUEUE
+from podium.install import key
 from podium.monitoring_events import events_redis
 from workers.janitor import Swept, sweep
 
 logger = logging.getLogger("podium.pipeline")
 EXPORT_POLL_S = 2.0  # how often the exporter looks for archives owed
-NODES_KEY = "podium:nodes:gpu"  # node -> when one of its GPU workers last announced it
 NODE_SEEN_S = 60.0  # a node not announced for this long no longer counts
 
 
 def site() -> str:
-    """This installation, as its containers are labelled: a digest of where its database is
-    (its runs decide which containers are orphans; another installation's are never)."""
-    db = connections["default"].settings_dict
-    where = f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{db.get('NAME')}"
-    return hashlib.sha256(where.encode()).hexdigest()[:16]
+    """This installation, as its containers are labelled: its id (``podium.install``; its runs
+    decide which containers are orphans; another installation's are never)."""
+    return str(settings.PODIUM_INSTALL_ID)
+
+
+def nodes_key() -> str:
+    """The Redis hash: node -> when one of its GPU workers last announced it."""
+    return key("nodes:gpu")
 
 
 def holds_a_run(worker: str) -> bool:
@@ -114,12 +116,12 @@ def timed_run_here(serves: bool) -> bool:
 
 def announce() -> None:
     """This node serves runs, as of now (``serving_nodes``)."""
-    events_redis().hset(NODES_KEY, settings.PODIUM_NODE_ID, str(time.time()))
+    events_redis().hset(nodes_key(), settings.PODIUM_NODE_ID, str(time.time()))
 
 
 def serving_nodes() -> set[str]:
     """The nodes whose GPU workers announced themselves within ``NODE_SEEN_S``."""
-    seen = events_redis().hgetall(NODES_KEY)
+    seen = events_redis().hgetall(nodes_key())
     cutoff = time.time() - NODE_SEEN_S
     return {
         node.decode() if isinstance(node, bytes) else node  # bytes: no decode_responses

@@ -112,11 +112,15 @@ def test_a_worker_per_queue_scaled_by_keda_on_its_redis_list(rendered):
         s["spec"]["scaleTargetRef"]["name"]: s for s in of_kind(rendered, "ScaledObject").values()
     }
     redis_service = of_kind(rendered, "Service")["podium-redis"]
+    (config,) = (
+        c for n, c in of_kind(rendered, "ConfigMap").items() if n.startswith("podium-config")
+    )
+    install = config["data"]["PODIUM_INSTALL_ID"]  # the broker's keys begin podium:<install>:
     for name, deployment in found.items():
         queue = deployment["spec"]["template"]["metadata"]["labels"]["podium.io/queue"]
         (trigger,) = scaled[name]["spec"]["triggers"]
         assert trigger["type"] == "redis"
-        assert trigger["metadata"]["listName"] == queue, name
+        assert trigger["metadata"]["listName"] == f"podium:{install}:{queue}", name
         host, port = trigger["metadata"]["address"].split(":")
         assert (host, int(port)) == (redis_service["metadata"]["name"], 6379)
         (container,) = deployment["spec"]["template"]["spec"]["containers"]

@@ -12,6 +12,7 @@ import kombu.pools
 import redis
 
 from podium.celery import app
+from podium.install import key
 
 
 def _use_broker(url: str) -> None:
@@ -51,9 +52,10 @@ def broker_unreachable() -> Iterator[str]:
 
 
 def sent(client: redis.Redis, queue: str) -> list[tuple[str, dict]]:
-    """(task name, kwargs) of every message waiting on ``queue`` (a Redis list, oldest last)."""
+    """(task name, kwargs) of every message waiting on this install's ``queue`` (a Redis list
+    under its prefix, oldest last)."""
     messages = []
-    for raw in reversed(client.lrange(queue, 0, -1)):
+    for raw in reversed(client.lrange(key(queue), 0, -1)):
         message = json.loads(raw)
         _args, kwargs, _embed = json.loads(base64.b64decode(message["body"]))
         messages.append((message["headers"]["task"], kwargs))

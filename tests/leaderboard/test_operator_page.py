@@ -20,6 +20,7 @@ from leaderboard import operations, run_actions
 from leaderboard.models import EvaluationRun, RunAction
 from leaderboard.pipeline import ownership
 from leaderboard.tasks import STAGE_TASKS
+from podium.install import key
 from tests.leaderboard.broker import broker_at, broker_unreachable, sent
 from tests.services import redis_url
 from workers.faults import TransientFault
@@ -90,7 +91,7 @@ def test_the_page_shows_nodes_queues_and_the_runs_that_need_an_operator(
     stuck = pipeline_run(State.RUNNING, worker="gpu-node-7:4242", silent_s=600)
     retrying = pipeline_run(State.BUILDING, worker=ownership.worker_id())
     ownership.release(retrying, TransientFault("storage did not answer"))
-    broker.lpush("build", b"{}")
+    broker.lpush(key("build"), b"{}")
     page = staff.get(PAGE)
     assert page.status_code == 200
     html = page.content.decode()

@@ -1,7 +1,5 @@
 """The heartbeat reaper, sending its re-queued tasks through the real Redis broker."""
 
-import base64
-import json
 from datetime import timedelta
 
 import pytest
@@ -17,6 +15,7 @@ from leaderboard.tasks import (
 )
 from podium.celery import app
 from tests.e2e.harness import _use_broker
+from tests.leaderboard.broker import sent
 from tests.services import redis_url
 
 State = EvaluationRun.State
@@ -33,16 +32,6 @@ def broker():
     yield client
     client.flushdb()
     _use_broker(previous)
-
-
-def sent(client, queue):
-    """(task name, kwargs) of every message waiting on ``queue`` (a Redis list, oldest last)."""
-    messages = []
-    for raw in reversed(client.lrange(queue, 0, -1)):
-        message = json.loads(raw)
-        _args, kwargs, _embed = json.loads(base64.b64decode(message["body"]))
-        messages.append((message["headers"]["task"], kwargs))
-    return messages
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from leaderboard import quotas, run_actions, run_queue
 from leaderboard.models import EvaluationRun, RunAction, Submission
+from podium.install import key
 from tests.leaderboard.broker import broker_at
 from tests.services import redis_url
 
@@ -156,7 +157,7 @@ def test_a_queued_run_sees_its_place_and_an_estimated_start(people, pipeline_run
     waiting = [pipeline_run(State.QUEUED) for _ in range(3)]
     for age, run in zip((30, 20, 10), waiting, strict=True):
         EvaluationRun.objects.filter(pk=run.pk).update(claim_due_at=now - timedelta(minutes=age))
-    broker.lpush("build", "m1", "m2", "m3")
+    broker.lpush(key("build"), "m1", "m2", "m3")
     third = EvaluationRun.objects.get(pk=waiting[2].pk)
     place = run_queue.place(third, now=now)
     assert place is not None

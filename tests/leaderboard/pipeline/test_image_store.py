@@ -140,10 +140,10 @@ def test_the_exporter_stores_what_is_asked_for_at_once_and_the_rest_when_ahead(
 @pytest.fixture
 def nodes_redis(monkeypatch, settings):
     client = redis.Redis.from_url(redis_url("reaper"))
-    client.delete(node.NODES_KEY)
+    client.delete(node.nodes_key())
     monkeypatch.setattr(node, "events_redis", lambda: client)
     yield client
-    client.delete(node.NODES_KEY)
+    client.delete(node.nodes_key())
 
 
 def _run(state: str, worker: str) -> EvaluationRun:
@@ -187,7 +187,7 @@ def test_the_modes_decide_what_is_stored_ahead(nodes_redis, settings):
     assert not node.ahead_now()
     settings.PODIUM_IMAGE_STORE = "auto"
     EvaluationRun.objects.all().delete()
-    nodes_redis.hset(node.NODES_KEY, "node-b", str(time.time() - node.NODE_SEEN_S - 1))
+    nodes_redis.hset(node.nodes_key(), "node-b", str(time.time() - node.NODE_SEEN_S - 1))
     node.announce()
     assert node.serving_nodes() == {"node-a"}
     assert not node.ahead_now(), "node-a alone: nobody needs its archives"

@@ -322,7 +322,7 @@ def test_the_image_is_stored_once_no_run_is_timed_and_a_rerun_after_its_sweep_wo
 
     def exporter_pass() -> list[str]:
         """This node's exporter, while another GPU node is seen (it would want the image)."""
-        node.events_redis().hset(node.NODES_KEY, "another-node", str(time.time()))
+        node.events_redis().hset(node.nodes_key(), "another-node", str(time.time()))
         return node.export_pass(serves=True)
 
     engine = docker.from_env()
