@@ -65,6 +65,8 @@ class Stack:
             "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
             f"{db['PORT'] or 5432}/{db['NAME']}",
             "REDIS_URL": BROKER,
+            # the tests' install (tests/conftest.py): the queues the test process sends to
+            "PODIUM_INSTALL_ID": os.environ["PODIUM_INSTALL_ID"],
             "SECRET_KEY": "smoke-test-key",
             "ALLOWED_HOSTS": "127.0.0.1",
             "PODIUM_MEDIA_ROOT": str(tmp / "media"),
