@@ -39,7 +39,7 @@ ACCESS_KEY = "podium-test"
 SECRET_KEY = "podium-test-secret"
 REGION = "us-east-1"
 PROBE_BUCKET = "podium-probe"
-# port flag -> purpose; each gets a free port of its own
+# every port weed opens (HTTP and gRPC of each of its four servers), each given a free one
 PORTS = (
     "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
     "filer.port", "filer.port.grpc", "s3.port", "s3.port.grpc",
@@ -79,12 +79,14 @@ class SeaweedFS:
             "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         }
         (self.root / "identities.json").write_text(json.dumps({"identities": [identity]}))
+        # one volume for a new bucket, not seven: the tests make a bucket each
+        (self.root / "master.toml").write_text("[master.volume_growth]\ncopy_1 = 1\n")
         self._process: subprocess.Popen[bytes] | None = None
 
     def _command(self) -> list[str]:
         root = self.root
         return [
-            str(WEED), "-logtostderr", f"-config_dir={root}",  # its log in weed.log, no config
+            str(WEED), "-logtostderr", f"-config_dir={root}",  # log to weed.log; master.toml
             "server", f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             *(f"-{flag}={port}" for flag, port in self.ports.items()),
             "-s3", "-s3.port.iceberg=0", "-s3.port.lance=0",
@@ -92,7 +94,8 @@ class SeaweedFS:
             f"-s3.localSocket={root / 's3.sock'}", f"-filer.localSocket={root / 'filer.sock'}",
             "-master.telemetry=false",  # no report home (nor any network but loopback)
             "-master.resumeState=false",  # no Raft election on a restart (10 s otherwise)
-            "-master.volumeSizeLimitMB=64", "-volume.max=0",  # volumes as the disk allows
+            # a bucket has volumes of its own: small ones (files sparse), many of them
+            "-master.volumeSizeLimitMB=64", "-volume.max=1000",
             "-volume.preStopSeconds=0",
         ]  # fmt: skip
 
