@@ -1,8 +1,8 @@
 """Faults at realistic length: each of Podium's services made unreachable mid-run for a minute
 or minutes, with the production back-off, and what the runs went through.
 
-Each fault is one ``python -m tests.faults.scenario`` (private PostgreSQL, Redis, moto's S3
-server over HTTP and the stand-in judge; a real Celery worker with beat; the counting agent),
+Each fault is one ``python -m tests.faults.scenario`` (private PostgreSQL, Redis,
+SeaweedFS's S3 server and the stand-in judge; a real Celery worker with beat; the counting agent),
 run one after the other; ``none`` is the baseline. Needs the Docker engine and the agent base
 image, and nothing else running on the ports it picks.
 

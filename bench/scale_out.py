@@ -2,9 +2,9 @@
 
 Nodes as ``tests/cluster/nodes.py`` makes them: each its own ``dockerd``, cache directory and
 ``celery worker`` (solo pool: one task at a time, as a GPU node runs one agent); PostgreSQL,
-Redis and a moto S3 server over HTTP shared. The agent is ``tests/e2e/agents/counter``: it
-sleeps 0.4 s per batch of two turns and records, in every answer, its own count of the turns
-it was asked, so a run asked twice (or a turn asked twice) shows.
+Redis and SeaweedFS's S3 server shared. The agent is ``tests/e2e/agents/counter``: it sleeps
+0.4 s per batch of two turns and records, in every answer, its own count of the turns it was
+asked, so a run asked twice (or a turn asked twice) shows.
 
 1. node-a builds the agent once (a warm-up run; the image goes to storage);
 2. ``--runs`` runs queued at once (clones of that submission, one team, so the scoring stage's
@@ -85,7 +85,7 @@ def main() -> None:
     cluster = Cluster(
         root, {**env, "PODIUM_HEARTBEAT_TIMEOUT_S": "120", "PODIUM_IMAGE_STORE": "always"}
     )
-    os.environ.update(cluster.s3.env)  # this process stores the submission and split there too
+    os.environ.update(cluster.s3_env)  # this process stores the submission and split there too
     try:
         _bench(cluster, args)
     finally:

@@ -1,14 +1,22 @@
 """For every test: Django's default cache starts empty, so the API throttles (and cached pages)
 carry nothing over from another test. For any test: Visual-RAG's generated sample, once. For
 the session: the worker processes tests start (on the test database, whose name differs) are
-this install (``PODIUM_INSTALL_ID``), so they consume the queues the tests send to."""
+this install (``PODIUM_INSTALL_ID``), so they consume the queues the tests send to. For tests of
+Podium on S3: a real S3 server (SeaweedFS, ``tests/seaweedfs.py``) per test process, and
+Podium's storage there in a bucket of the test's own (``s3_storage``; ``each_storage`` runs a
+test on local files, then on S3)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.seaweedfs import SeaweedFS
+from tests.seaweedfs import require as seaweedfs_required
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +28,38 @@ def visual_rag_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("visual-rag-sample")
     write_sample(root, seed=0)
     return root
+
+
+@pytest.fixture(scope="session")
+def seaweedfs() -> Iterator[SeaweedFS]:
+    """SeaweedFS's S3, started once for this test process (tests take buckets of their own)."""
+    seaweedfs_required()
+    server = SeaweedFS()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def s3_storage(seaweedfs: SeaweedFS, settings: Any) -> str:
+    """Podium's storage (``podium.storage.S3Storage``, as production's) on SeaweedFS, in a new
+    bucket: returns its name."""
+    from podium.settings import s3_storage as storage_on
+
+    bucket = seaweedfs.create_bucket()
+    settings.STORAGES = {**settings.STORAGES, "default": storage_on(seaweedfs.env(bucket))}
+    return bucket
+
+
+@pytest.fixture(params=["files", "s3"])
+def each_storage(request: pytest.FixtureRequest) -> str:
+    """The test twice: on local files (as the fixtures before this one set them), then on S3
+    (``s3_storage``). Returns which."""
+    if request.param == "s3":
+        request.getfixturevalue("s3_storage")
+    return str(request.param)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from podium.settings import s3_storage
-from tests import required
+from tests import required, seaweedfs
 from tests.cluster.nodes import Cluster
 from tests.e2e.harness import BROKER, database_url, own_broker
 from tests.workers.conftest import build_agent_base
@@ -34,10 +34,11 @@ def cluster(transactional_db, settings) -> Iterator[Cluster]:
     for program in ("dockerd", "docker"):
         if shutil.which(program) is None:
             required.unavailable(f"{program} is not installed")
+    seaweedfs.require()
     build_agent_base()  # the nodes that build load it from the machine's engine
     root = Path(tempfile.mkdtemp(prefix="podium-nodes-", dir="/var/tmp"))
     nodes = Cluster(root, {"DATABASE_URL": database_url(), "REDIS_URL": BROKER, **FAST})
-    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3.env)}
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(nodes.s3_env)}
     settings.VAR_DIR = root / "test-process"
     try:
         with own_broker():

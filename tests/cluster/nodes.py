@@ -5,8 +5,8 @@ A node is what a GPU machine of a deployment holds: its own Docker engine (a sec
 namespace of its own: agent containers have no network), its own cache directory
 (``PODIUM_VAR_DIR``) and a ``celery worker`` using
 only that engine (``DOCKER_HOST``) under its own ``PODIUM_NODE_ID``. Nodes share PostgreSQL,
-Redis and an S3 server reached over HTTP (``moto``'s server in a subprocess, the stand-in for
-MinIO), through the same ``PODIUM_S3_*`` settings a deployment sets.
+Redis and an S3 server reached over HTTP (SeaweedFS, ``tests/seaweedfs.py``), through the same
+``PODIUM_S3_*`` settings a deployment sets.
 
 Nothing here imports Django: the bench starts the S3 server before Django reads its settings.
 Everything lives under one root directory (``/var/tmp/podium-nodes-*``, a tmpfs mounted there:
@@ -29,11 +29,12 @@ from pathlib import Path
 
 import docker
 
+from tests.seaweedfs import SeaweedFS
+
 REPO = Path(__file__).resolve().parents[2]
 BASE_IMAGE = "podium/agent-base:py3.11"
 IMAGE_CACHE = Path("/var/tmp/podium-nodes-cache")  # the base image saved once from the main engine
 QUEUES = "build,gpu-l40s,judge,default"
-S3_KEYS = {"PODIUM_S3_ACCESS_KEY_ID": "podium-test", "PODIUM_S3_SECRET_ACCESS_KEY": "podium-test"}
 
 
 def free_port() -> int:
@@ -63,52 +64,6 @@ def _stop(*processes: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-class S3Server:
-    """``moto``'s S3 server on a free port, with one bucket."""
-
-    def __init__(self, root: Path, bucket: str = "podium") -> None:
-        self.port = free_port()
-        self.bucket = bucket
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
-        with (root / "s3.log").open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        wait_until("the S3 server", self._answers, timeout_s=30)
-        self.client().create_bucket(Bucket=bucket)
-
-    def _answers(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    def client(self):  # type: ignore[no-untyped-def]  # boto3's client is generated
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=S3_KEYS["PODIUM_S3_ACCESS_KEY_ID"],
-            aws_secret_access_key=S3_KEYS["PODIUM_S3_SECRET_ACCESS_KEY"],
-        )
-
-    def keys(self, prefix: str = "") -> list[str]:
-        listed = self.client().list_objects_v2(Bucket=self.bucket, Prefix=prefix)
-        return [entry["Key"] for entry in listed.get("Contents", [])]
-
-    @property
-    def env(self) -> dict[str, str]:
-        """The settings a Podium process reads to use this server (``podium/settings.py``)."""
-        return {
-            "PODIUM_S3_BUCKET": self.bucket,
-            "PODIUM_S3_ENDPOINT_URL": self.endpoint,
-            "PODIUM_S3_REGION": "us-east-1",
-            **S3_KEYS,
-        }
 
 
 class Engine:
@@ -226,10 +181,11 @@ class Node:
 
 
 class Cluster:
-    """Nodes under ``root`` sharing the database, the broker and one S3 server.
+    """Nodes under ``root`` sharing the database, the broker and one S3 server (``s3``, its
+    bucket ``bucket``).
 
     ``env``: what every Podium process of the cluster needs (``DATABASE_URL``, ``REDIS_URL``
-    and the like), the S3 settings added here."""
+    and the like), the S3 settings (``s3_env``) added here."""
 
     def __init__(self, root: Path, env: dict[str, str]) -> None:
         self.root = root
@@ -237,8 +193,11 @@ class Cluster:
         subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=8g", "podium-nodes", str(root)], check=True
         )
-        self.s3 = S3Server(root)
-        self.env = {**os.environ, **env, **self.s3.env, "PYTHONUNBUFFERED": "1"}
+        self.s3 = SeaweedFS(root)
+        self.s3.start()
+        self.bucket = self.s3.create_bucket("podium")
+        self.s3_env = self.s3.env(self.bucket)
+        self.env = {**os.environ, **env, **self.s3_env, "PYTHONUNBUFFERED": "1"}
         self.env.pop("DOCKER_HOST", None)
         self.nodes: list[Node] = []
         self.beat: subprocess.Popen[bytes] | None = None
@@ -266,6 +225,10 @@ class Cluster:
                 command, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
             )
 
+    def stored(self, prefix: str = "") -> list[str]:
+        """The keys in the cluster's bucket under ``prefix``."""
+        return self.s3.keys(self.bucket, prefix)
+
     def logs(self) -> str:
         parts = [f"{node.name}:\n{node.log()[-3000:]}" for node in self.nodes]
         beat = self.root / "beat.log"
@@ -275,7 +238,8 @@ class Cluster:
 
     def close(self) -> None:
         _stop(*(node.worker for node in self.nodes), self.beat)
-        _stop(*(node.engine.process for node in self.nodes), self.s3.process)
+        _stop(*(node.engine.process for node in self.nodes))
+        self.s3.close()
         for node in self.nodes:
             shutil.rmtree(node.engine.exec_root, ignore_errors=True)
         subprocess.run(["umount", "--lazy", str(self.root)], check=True)

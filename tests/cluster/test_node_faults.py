@@ -4,7 +4,8 @@ late node through storage, and the node's janitor removes what its dead worker l
 ``PODIUM_IMAGE_STORE=auto``, a build node's image reaches a GPU node through storage.
 
 Each node: its own dockerd, cache directory and ``celery worker``; shared PostgreSQL, Redis
-and a moto S3 server over HTTP. Figures (time to recover) are printed with ``-s``.
+and SeaweedFS's S3 server (``tests/seaweedfs.py``). Figures (time to recover) are printed
+with ``-s``.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def test_a_node_lost_mid_run_its_run_resumes_on_a_late_node_and_its_orphans_are_
 
     # The image came to node-b from storage, by its ID: loaded, never pulled nor built there.
     submission.refresh_from_db()
-    assert f"podium/{archive_name(submission.image_digest)}" in cluster.s3.keys("podium/")
+    assert f"podium/{archive_name(submission.image_digest)}" in cluster.stored("podium/")
     actions = image_events(second, joined)
     assert "load" in actions and "pull" not in actions, actions
     assert f"image {submission.image_digest} loaded from storage" in second.log()
@@ -165,7 +166,7 @@ def test_auto_mode_a_gpu_node_gets_the_image_its_build_node_made(cluster, team_m
     _wait(cluster, "the run to finish on node-gpu", lambda: _finished(run))
     assert run.state == State.DONE, (run.failure_reason, run.operator_detail)
     digest = run.submission.image_digest
-    assert f"podium/{archive_name(digest)}" in cluster.s3.keys("podium/")
+    assert f"podium/{archive_name(digest)}" in cluster.stored("podium/")
     assert f"image {digest} stored for the other nodes" in builder.log()
     assert f"image {digest} loaded from storage" in runner.log()
     assert ImageArchive.objects.get(image_id=digest).state == ImageArchive.State.STORED

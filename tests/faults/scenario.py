@@ -6,9 +6,10 @@ services, one service made unreachable mid-run and brought back, then what was s
 ``FAULT`` is ``none`` (the baseline), ``redis`` (restarted empty while a run is handed over to
 its next stage), ``postgres`` (stopped and started mid-run), ``s3`` (the object store
 unreachable) or ``judge`` (the judge endpoint down). Every service is private to the scenario
-(``tests/faults/services.py``): a PostgreSQL cluster, a Redis server, moto's S3 server over
-HTTP, the stand-in judge. The agent is ``tests/e2e/agents/counter``, which records in each
-answer how many turns its process had been asked, so a turn asked twice shows.
+(``tests/faults/services.py``): a PostgreSQL cluster, a Redis server, SeaweedFS's S3 server
+(``tests/seaweedfs.py``: the outage kills it, its data kept), the stand-in judge. The agent is
+``tests/e2e/agents/counter``, which records in each answer how many turns its process had been
+asked, so a turn asked twice shows.
 
 Prints one JSON object (the figures ``bench/faults.py`` tabulates and ``tests/faults``
 asserts): runs submitted and done, turns lost, answers stored twice, turns asked twice, wrong
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fake_openai import FAKE_JUDGE, endpoints_setting
-from tests.faults.services import S3, Judge, Postgres, Redis, Service
+from tests.faults.services import Judge, Postgres, Redis, Service
+from tests.seaweedfs import SeaweedFS
 
 FAULTS = ("none", "redis", "postgres", "s3", "judge")
 BUCKET = "podium-faults"
@@ -48,11 +50,7 @@ def _environment(args: argparse.Namespace, services: dict[str, Any], var: Path) 
         "DATABASE_URL": services["postgres"].url("podium"),
         "REDIS_URL": services["redis"].url,
         "PODIUM_VAR_DIR": str(var),
-        "PODIUM_S3_BUCKET": BUCKET,
-        "PODIUM_S3_ENDPOINT_URL": services["s3"].url,
-        "PODIUM_S3_REGION": "us-east-1",
-        "PODIUM_S3_ACCESS_KEY_ID": "faults",
-        "PODIUM_S3_SECRET_ACCESS_KEY": "faults",
+        **services["s3"].env(BUCKET),
         "PODIUM_S3_MAX_ATTEMPTS": "2",
         "PODIUM_S3_CONNECT_TIMEOUT_S": "2",
         "PODIUM_JUDGE_ENDPOINTS": endpoints_setting(services["judge"].url),
@@ -77,12 +75,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--backoff-max-s", type=int, default=2)
     parser.add_argument("--timeout-s", type=float, default=240, help="for the runs to finish")
     args = parser.parse_args(argv)
-    services: dict[str, Any] = {"postgres": Postgres(), "redis": Redis(), "s3": S3()}
+    services: dict[str, Any] = {"postgres": Postgres(), "redis": Redis(), "s3": SeaweedFS()}
     services["judge"] = Judge()
     try:
         for service in services.values():
             service.start()
         services["postgres"].create_database("podium")
+        services["s3"].create_bucket(BUCKET)
         with tempfile.TemporaryDirectory(prefix="podium-faults-") as tmp:
             os.environ.update(_environment(args, services, Path(tmp) / "var"))
             return _scenario(args, services, Path(tmp))
@@ -93,7 +92,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> dict[str, Any]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
-    import boto3
     import django
 
     django.setup()
@@ -102,10 +100,6 @@ def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> 
     from tests.e2e.harness import Pipeline
 
     call_command("migrate", verbosity=0)
-    boto3.client(
-        "s3", endpoint_url=services["s3"].url, region_name="us-east-1",
-        aws_access_key_id="faults", aws_secret_access_key="faults",
-    ).create_bucket(Bucket=BUCKET)  # fmt: skip
     submissions, split = _submit(args.runs, tmp)
     pipeline = Pipeline(tmp)
     started = time.monotonic()

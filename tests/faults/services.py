@@ -1,7 +1,8 @@
 """Private copies of the services Podium depends on, each stopped and started again by a fault
 test: PostgreSQL (its own cluster: initdb + pg_ctl, never the machine's server), Redis (its own
-``redis-server``, no persistence, so a restart loses its data), an S3-compatible server (moto's,
-over HTTP) and the stand-in judge (``tests/fake_openai.py``).
+``redis-server``, no persistence, so a restart loses its data) and the stand-in judge
+(``tests/fake_openai.py``); the S3 server is SeaweedFS's (``tests/seaweedfs.py``), killed and
+started again.
 
 Every service listens on 127.0.0.1 and a port of its own; ``stop`` makes it unreachable
 (connections refused) and ``start`` brings it back on the same port. PostgreSQL and the S3
@@ -11,7 +12,6 @@ server keep their data across the outage; Redis does not (as a Redis without per
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import shutil
 import socket
@@ -124,36 +124,6 @@ class Redis:
             self._process.terminate()
             self._process.wait(timeout=30)
         self._process = None
-
-    close = stop
-
-
-class S3:
-    """moto's S3-compatible server over HTTP (``ThreadedMotoServer``): its buckets live in this
-    process, so they outlast a stop and start."""
-
-    name = "s3"
-
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self._server = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
-        wait_listening(self.port)
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-        self._server = None
 
     close = stop
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests import required
+from tests import required, seaweedfs
 from tests.e2e.harness import REPO
 from tests.workers.conftest import base_image, docker_client
 
@@ -27,13 +27,13 @@ __all__ = ["base_image", "docker_client"]  # fixtures used by the tests below
 @pytest.fixture(scope="module")
 def services(base_image) -> None:
     """What the scenario starts privately: PostgreSQL's server binaries, ``redis-server``,
-    ``runuser`` (PostgreSQL refuses to run as root) and moto's server."""
+    ``runuser`` (PostgreSQL refuses to run as root) and SeaweedFS's ``weed``."""
     if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
         required.unavailable("no PostgreSQL server binaries under /usr/lib/postgresql")
     for tool in ("redis-server", *(["runuser"] if os.geteuid() == 0 else [])):
         if shutil.which(tool) is None:
             required.unavailable(f"no {tool} on PATH")
-    required.module("moto.server")
+    seaweedfs.require()
 
 
 def scenario(fault: str, *options: str) -> dict:

@@ -71,7 +71,7 @@ def test_splits_without_data_are_not_run(open_splits, teams, member):
 
 @pytest.mark.parametrize("compression", ["", "gz"])
 def test_an_image_archive_is_stored_under_its_hash(
-    open_splits, teams, member, tmp_path, compression
+    open_splits, teams, member, tmp_path, compression, each_storage
 ):
     path = image_archive(tmp_path / "agent.tar", compression=compression)
     submission = _submit(member, teams, Artifact(Kind.IMAGE_ARCHIVE, file=_file(path)))
@@ -153,7 +153,7 @@ BAD_ARCHIVES = {
 
 @pytest.mark.parametrize("case", BAD_ARCHIVES)
 def test_a_bad_archive_is_refused_saying_why_and_nothing_is_kept(
-    open_splits, teams, member, tmp_path, case
+    open_splits, teams, member, tmp_path, case, each_storage
 ):
     kind, make, message = BAD_ARCHIVES[case]
     path = tmp_path / "upload.tar"

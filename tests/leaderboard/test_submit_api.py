@@ -51,7 +51,9 @@ def test_a_reference_submitted_by_token_comes_back_with_its_runs(open_splits, me
     assert [r["state"] for r in status["runs"]] == ["queued"] * 3
 
 
-def test_a_multipart_upload_goes_through_the_same_checks(open_splits, member, tmp_path):
+def test_a_multipart_upload_goes_through_the_same_checks(
+    open_splits, member, tmp_path, each_storage
+):
     api = _api(member)
     context = build_context(tmp_path / "ctx.tar.gz", compression="gz")
     with context.open("rb") as upload:

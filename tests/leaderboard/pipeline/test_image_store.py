@@ -1,6 +1,7 @@
 """Agent images between nodes: a node lacking an image waits while another node owes it (and
 tells that node so), never when nobody does; the owing node's exporter stores what is asked for
-at once and the rest only while no timed run is on it; PODIUM_IMAGE_STORE's modes."""
+at once and the rest only while no timed run is on it; PODIUM_IMAGE_STORE's modes. What goes
+through storage is tested on local files and on S3 (``each_storage``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def image(n: int) -> AgentImage:
     return AgentImage(ref=image_id, image_id=image_id)
 
 
-def test_an_archive_stored_meanwhile_is_waited_for(local_storage, settings) -> None:
+def test_an_archive_stored_meanwhile_is_waited_for(local_storage, each_storage, settings) -> None:
     settings.PODIUM_IMAGE_STORE_WAIT_S = 30
     writer = threading.Timer(
         1.0, store.store_once, (archive_name(DIGEST), lambda out: out.write(b"layers"))
@@ -85,7 +86,7 @@ def test_never_mode_owes_nothing_and_waits_for_nothing(local_storage, settings) 
 
 
 def test_a_node_owes_an_image_until_it_is_stored_and_again_once_swept(
-    local_storage, settings
+    local_storage, each_storage, settings
 ) -> None:
     settings.PODIUM_NODE_ID = "node-a"
     image_store.offer(image(1))
@@ -103,7 +104,7 @@ def test_a_node_owes_an_image_until_it_is_stored_and_again_once_swept(
 
 
 def test_the_exporter_stores_what_is_asked_for_at_once_and_the_rest_when_ahead(
-    local_storage, settings, monkeypatch
+    local_storage, each_storage, settings, monkeypatch
 ) -> None:
     settings.PODIUM_NODE_ID = "node-a"
     lost = image(4).image_id
