@@ -3,21 +3,21 @@ services (``tests/faults/scenario.py``): Redis restarted empty between stages, P
 restarted, the object store unreachable, the judge endpoint down. Every run completes, no turn
 is lost, stored twice or asked twice, every answer is judged, the quota is charged once and
 storage lost nothing. Outages here last seconds (``bench/faults.py`` holds them for minutes);
-``pytest -s`` prints each fault's figures."""
+``pytest -s`` prints each fault's figures.
+
+No limit here is a wall clock: a scenario is ended only when it falls silent for longer than
+its own waits allow, and then with every process it started (``tests/faults/process.py``)."""
 
 from __future__ import annotations
 
 import glob
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from tests import required
-from tests.e2e.harness import REPO
+from tests.faults import process
 from tests.workers.conftest import base_image, docker_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -25,32 +25,24 @@ __all__ = ["base_image", "docker_client"]  # fixtures used by the tests below
 
 
 @pytest.fixture(scope="module")
-def services(base_image) -> None:
-    """What the scenario starts privately: PostgreSQL's server binaries, ``redis-server``,
-    ``runuser`` (PostgreSQL refuses to run as root) and moto's server."""
+def servers() -> None:
+    """What the scenario starts privately: PostgreSQL's server binaries, ``redis-server`` and
+    moto's server."""
     if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
         required.unavailable("no PostgreSQL server binaries under /usr/lib/postgresql")
-    for tool in ("redis-server", *(["runuser"] if os.geteuid() == 0 else [])):
-        if shutil.which(tool) is None:
-            required.unavailable(f"no {tool} on PATH")
+    if shutil.which("redis-server") is None:
+        required.unavailable("no redis-server on PATH")
     required.module("moto.server")
 
 
-def scenario(fault: str, *options: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.faults.scenario", fault, *options],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="module")
+def services(servers, base_image) -> None:
+    """The servers, and the agent base image the runs' agent is built on."""
 
 
 @pytest.mark.parametrize("fault", ["redis", "postgres", "s3", "judge"])
 def test_every_run_completes_through_the_fault_and_nothing_is_lost_or_done_twice(services, fault):
-    report = scenario(fault, "--outage-s", "5")
+    report = process.run(fault, "--outage-s", "5")
     print(f"\n{fault}: {json.dumps(report)}")
     assert report["evidence"] >= 1, "the worker never met the fault"
     assert report["runs_done"] == report["runs_submitted"] == 1, report["failures"]
@@ -63,3 +55,12 @@ def test_every_run_completes_through_the_fault_and_nothing_is_lost_or_done_twice
     assert report["quota_charged"] == 1, "charged once, as any evaluated submission"
     assert report["files_checked"] > 0 and report["files_missing"] == 0
     assert report["recovered_s"] is not None and report["recovered_s"] < 30
+
+
+def test_a_scenario_that_falls_silent_is_ended_with_every_process_it_started(servers):
+    with pytest.raises(process.Stalled) as ended:
+        process.run("none", "--hang", silent_s=30)
+    started = " ".join(command for _, command in ended.value.running)
+    for server in ("postgres -D", "redis-server", "celery -A podium worker"):
+        assert server in started, f"{server} was not running when the scenario was ended"
+    assert process.left_behind(ended.value.marker, ended.value.group) == []
