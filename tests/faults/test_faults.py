@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests import required
-from tests.faults import process
+from tests.e2e.harness import REPO
+from tests.faults import process, scenario
 from tests.workers.conftest import base_image, docker_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -64,3 +73,38 @@ def test_a_scenario_that_falls_silent_is_ended_with_every_process_it_started(ser
     for server in ("postgres -D", "redis-server", "celery -A podium worker"):
         assert server in started, f"{server} was not running when the scenario was ended"
     assert process.left_behind(ended.value.marker, ended.value.group) == []
+
+
+@pytest.fixture
+def run_root() -> Iterator[Path]:
+    """A directory for the run's own, which the ``postgres`` user may pass through."""
+    root = Path(tempfile.mkdtemp(prefix="podium-faults-test-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("interrupt", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_a_scenario_ends_with_the_process_that_runs_it(servers, run_root, interrupt):
+    """Ctrl-C in pytest unwinds ``process.run``; a SIGKILL leaves that to the scenario (its
+    parent-death signal). Either way, nothing it started is left."""
+    runner = "from tests.faults import process; process.run('none', '--hang', silent_s=3600)"
+    env = {**os.environ, "TMPDIR": str(run_root)}  # the run's directory is made in it
+    driver = subprocess.Popen([sys.executable, "-c", runner], cwd=REPO, env=env)
+    said, size, moved_at = "", -1, time.monotonic()
+    while "hanging" not in said:  # until everything started; fails only if nothing moves
+        assert driver.poll() is None, "the runner exited before the scenario was up"
+        assert time.monotonic() - moved_at < process.MARGIN_S, f"no progress: {said[-3000:]}"
+        time.sleep(0.5)
+        said = "".join(p.read_text() for p in run_root.glob("podium-faults-run-*/scenario.err"))
+        if len(said) != size:
+            size, moved_at = len(said), time.monotonic()
+    marker = f"TMPDIR={next(run_root.glob('podium-faults-run-*'))}"
+    (group, _), *_ = (p for p in process.left_behind(marker, -1) if "tests.faults.scenario" in p[1])
+    assert len(process.left_behind(marker, group)) >= 4  # scenario, postgres, redis, worker
+    driver.send_signal(interrupt)
+    driver.wait()
+    deadline = time.monotonic() + scenario.GRACE_S + 30
+    while process.left_behind(marker, group) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert process.left_behind(marker, group) == []
