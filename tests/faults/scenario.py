@@ -140,7 +140,7 @@ def _end_with_parent() -> None:
         timer = threading.Timer(GRACE_S, os.killpg, (0, signal.SIGKILL))
         timer.daemon = True
         timer.start()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once is enough
+        signal.signal(signal.SIGTERM, lambda *_: None)  # once is enough (not SIG_IGN: inherited)
         raise SystemExit(f"ended by signal {signum}")
 
     signal.signal(signal.SIGTERM, terminated)
@@ -161,7 +161,6 @@ def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> 
     from leaderboard.models import EvaluationRun
     from tests.e2e.harness import Pipeline
 
-    TERMINAL = EvaluationRun.TERMINAL_STATES
     call_command("migrate", verbosity=1, stdout=sys.stderr)  # a line per migration: progress
     boto3.client(
         "s3", endpoint_url=services["s3"].url, region_name="us-east-1",
@@ -179,8 +178,10 @@ def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> 
             while True:
                 time.sleep(3600)
         outage = _inject(args, services, watch)
-        runs = EvaluationRun.objects.filter(submission__in=submissions)
-        watch.until("the runs finished", lambda: not runs.exclude(state__in=TERMINAL).exists())
+        active = EvaluationRun.objects.filter(submission__in=submissions).exclude(
+            state__in=EvaluationRun.TERMINAL_STATES
+        )
+        watch.until("the runs finished", lambda: not active.exists())
         total_s = time.monotonic() - started
     finally:
         pipeline.stop()

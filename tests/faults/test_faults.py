@@ -29,7 +29,8 @@ from tests.e2e.harness import REPO
 from tests.faults import process, scenario
 from tests.workers.conftest import base_image, docker_client
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# pytest-timeout's wall clock off: every wait here fails only when nothing moves (see above)
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(0)]
 __all__ = ["base_image", "docker_client"]  # fixtures used by the tests below
 
 
