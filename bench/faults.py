@@ -3,7 +3,9 @@ or minutes, with the production back-off, and what the runs went through.
 
 Each fault is one ``python -m tests.faults.scenario`` (private PostgreSQL, Redis,
 SeaweedFS's S3 server and the stand-in judge; a real Celery worker with beat; the counting agent),
-run one after the other; ``none`` is the baseline. Needs the Docker engine and the agent base
+run one after the other as ``tests/faults/process.py`` runs it (a process group of its own,
+ended with all it started once it falls silent for longer than its waits allow); ``none`` is
+the baseline. Needs the Docker engine and the agent base
 image, and nothing else running on the ports it picks.
 
     python bench/faults.py [--runs 2] [--only redis,judge] [--json out.jsonl]
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.faults import process  # noqa: E402
+
 # fault -> seconds it stays down (Redis, S3 and the judge: after the first run reached judging)
 OUTAGES = {"none": 0, "redis": 30, "postgres": 30, "s3": 60, "judge": 180}
 # Podium's defaults for back-off; the reaper looks every 10 s and re-sends after a minute.
@@ -36,12 +41,11 @@ COLUMNS = [
 
 
 def scenario(fault: str, runs: int) -> dict:
-    command = [sys.executable, "-m", "tests.faults.scenario", fault, "--runs", str(runs),
-               "--outage-s", str(OUTAGES[fault]), "--timeout-s", "1200", *SETTINGS]  # fmt: skip
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
-    if done.returncode:
-        raise SystemExit(f"{fault}: the scenario failed\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    options = ["--runs", str(runs), "--outage-s", str(OUTAGES[fault]), *SETTINGS]
+    try:
+        return process.run(fault, *options)
+    except (process.Failed, process.Stalled) as exc:
+        raise SystemExit(f"the scenario failed: {exc}") from None
 
 
 def main() -> None:

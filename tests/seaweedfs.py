@@ -22,9 +22,7 @@ Django: the benches and ``tests/faults/scenario.py`` start it before Django read
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sysconfig
@@ -102,10 +100,10 @@ class SeaweedFS:
     def start(self, timeout_s: float = 60) -> None:
         """Start ``weed server`` and wait until S3 stores and reads an object."""
         with (self.root / "weed.log").open("ab") as log:
+            # one process, in its starter's process group: a fault scenario's group ends it too
             self._process = subprocess.Popen(
-                self._command(), cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: stop() kills all of it
-            )  # fmt: skip
+                self._command(), cwd=self.root, stdout=log, stderr=subprocess.STDOUT
+            )
         probe = self.client(connect_timeout=1, read_timeout=5, max_attempts=1)
         deadline = time.monotonic() + timeout_s
         while not self._answers(probe):
@@ -130,9 +128,9 @@ class SeaweedFS:
             return False
 
     def stop(self) -> None:
-        """Kill the server (its whole process group) at once: S3 refuses connections."""
+        """Kill the server at once: S3 refuses connections."""
         if self._process is not None and self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.kill()
             self._process.wait(timeout=30)
         self._process = None
 

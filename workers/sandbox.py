@@ -150,8 +150,9 @@ class SandboxPolicy:
             ],
             "shm_size": self.shm_bytes,  # PyTorch data loaders and NCCL use /dev/shm
             "init": True,  # docker-init as PID 1 reaps zombies and forwards signals
-            # Docker refuses a quota above the host's CPUs; the runner runs on the Docker host.
-            "nano_cpus": int(min(self.cpus, os.cpu_count() or 1) * 1e9),
+            # Docker refuses a quota above the CPUs it may use (its affinity); the runner runs on
+            # the Docker host, on the same CPU set (a node pinned to some: taskset, a cpuset).
+            "nano_cpus": int(min(self.cpus, len(os.sched_getaffinity(0))) * 1e9),
             "ulimits": [
                 Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
                 Ulimit(name="core", soft=0, hard=0),

@@ -8,6 +8,10 @@ only that engine (``DOCKER_HOST``) under its own ``PODIUM_NODE_ID``. Nodes share
 Redis and an S3 server reached over HTTP (SeaweedFS, ``tests/seaweedfs.py``), through the same
 ``PODIUM_S3_*`` settings a deployment sets.
 
+A node may be pinned to a CPU set of its own (``cpus``, as ``taskset -c`` takes it): its engine
+(and so its containers, which inherit the engine's affinity) and its worker run only there, as
+on a machine of its own; the shared services are not pinned.
+
 Nothing here imports Django: the bench starts the S3 server before Django reads its settings.
 Everything lives under one root directory (``/var/tmp/podium-nodes-*``, a tmpfs mounted there:
 unpacking and deleting image layers on this machine's shared disk takes tens of seconds);
@@ -66,11 +70,17 @@ def _stop(*processes: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM)
             process.wait()
 
 
+def pinned(command: list[str], cpus: str | None) -> list[str]:
+    """``command`` run on the CPU set ``cpus`` only (``taskset -c``), or anywhere when None."""
+    return ["taskset", "-c", cpus, *command] if cpus else command
+
+
 class Engine:
     """A Docker engine of its own: ``dockerd`` with its socket, data and exec roots."""
 
-    def __init__(self, root: Path, number: int) -> None:
+    def __init__(self, root: Path, number: int, cpus: str | None = None) -> None:
         self.root = root
+        self.cpus = cpus
         self.socket = Path(f"/run/podium-node-{os.getpid()}-{number}.sock")
         self.exec_root = Path(f"/run/podium-node-{os.getpid()}-{number}")  # short: socket paths
         self.url = f"unix://{self.socket}"
@@ -88,7 +98,9 @@ class Engine:
             "--iptables=false", "--ip-masq=false", "--log-level", "warn",
         ]  # fmt: skip
         with (self.root / "dockerd.log").open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                pinned(command, self.cpus), stdout=log, stderr=subprocess.STDOUT
+            )
         wait_until(f"the engine at {self.socket}", self.answers, timeout_s=60)
 
     def answers(self) -> bool:
@@ -127,13 +139,15 @@ class Engine:
 
 
 class Node:
-    """One worker node: its engine, its cache directory and its ``celery worker``."""
+    """One worker node: its engine, its cache directory and its ``celery worker``, on the CPU
+    set ``cpus`` only when given."""
 
-    def __init__(self, root: Path, number: int, name: str) -> None:
+    def __init__(self, root: Path, number: int, name: str, cpus: str | None = None) -> None:
         self.name = name
         self.root = root
+        self.cpus = cpus
         root.mkdir(parents=True, exist_ok=True)
-        self.engine = Engine(root, number)
+        self.engine = Engine(root, number, cpus)
         self.worker: subprocess.Popen[bytes] | None = None
         self.started_at = 0  # where the log of the worker started last begins
 
@@ -160,7 +174,11 @@ class Node:
         self.started_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.worker = subprocess.Popen(
-                command, cwd=REPO, env=node_env, stdout=log, stderr=subprocess.STDOUT
+                pinned(command, self.cpus),
+                cwd=REPO,
+                env=node_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     def wait_ready(self, timeout_s: float = 120) -> None:
@@ -202,10 +220,12 @@ class Cluster:
         self.nodes: list[Node] = []
         self.beat: subprocess.Popen[bytes] | None = None
 
-    def add_node(self, name: str, *, base_image: bool = True, start: bool = True) -> Node:
+    def add_node(
+        self, name: str, *, base_image: bool = True, start: bool = True, cpus: str | None = None
+    ) -> Node:
         """A node with its engine started (the agent base image loaded when ``base_image``,
-        as on a node that builds) and, when ``start``, its worker."""
-        node = Node(self.root / name, len(self.nodes), name)
+        as on a node that builds) and, when ``start``, its worker; on ``cpus`` when given."""
+        node = Node(self.root / name, len(self.nodes), name, cpus)
         self.nodes.append(node)
         node.engine.start()
         if base_image:

@@ -14,19 +14,32 @@ asked, so a turn asked twice shows.
 Prints one JSON object (the figures ``bench/faults.py`` tabulates and ``tests/faults``
 asserts): runs submitted and done, turns lost, answers stored twice, turns asked twice, wrong
 or missing verdicts, quota charged, files missing from storage, time to recover.
+
+No wait has a deadline by the clock: each gives up only when nothing moved (no state, answer
+or verdict stored, no line in the worker's log) for ``stall_s`` (the longest pause Podium
+itself takes in this scenario, plus ``--quiet-s`` for one silent step on this machine), so a
+loaded machine takes longer without failing. Each move is said on stderr, one line, which is
+what ``tests/faults/process.py`` watches; it runs the scenario as a process group of its own
+and ends the group (every private server with it) when the scenario falls silent. A SIGTERM,
+or the death of the process that started it, unwinds the scenario (its servers stopped, its
+files removed) and kills its process group ``GRACE_S`` later if that has not finished.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from tests.fake_openai import FAKE_JUDGE, endpoints_setting
@@ -43,6 +56,9 @@ EVIDENCE = {
     "s3": ("EndpointConnectionError", "; retrying in"),  # a stage retried: storage unreachable
     "judge": ("unjudged", "; again in"),  # a judging pass retried while the judge was down
 }
+GRACE_S = 60  # from a SIGTERM to the process group killed: the worker's stop (20 s) and more
+SAY_EVERY_S = 5  # a move only in the worker's log is said at most this often
+PR_SET_PDEATHSIG = 1  # prctl(2): a signal for this process when its parent dies
 
 
 def _environment(args: argparse.Namespace, services: dict[str, Any], var: Path) -> dict[str, str]:
@@ -64,7 +80,7 @@ def _environment(args: argparse.Namespace, services: dict[str, Any], var: Path) 
     }
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fault", choices=FAULTS)
     parser.add_argument("--outage-s", type=float, default=5.0, help="how long it stays down")
@@ -73,13 +89,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--reaper-s", type=int, default=1, help="PODIUM_REAPER_INTERVAL_S")
     parser.add_argument("--backoff-s", type=int, default=1, help="PODIUM_RETRY_BACKOFF_S")
     parser.add_argument("--backoff-max-s", type=int, default=2)
-    parser.add_argument("--timeout-s", type=float, default=240, help="for the runs to finish")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--quiet-s", type=float, default=60, help="the longest one step may log nothing here"
+    )
+    parser.add_argument(
+        "--hang", action="store_true", help="start everything, then wait saying nothing"
+    )  # what tests/faults' clean-up test ends
+    return parser.parse_args(argv)
+
+
+def stall_s(args: argparse.Namespace) -> float:
+    """How long a wait goes on with nothing moving before the scenario gives up: the outage,
+    then Podium's longest pause before it tries again (the longest back-off, or a lost stage
+    task re-sent by the reaper), plus one silent step on this machine (a build, a start)."""
+    podium = max(args.backoff_max_s, args.resend_s + 2 * args.reaper_s)
+    return args.outage_s + podium + args.quiet_s
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    _end_with_parent()
     services: dict[str, Any] = {"postgres": Postgres(), "redis": Redis(), "s3": SeaweedFS()}
     services["judge"] = Judge()
     try:
         for service in services.values():
             service.start()
+            say(f"{service.name} started")
         services["postgres"].create_database("podium")
         services["s3"].create_bucket(BUCKET)
         with tempfile.TemporaryDirectory(prefix="podium-faults-") as tmp:
@@ -90,6 +125,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             service.close()
 
 
+def say(what: str) -> None:
+    """One line of progress on stderr (what ``tests/faults/process.py`` watches)."""
+    sys.stderr.write(f"[scenario {time.strftime('%H:%M:%S')}] {what}\n")
+    sys.stderr.flush()
+
+
+def _end_with_parent() -> None:
+    """A SIGTERM, or the death of the process that started this one, unwinds the scenario;
+    if that takes over ``GRACE_S``, its whole process group is killed."""
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        timer = threading.Timer(GRACE_S, os.killpg, (0, signal.SIGKILL))
+        timer.daemon = True
+        timer.start()
+        signal.signal(signal.SIGTERM, lambda *_: None)  # once is enough (not SIG_IGN: inherited)
+        raise SystemExit(f"ended by signal {signum}")
+
+    signal.signal(signal.SIGTERM, terminated)
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the parent died before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> dict[str, Any]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     import django
@@ -97,17 +156,26 @@ def _scenario(args: argparse.Namespace, services: dict[str, Any], tmp: Path) -> 
     django.setup()
     from django.core.management import call_command
 
+    from leaderboard.models import EvaluationRun
     from tests.e2e.harness import Pipeline
 
-    call_command("migrate", verbosity=0)
+    call_command("migrate", verbosity=1, stdout=sys.stderr)  # a line per migration: progress
     submissions, split = _submit(args.runs, tmp)
     pipeline = Pipeline(tmp)
     started = time.monotonic()
     pipeline.start_worker("worker", beat=True, **_worker_env())
+    watch = Watch(pipeline, submissions, stall_s(args))
     try:
-        outage = _inject(args, services, pipeline, submissions)
-        for submission in submissions:
-            pipeline.wait_finished(submission, timeout_s=args.timeout_s)
+        if args.hang:
+            watch.until("the worker ready", lambda: " ready." in pipeline.log("worker"))
+            say("hanging")
+            while True:
+                time.sleep(3600)
+        outage = _inject(args, services, watch)
+        active = EvaluationRun.objects.filter(submission__in=submissions).exclude(
+            state__in=EvaluationRun.TERMINAL_STATES
+        )
+        watch.until("the runs finished", lambda: not active.exists())
         total_s = time.monotonic() - started
     finally:
         pipeline.stop()
@@ -143,7 +211,7 @@ def _submit(runs: int, tmp: Path) -> tuple[list[Any], Any]:
 
 
 def _inject(
-    args: argparse.Namespace, services: dict[str, Service], pipeline: Any, submissions: list[Any]
+    args: argparse.Namespace, services: dict[str, Service], watch: Watch
 ) -> dict[str, float | None]:
     """Stop the fault's service once the first run is answering and start it again after the
     outage: PostgreSQL ``outage_s`` later; the others ``outage_s`` after the first run reached
@@ -154,49 +222,86 @@ def _inject(
 
     from leaderboard.models import EvaluationRun, ItemAnswer
 
-    first = EvaluationRun.objects.filter(submission=submissions[0])
-    answers = ItemAnswer.objects.filter(run__submission=submissions[0])
-    pipeline.wait_for("answers", lambda: answers.count() >= 4, timeout_s=180, every_s=0.1)
+    first = watch.submissions[0]
+    answers = ItemAnswer.objects.filter(run__submission=first)
+    watch.until("4 answers of the first run", lambda: answers.count() >= 4)
     if args.fault == "none":
         return {"down_s": None, "recovered_s": None}
     service = services[args.fault]
     down_at = time.monotonic()
     service.stop()
+    say(f"{service.name} stopped")
     held_from = down_at
     if args.fault != "postgres":
-        judging = first.filter(state=EvaluationRun.State.JUDGING)
-        pipeline.wait_for("the judging stage", judging.exists, timeout_s=120, every_s=0.1)
+        judging = EvaluationRun.objects.filter(submission=first, state=EvaluationRun.State.JUDGING)
+        watch.until("the judging stage", judging.exists)
         held_from = time.monotonic()
     time.sleep(max(0.0, held_from + args.outage_s - time.monotonic()))
     service.start()
     back_at = time.monotonic()
+    say(f"{service.name} started again")
     connection.close()
-    before = _progress(submissions[0])
-    _wait(lambda: _progress(submissions[0]) != before, args.timeout_s)
+    before = _progress([first])
+    watch.until("the first run moving again", lambda: _progress([first]) != before)
     return {
         "down_s": round(back_at - down_at, 1),
         "recovered_s": round(time.monotonic() - back_at, 1),
     }
 
 
-def _progress(submission: Any) -> tuple[Any, ...]:
-    """Where the run the fault met stands: its state, answers and verdicts stored."""
+def _progress(submissions: list[Any]) -> tuple[Any, ...]:
+    """Where the runs stand: their states, answers and verdicts stored."""
     from leaderboard.models import EvaluationRun, ItemAnswer, ItemVerdict
 
-    run = EvaluationRun.objects.get(submission=submission)
+    runs = EvaluationRun.objects.filter(submission__in=submissions)
     return (
-        run.state,
-        ItemAnswer.objects.filter(run=run).count(),
-        ItemVerdict.objects.filter(answer__run=run).count(),
+        sorted(runs.values_list("state", flat=True)),
+        ItemAnswer.objects.filter(run__in=runs).count(),
+        ItemVerdict.objects.filter(answer__run__in=runs).count(),
     )
 
 
-def _wait(check: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the runs made no progress after the service came back")
-        time.sleep(0.2)
+class Watch:
+    """Waits that give up only when nothing moves: no state, answer or verdict stored and no
+    line in the worker's log for ``stall_s``. Each move is said (``say``)."""
+
+    def __init__(self, pipeline: Any, submissions: list[Any], stall_s: float) -> None:
+        self.pipeline, self.submissions, self.stall_s = pipeline, submissions, stall_s
+
+    def _moved(self) -> tuple[Any, ...]:
+        from django.db import DatabaseError, close_old_connections
+
+        log = len(self.pipeline.log("worker"))
+        try:
+            return (log, *_progress(self.submissions))
+        except DatabaseError:  # PostgreSQL is the fault: only the log tells
+            close_old_connections()
+            return (log,)
+
+    def until(self, what: str, check: Callable[[], bool]) -> None:
+        last, moved_at, said_at = self._moved(), time.monotonic(), 0.0
+        while not _checked(check):
+            time.sleep(0.2)
+            now = self._moved()
+            if now != last:
+                stored = now[1:] != last[1:]
+                last, moved_at = now, time.monotonic()
+                if stored or moved_at - said_at >= SAY_EVERY_S:
+                    say(f"waiting for {what}: log {now[0]} bytes, runs {now[1:]}")
+                    said_at = moved_at
+            elif time.monotonic() - moved_at > self.stall_s:
+                tail = self.pipeline.log("worker")[-5000:]
+                raise TimeoutError(f"{what}: nothing moved for {self.stall_s:.0f} s\n{tail}")
+
+
+def _checked(check: Callable[[], bool]) -> bool:
+    from django.db import DatabaseError, close_old_connections
+
+    try:
+        return check()
+    except DatabaseError:  # PostgreSQL is the fault
+        close_old_connections()
+        return False
 
 
 def _facts(submissions: list[Any], split: Any, log: str, fault: str) -> dict[str, Any]:
@@ -244,5 +349,5 @@ def _lines(log: str, *words: str) -> int:
 
 
 if __name__ == "__main__":
-    json.dump(main(sys.argv[1:]), sys.stdout)
+    json.dump(main(), sys.stdout)
     sys.stdout.write("\n")

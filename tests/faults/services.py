@@ -7,6 +7,10 @@ started again.
 Every service listens on 127.0.0.1 and a port of its own; ``stop`` makes it unreachable
 (connections refused) and ``start`` brings it back on the same port. PostgreSQL and the S3
 server keep their data across the outage; Redis does not (as a Redis without persistence).
+
+Every server process is a child of the scenario, in its process group (PostgreSQL's
+``postgres`` started directly, not by ``pg_ctl``, which detaches it into a session of its own):
+ending the group ends them all (``tests/faults/process.py``).
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from tests.fake_openai import FakeOpenAI
 
@@ -57,6 +62,12 @@ def _pg_bin(name: str) -> str:
     return found[-1]
 
 
+class _RunAs(TypedDict):
+    user: str | None
+    group: str | None
+    extra_groups: list[str] | None
+
+
 class Postgres:
     """A PostgreSQL cluster of its own in a temporary directory (run as the ``postgres`` user
     when root), trusting loopback connections; ``url(database)`` for Django."""
@@ -67,13 +78,19 @@ class Postgres:
         self.port = port or free_port()
         self.root = Path(tempfile.mkdtemp(prefix="podium-faults-pg-"))
         self.data = self.root / "data"
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self._as:
-            shutil.chown(self.root, "postgres")
-        self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust")
+        self._process: subprocess.Popen[bytes] | None = None
+        # PostgreSQL refuses to run as root: its programs run as ``postgres`` then
+        self._user = "postgres" if os.geteuid() == 0 else None
+        if self._user:
+            shutil.chown(self.root, self._user, self._user)
+        self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                  "--no-sync")  # fmt: skip
+
+    def _as(self) -> _RunAs:
+        return {"user": self._user, "group": self._user, "extra_groups": [] if self._user else None}
 
     def _run(self, *command: str) -> None:
-        done = subprocess.run([*self._as, *command], capture_output=True, cwd=self.root)
+        done = subprocess.run(command, capture_output=True, cwd=self.root, **self._as())
         if done.returncode:
             error = (done.stderr or done.stdout).decode(errors="replace")[-2000:]
             raise RuntimeError(f"{Path(command[0]).name} failed: {error}")
@@ -82,12 +99,26 @@ class Postgres:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        log = str(self.root / "server.log")
-        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+        command = [
+            _pg_bin("postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.root),
+            "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+        ]  # fmt: skip
+        with (self.root / "server.log").open("ab") as log:
+            self._process = subprocess.Popen(
+                command, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, **self._as()
+            )
+        ready = [_pg_bin("pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)]
+        while subprocess.run(ready).returncode != 0:  # until it accepts connections
+            if self._process.poll() is not None:
+                log_tail = (self.root / "server.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"postgres exited: {log_tail}")
+            time.sleep(0.1)
 
-    def stop(self) -> None:  # "fast": open connections are cut, as in a restart
-        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+    def stop(self) -> None:  # "fast" (SIGINT): open connections are cut, as in a restart
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGINT)
+            self._process.wait()
+        self._process = None
 
     def create_database(self, name: str) -> None:
         self._run(
@@ -95,8 +126,7 @@ class Postgres:
         )
 
     def close(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            self.stop()
+        self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

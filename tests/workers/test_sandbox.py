@@ -36,6 +36,14 @@ def test_defaults_turn_every_protection_on():
     assert {u["Name"] for u in kwargs["ulimits"]} == {"nofile", "core"}
 
 
+def test_the_cpu_quota_is_at_most_the_cpus_the_node_may_use(monkeypatch):
+    """Docker refuses a quota above the CPUs its own affinity allows: a node pinned to one CPU
+    (taskset, a cpuset) gets one CPU per agent, not the machine's count."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {3})
+    kwargs = SandboxPolicy(cpus=4).container_kwargs("i", "multi-turn-qa", "v", "w", "r")
+    assert kwargs["nano_cpus"] == 1_000_000_000
+
+
 def test_gpu_requests_and_the_visible_devices_match():
     (every,) = SandboxPolicy(gpus="all").device_requests()
     assert every["Count"] == -1 and every["Capabilities"] == [["gpu"]]
