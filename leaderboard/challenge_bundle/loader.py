@@ -93,10 +93,15 @@ def load(
     return Bundle(root, document)
 
 
+# jsonschema checks a format only where the library it needs is installed, and skips it silently
+# otherwise: the bundle's dates are checked by rfc3339-validator (requirements.txt), or by nothing.
+FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
+if "date-time" not in FORMATS.checkers:  # pragma: no cover - an install without it
+    raise ImportError("jsonschema cannot check date-times: pip install rfc3339-validator")
+
+
 def _schema_problems(document: Document) -> list[Problem]:
-    validator = jsonschema.Draft202012Validator(
-        bundle_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
+    validator = jsonschema.Draft202012Validator(bundle_schema(), format_checker=FORMATS)
     problems = []
     for error in validator.iter_errors(document.value):
         path = tuple(error.absolute_path)
