@@ -54,3 +54,17 @@ def edit(root: Path, old: str, new: str) -> None:
     text = manifest.read_text()
     assert old in text, old
     manifest.write_text(text.replace(old, new, 1))
+
+
+def problems(path: Path) -> list[str]:
+    """What importing the bundle at ``path`` refuses, one line each; nothing was imported."""
+    import pytest
+
+    from leaderboard.challenge_bundle.importer import import_bundle
+    from leaderboard.challenge_bundle.problems import BundleInvalid
+    from leaderboard.models import Challenge
+
+    with pytest.raises(BundleInvalid) as raised:
+        import_bundle(path)
+    assert not Challenge.objects.exists()  # nothing half-imported
+    return [str(p) for p in raised.value.problems]

@@ -17,10 +17,9 @@ from PIL import Image
 from leaderboard.challenge_bundle import assets
 from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
-from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.kits import archive, contents
 from leaderboard.models import Challenge, KitFile
-from tests.leaderboard.bundle_support import edit, write_bundle
+from tests.leaderboard.bundle_support import edit, problems, write_bundle
 from tests.leaderboard.kit_support import kit_members, kit_settings
 
 __all__ = ["kit_settings"]  # fixtures used by name
@@ -47,13 +46,6 @@ def bundle(tmp_path) -> Path:
         "    rules: pages/rules.md\n  logo: art/logo.png\n  kit_files: [starter]\n",
     )
     return root
-
-
-def problems(path: Path) -> list[str]:
-    with pytest.raises(BundleInvalid) as raised:
-        import_bundle(path)
-    assert not Challenge.objects.exists()
-    return [str(p) for p in raised.value.problems]
 
 
 def line_of(bundle: Path, text: str) -> int:

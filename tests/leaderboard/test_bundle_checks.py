@@ -16,7 +16,7 @@ from leaderboard.challenge_bundle.importer import import_bundle
 from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.challenge_bundle.source import MAX_MANIFEST_BYTES
 from leaderboard.models import Challenge
-from tests.leaderboard.bundle_support import edit, write_bundle
+from tests.leaderboard.bundle_support import edit, problems, write_bundle
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def bundle(tmp_path) -> Path:
     return write_bundle(tmp_path / "bundle")
-
-
-def problems(path: Path) -> list[str]:
-    with pytest.raises(BundleInvalid) as raised:
-        import_bundle(path)
-    assert not Challenge.objects.exists()  # nothing half-imported
-    return [str(p) for p in raised.value.problems]
 
 
 def line_of(bundle: Path, text: str) -> int:

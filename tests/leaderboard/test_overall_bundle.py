@@ -11,9 +11,8 @@ from ruamel.yaml import YAML
 from leaderboard.challenge_bundle import state
 from leaderboard.challenge_bundle.exporter import export
 from leaderboard.challenge_bundle.importer import import_bundle
-from leaderboard.challenge_bundle.problems import BundleInvalid
 from leaderboard.models import Challenge
-from tests.leaderboard.bundle_support import edit, write_bundle
+from tests.leaderboard.bundle_support import edit, problems, write_bundle
 from tests.leaderboard.test_bundle_import import digests
 
 pytestmark = pytest.mark.django_db
@@ -44,13 +43,6 @@ def bundle(tmp_path) -> Path:
     manifest = root / "challenge.yaml"
     manifest.write_text(manifest.read_text() + SECOND_TASK + OVERALL)
     return root
-
-
-def problems(path: Path) -> list[str]:
-    with pytest.raises(BundleInvalid) as raised:
-        import_bundle(path)
-    assert not Challenge.objects.exists()
-    return [str(p) for p in raised.value.problems]
 
 
 def line_of(bundle: Path, text: str) -> int:
