@@ -4,7 +4,9 @@ the session: the worker processes tests start (on the test database, whose name 
 this install (``PODIUM_INSTALL_ID``), so they consume the queues the tests send to. For tests of
 Podium on S3: a real S3 server (SeaweedFS, ``tests/seaweedfs.py``) per test process, and
 Podium's storage there in a bucket of the test's own (``s3_storage``; ``each_storage`` runs a
-test on local files, then on S3)."""
+test on local files, then on S3). Property tests (Hypothesis) are judged on what they find,
+not on the machine's speed: no per-example deadline and no "input generation is slow" health
+check, which a loaded CI machine trips."""
 
 from __future__ import annotations
 
@@ -14,9 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.seaweedfs import SeaweedFS
 from tests.seaweedfs import require as seaweedfs_required
+
+settings.register_profile("podium", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("podium")
 
 
 @pytest.fixture(scope="session")
