@@ -2,7 +2,9 @@
 
 - ``GET /healthz``: the process answers requests (liveness); touches nothing else.
 - ``GET /readyz``: this node can serve (readiness): the database answers a query and the broker
-  (Redis) a ping. 200 with ``{"ready": true, ...}``, else 503 naming what failed.
+  (Redis) a ping. 200 with ``{"ready": true, ...}``, else 503 naming what failed. A process
+  configured with the fake agent engine (``PODIUM_AGENT_ENGINE=fake``: the control plane's
+  bench) is never ready, nor is a Celery process by ``main``: it is never taken into service.
 
 Both are answered by ``ProbeMiddleware``, first in ``MIDDLEWARE``: before the host check (a
 kubelet or a health check asks by the pod's or container's address, not a name in
@@ -48,10 +50,16 @@ def _broker() -> str | None:
     return None
 
 
+def _engine() -> str | None:
+    if settings.PODIUM_AGENT_ENGINE == "fake":
+        return "engine: PODIUM_AGENT_ENGINE=fake answers runs with no agent (benches only)"
+    return None
+
+
 def _readiness() -> JsonResponse:
-    """Anyone may ask, so the reply names only the failing part (``database``, ``broker``); the
-    error itself, which can name hosts and users, goes to this process's log."""
-    problems = [p for p in (_database(), _broker()) if p]
+    """Anyone may ask, so the reply names only the failing part (``database``, ``broker``,
+    ``engine``); the error itself, which can name hosts and users, goes to this process's log."""
+    problems = [p for p in (_engine(), _database(), _broker()) if p]
     for problem in problems:
         log.warning("not ready: %s", problem)
     return JsonResponse(
@@ -97,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", nargs="?", default=f"celery@{socket.gethostname()}")
     args = parser.parse_args(argv)
     django.setup()
-    problems = [p for p in (_broker(), _database()) if p]
+    problems = [p for p in (_engine(), _broker(), _database()) if p]
     if not problems and args.role == "worker":
         problems = [p for p in [_worker_answers(args.name)] if p]
     for problem in problems:

@@ -391,6 +391,14 @@ try:
     SandboxPolicy(gpus=PODIUM_AGENT_GPUS or None).device_requests()
 except ValueError as _bad:
     raise ImproperlyConfigured(f"PODIUM_AGENT_GPUS={PODIUM_AGENT_GPUS!r}: {_bad}") from None
+# What answers a run's items: "docker" (agent containers on the node's engine), or "fake"
+# (workers/fake_engine.py: zero-work answers with no Docker, for bench/control_plane.py and its
+# test only; such a process fails its readiness probes: podium/health.py).
+PODIUM_AGENT_ENGINE = _env("PODIUM_AGENT_ENGINE", "docker")
+if PODIUM_AGENT_ENGINE not in ("docker", "fake"):
+    raise ImproperlyConfigured(
+        f"PODIUM_AGENT_ENGINE={PODIUM_AGENT_ENGINE!r}: expected docker (or fake, for benches)"
+    )
 # A run whose worker sent no heartbeat for this long is re-queued, at most this many attempts.
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)

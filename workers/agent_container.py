@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import docker
 import docker.errors
@@ -49,6 +49,43 @@ class AgentCrashed(Exception):
     def __init__(self, state: ContainerState) -> None:
         super().__init__(f"the agent stopped (exit code {state.exit_code})")
         self.state = state
+
+
+class AgentBox(Protocol):
+    """What the runner holds of one start of an agent (``run_agent``): ``AgentContainer``, or
+    ``workers.fake_engine.FakeContainer`` for the control plane's bench and tests. Entering
+    starts it; ``agent``, ``images`` and ``search_handle`` are set once it started."""
+
+    agent: AgentClient | None
+    images: ImageVolume | None
+    search_handle: SearchSocket | None
+    output: str  # the tail of its output once it is closed
+
+    def __enter__(self) -> AgentBox: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+    def wait_ready(self, deadline: float) -> Readiness: ...
+
+    def settled_state(self) -> ContainerState: ...
+
+    def crash_reason(self, state: ContainerState) -> str: ...
+
+
+class StartContainer(Protocol):
+    """How the runner makes an ``AgentBox`` for each start (a restart makes another):
+    ``functools.partial(AgentContainer, client)`` on a Docker engine."""
+
+    def __call__(
+        self,
+        image_id: str,
+        task: str,
+        policy: SandboxPolicy,
+        *,
+        image_dir_bytes: int,
+        search: SearchProcess | None,
+        run_id: str,
+    ) -> AgentBox: ...
 
 
 def _gib(n: int) -> str:

@@ -52,9 +52,11 @@ from workers.agent_client import (
     reply_text,
 )
 from workers.agent_container import (
+    AgentBox,
     AgentContainer,
     AgentCrashed,
     ContainerState,
+    StartContainer,
     keep_output_tail,
 )
 from workers.image_volume import ImageDirFull, ImageFile, Stager, read_image
@@ -81,7 +83,7 @@ class _Restart(Exception):
 class _Run:
     def __init__(
         self,
-        client: docker.DockerClient,
+        start_container: StartContainer,
         image: AgentImage,
         plan: AgentPlan[Any],
         task: str,
@@ -93,7 +95,7 @@ class _Run:
         policy: SandboxPolicy,
         on_output: Callable[[str], None] | None = None,
     ) -> None:
-        self.client = client
+        self.start_container = start_container
         self.on_output = on_output
         self.image = image
         self.plan = plan
@@ -169,8 +171,7 @@ class _Run:
             self.search.embed_candidates(sorted(files))
 
     def _attempt(self) -> None:
-        box = AgentContainer(
-            self.client,
+        box = self.start_container(
             self.image.image_id,
             self.task,
             self.policy,
@@ -183,7 +184,7 @@ class _Run:
         finally:  # the container is gone now; its output was kept on the way out
             self.report.agent_log = keep_output_tail(self.report.agent_log, box.output)
 
-    def _attempt_in(self, box: AgentContainer) -> None:
+    def _attempt_in(self, box: AgentBox) -> None:
         started = time.monotonic()
         with box, self._watch(box):
             try:
@@ -191,7 +192,7 @@ class _Run:
             finally:  # the stager must be done with this container's image volume before it goes
                 self.stager.settle()
 
-    def _watch(self, box: AgentContainer) -> contextlib.AbstractContextManager[Any]:
+    def _watch(self, box: AgentBox) -> contextlib.AbstractContextManager[Any]:
         """The output so far (earlier containers' and this one's), shared while it runs."""
         on_output = self.on_output
         if on_output is None:
@@ -200,7 +201,7 @@ class _Run:
             box, lambda live: on_output(keep_output_tail(self.report.agent_log, live))
         )
 
-    def _batches_in(self, box: AgentContainer, started: float) -> None:
+    def _batches_in(self, box: AgentBox, started: float) -> None:
         if self.batches is None:  # the first batch's images are read while the agent loads
             first = next(self.plan.batches(self.limits.max_batch_size, self.answered), [])
             self.stager.read_ahead(first)
@@ -222,7 +223,7 @@ class _Run:
             self.pending = None
             consecutive_timeouts = consecutive_timeouts + 1 if outcome == "timeout" else 0
 
-    def _wait_ready(self, box: AgentContainer, started: float) -> Readiness:
+    def _wait_ready(self, box: AgentBox, started: float) -> Readiness:
         """``started``: when this container's creation began (start-up counts from there)."""
         deadline = started + self.limits.readiness_s
         total = self._total_deadline()
@@ -242,7 +243,7 @@ class _Run:
             self.report.start_to_ready_s = time.monotonic() - started
         return readiness
 
-    def _send(self, box: AgentContainer, batch: list[Any], kit: str | None) -> Outcome:
+    def _send(self, box: AgentBox, batch: list[Any], kit: str | None) -> Outcome:
         """One batch call; records its items and says how it went."""
         assert box.agent is not None
         deadline_s = self.limits.batch_deadline_s(self.report.batch_size or len(batch))
@@ -325,7 +326,7 @@ class _Run:
     # -- pieces ----------------------------------------------------------------------------
 
     @staticmethod
-    def _check_search(box: AgentContainer) -> None:
+    def _check_search(box: AgentBox) -> None:
         """A search process that stopped during the batch failed its searches on Podium's
         side: ``SearchUnavailable`` (from its control pipe, closed the moment it dies) before
         the batch is recorded, so that the batch is asked again."""
@@ -368,7 +369,7 @@ class _Run:
             self.plan.remember(ref, result.response)
             self.report.items.append(ItemOutcome(result.key, result.outcome, latency))
 
-    def _crashed(self, box: AgentContainer, state: ContainerState) -> NoReturn:
+    def _crashed(self, box: AgentBox, state: ContainerState) -> NoReturn:
         reason = box.crash_reason(state)
         if state.oom_killed:
             raise RunFailed(reason)
@@ -411,6 +412,7 @@ def run_agent(
     policy: SandboxPolicy | None = None,
     client: docker.DockerClient | None = None,
     on_output: Callable[[str], None] | None = None,
+    start_container: StartContainer | None = None,
 ) -> RunReport:
     """Run ``image`` on ``plan``'s items for ``task`` (the agent's ``PODIUM_TASK``); each
     batch's results go to ``sink`` at once.
@@ -419,13 +421,17 @@ def run_agent(
     kit B's rag_context), or None. ``answered``: item key -> stored reply of items answered by
     an earlier run (the plan was given them too, for its histories). ``on_output``: called
     from a thread every few seconds while an agent container runs with the output so far
-    (``workers.output_watch``), capped as ``RunReport.agent_log`` is.
+    (``workers.output_watch``), capped as ``RunReport.agent_log`` is. ``start_container``:
+    how each start of the agent is made (the control plane's bench passes
+    ``workers.fake_engine.FakeContainer``); by default a container on ``client``'s engine.
     """
-    client = client or docker.from_env()
-    if isinstance(image, str):
-        image = local_image(image, client)
+    if start_container is None or isinstance(image, str):
+        client = client or docker.from_env()
+        start_container = start_container or functools.partial(AgentContainer, client)
+        if isinstance(image, str):
+            image = local_image(image, client)
     run = _Run(
-        client,
+        start_container,
         image,
         plan,
         task,

@@ -39,6 +39,7 @@ from leaderboard.pipeline.ownership import hand_over
 from leaderboard.submitting.artifacts import check_stored_archive
 from leaderboard.submitting.hub_models import allowed_models, image_models
 from workers.builds import BaseImageMissing, build_context
+from workers.fake_engine import fake_image
 from workers.faults import PodiumFault, TransientFault
 from workers.images import AgentImage, ImageError, load_archive, local_image, pull
 from workers.package_index import IndexURLError
@@ -48,6 +49,35 @@ Kind = Submission.ArtifactKind
 BUILD_TIMEOUT_S = 1800
 UPLOAD_NAME = "your upload"
 logger = logging.getLogger("podium.pipeline")
+
+
+def engine_is_fake() -> bool:
+    """Whether this process answers runs with the fake engine (``PODIUM_AGENT_ENGINE=fake``:
+    ``workers.fake_engine``, benches only), which needs no Docker engine."""
+    return bool(settings.PODIUM_AGENT_ENGINE == "fake")
+
+
+def fake_submission_image(submission: Submission) -> AgentImage:
+    """The submission's image on a node of the fake engine: a name made from its upload."""
+    return fake_image(submission.artifact.name or f"submission-{submission.pk}")
+
+
+def _fake_build(submission: Submission) -> None:
+    """The fake engine's build: the image is a name, recorded once as a build records it."""
+    digest = fake_submission_image(submission).digest
+    Submission.objects.filter(pk=submission.pk, image_digest="").update(
+        image_digest=digest, state=Submission.State.READY
+    )
+
+
+@contextmanager
+def engine_client() -> Iterator[docker.DockerClient]:
+    """A client of the local engine (``docker_client``), closed on leaving."""
+    client = docker_client()
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def docker_client() -> docker.DockerClient:
@@ -189,8 +219,11 @@ def build_stage(run: EvaluationRun) -> None:
         return
     if submission.state == Submission.State.PODIUM_FAILED:  # fail_for_podium ends the run
         raise PodiumFault(f"submission #{submission.pk}: its build failed on Podium's side")
-    client = docker_client()
-    try:
+    if engine_is_fake():
+        _fake_build(submission)
+        hand_over(run, State.RUNNING)
+        return
+    with engine_client() as client:
         try:
             image = submission_image(submission, client)
         except ImageError as exc:
@@ -201,8 +234,6 @@ def build_stage(run: EvaluationRun) -> None:
         hand_over(run, State.RUNNING)
         if settings.PODIUM_IMAGE_STORE == "always" and image.digest == submission.image_digest:
             _store_now(image, client)
-    finally:
-        client.close()
 
 
 def _store_now(image: AgentImage, client: docker.DockerClient) -> None:

@@ -129,9 +129,11 @@ def _reconnect(state: RetryCallState) -> None:
 
 
 def hand_over(run: EvaluationRun, stage: str) -> None:
-    """Move the run to ``stage``, unowned, and send that stage's task."""
+    """Move the run to ``stage``, unowned, and send that stage's task (logged: with the next
+    worker's "claimed" line, how long the run waited in that stage's queue)."""
     run.move_to(stage, worker_id="")
     dispatch_stage(run, stage)
+    logger.info("run #%s: handed over to %s", run.pk, stage)
 
 
 def fail_for_podium(run: EvaluationRun, detail: str) -> None:

@@ -9,9 +9,11 @@ cancelled) the sink stops the run.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,13 +24,21 @@ from evaluator.records import EvaluatorError
 from leaderboard.models import EvaluationRun, Submission, Task
 from leaderboard.models.challenge import RUN_LIMITS
 from leaderboard.pipeline.answers import AnswerSink
-from leaderboard.pipeline.build import docker_client, submission_image
+from leaderboard.pipeline.build import (
+    docker_client,
+    engine_client,
+    engine_is_fake,
+    fake_submission_image,
+    submission_image,
+)
 from leaderboard.pipeline.bundles import corpus_dir, split_dir
 from leaderboard.pipeline.judge import benchmark_for_run
 from leaderboard.pipeline.node import site
 from leaderboard.pipeline.ownership import beat_if_mine, hand_over, worker_id
+from workers.agent_container import AgentContainer, StartContainer
+from workers.fake_engine import FakeContainer
 from workers.faults import PodiumFault
-from workers.images import ImageError
+from workers.images import AgentImage, ImageError
 from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
 from workers.model_store import ModelStoreError, stored
 from workers.outcomes import RunReport
@@ -170,6 +180,23 @@ def operator_detail(report: RunReport) -> str:
     return json.dumps(detail | data)
 
 
+@contextmanager
+def agent_engine(submission: Submission) -> Iterator[tuple[AgentImage, StartContainer]]:
+    """The submission's image on this node's engine and how its agent is started there; with
+    ``PODIUM_AGENT_ENGINE=fake`` (benches only: ``workers.fake_engine``), no engine at all."""
+    if engine_is_fake():
+        yield fake_submission_image(submission), FakeContainer
+        return
+    with engine_client() as client:
+        try:
+            image = submission_image(submission, client)
+        except ImageError as exc:
+            raise PodiumFault(
+                f"the submission's image is gone and cannot be reloaded: {exc}"
+            ) from exc
+        yield image, functools.partial(AgentContainer, client)
+
+
 def run_stage(run: EvaluationRun) -> None:
     """Stage ``running``: answer every item not answered yet, then hand over to judging."""
     task = run.task
@@ -184,35 +211,29 @@ def run_stage(run: EvaluationRun) -> None:
         items_total=len(plan.keys()), items_done=len(answered)
     )
     search = search_process(task)
-    client = docker_client()
     sink = AnswerSink(run, len(answered))
     try:
-        try:
-            image = submission_image(run.submission, client)
-        except ImageError as exc:
-            raise PodiumFault(
-                f"the submission's image is gone and cannot be reloaded: {exc}"
-            ) from exc
-        report = run_agent(
-            image,
-            plan,
-            task.task_id,
-            limits_for(task),
-            sink,
-            search=search,
-            answered=answered,
-            policy=agent_policy(run.submission),
-            client=client,
-            on_output=log_sink(run),
-        )
+        with agent_engine(run.submission) as (image, start_container):
+            report = run_agent(
+                image,
+                plan,
+                task.task_id,
+                limits_for(task),
+                sink,
+                search=search,
+                answered=answered,
+                policy=agent_policy(run.submission),
+                on_output=log_sink(run),
+                start_container=start_container,
+            )
     finally:
-        client.close()
         sink.close()  # the last batch's answers stored before anything reads them
     beat_if_mine(run, run.answers.count())
     run.agent_log = report.agent_log
     EvaluationRun.objects.filter(pk=run.pk).update(agent_log=report.agent_log)
     if report.status != "completed":
-        docker_client().close()  # an engine that went away is retried, not the team's failure
+        if not engine_is_fake():  # an engine that went away is retried, not the team's failure
+            docker_client().close()
         run.move_to(
             State.FAILED,
             failure_reason=team_reason(report, public=not run.split.is_private),

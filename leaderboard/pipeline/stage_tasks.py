@@ -28,7 +28,7 @@ from django.conf import settings
 
 from leaderboard.judge_preview import PREVIEW_TASK
 from leaderboard.models import EvaluationRun, InvalidTransition, JudgePreview
-from leaderboard.pipeline.build import build_stage
+from leaderboard.pipeline.build import build_stage, engine_is_fake
 from leaderboard.pipeline.judge import judge_stage
 from leaderboard.pipeline.node import runs_containers, serves_runs, start_exporter, start_janitor
 from leaderboard.pipeline.ownership import (
@@ -191,7 +191,11 @@ def preview_judge(self: StageTask, preview_id: int) -> str:
 @worker_ready.connect
 def _janitor(sender: Consumer | None = None, **_: object) -> None:
     """On a worker whose queues start containers, the node's janitor sweeps now, then every
-    interval; its exporter stores the agent images the node owes."""
+    interval; its exporter stores the agent images the node owes. Neither on a node of the
+    fake engine (``workers.fake_engine``: no Docker engine, no image)."""
+    if engine_is_fake():
+        logger.warning("PODIUM_AGENT_ENGINE=fake: runs are answered by no agent (benches only)")
+        return
     if sender is not None and runs_containers(queues := sender.app.amqp.queues.consume_from):
         start_janitor()
         start_exporter(serves_runs(queues))
