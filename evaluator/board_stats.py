@@ -79,25 +79,32 @@ def rank_intervals(
     confidence: float = CONFIDENCE,
     n_boot: int = DEFAULT_RANK_BOOT,
     seed: int = 0,
+    observed: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The lowest and highest rank (numbers, 1 is first) each entry takes in the central
-    ``confidence`` share of a paired bootstrap over units (see the module's notes)."""
+    ``confidence`` share of a paired bootstrap over units (see the module's notes), widened to
+    hold its rank on the board (``observed``; by default its rank by its mean here)."""
     units = _matrix(values)
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     entries, n = units.shape
-    observed = board_ranks(np.round(units.mean(axis=1), _DECIMALS), higher_is_better, shared)
+    if observed is None:
+        on_board = board_ranks(np.round(units.mean(axis=1), _DECIMALS), higher_is_better, shared)
+    else:
+        on_board = np.asarray(observed, dtype=np.int64)
+        if on_board.shape != (entries,):
+            raise ValueError(f"{on_board.size} observed ranks for {entries} entries")
     if entries == 1:
-        return observed.copy(), observed.copy()
+        return on_board.copy(), on_board.copy()
     counts = resample_counts(n, n_boot, np.random.default_rng(seed))
     means = np.round(counts.astype(np.float64) @ units.T / n, _DECIMALS)  # n_boot x entries
     ranks = board_ranks(means, higher_is_better, shared)
     tail = (1.0 - confidence) / 2.0
     low = np.quantile(ranks, tail, axis=0, method="lower").astype(np.int64)
     high = np.quantile(ranks, 1.0 - tail, axis=0, method="higher").astype(np.int64)
-    return np.minimum(low, observed), np.maximum(high, observed)
+    return np.minimum(low, on_board), np.maximum(high, on_board)
 
 
 def _difference_spread(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,11 +202,12 @@ def board_statistics(
     correction: Correction = "holm",
     n_boot: int = DEFAULT_RANK_BOOT,
     seed: int = 0,
+    observed: Sequence[int] | None = None,
 ) -> BoardStatistics:
     """Rank intervals, groups and the minimum detectable effect of one board's ranked entries
     (``values``: entries in the board's order x units); the groups' level is ``1 - confidence``."""
     units = _matrix(values)
-    low, high = rank_intervals(units, higher_is_better, shared, confidence, n_boot, seed)
+    low, high = rank_intervals(units, higher_is_better, shared, confidence, n_boot, seed, observed)
     alpha = 1.0 - confidence
     return BoardStatistics(
         rank_low=low.tolist(),

@@ -20,24 +20,40 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
-from leaderboard import ranking
+from leaderboard import board_statistics, ranking
 from leaderboard.models import RankedBoard, Split, Task
 
-STORED = ("runs", "ranks", "dimensions", "judges")
+STORED = (
+    "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Ranked:
     """A board's order: its entries' runs, their ranks (None: a baseline), the slice
-    dimensions and judges behind them."""
+    dimensions and judges behind them; beside them, each entry's rank interval and group
+    (None: none) and how they were computed, with the split's minimum detectable effect
+    (``leaderboard.board_statistics``)."""
 
     runs: list[int]
     ranks: list[int | None]
     dimensions: list[str]
     judges: list[str]
+    rank_low: list[int | None]
+    rank_high: list[int | None]
+    groups: list[int | None]
+    statistics: dict[str, Any]
+
+    def places(self) -> list[ranking.Place]:
+        """Each entry's rank, rank interval and group, in the board's order."""
+        return [
+            ranking.Place(*place)
+            for place in zip(self.ranks, self.rank_low, self.rank_high, self.groups, strict=True)
+        ]
 
 
 def ranked(split: Split, setting: str) -> Ranked:
@@ -48,11 +64,18 @@ def ranked(split: Split, setting: str) -> Ranked:
         )
     )
     shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    runs = [row[0] for row in rows]
+    ranks = ranking.ranks(((row[1], row[2]) for row in rows), shared)
+    stats = board_statistics.beside(split.task, runs, ranks, [row[1] for row in rows])
     return Ranked(
-        runs=[row[0] for row in rows],
-        ranks=ranking.ranks(((row[1], row[2]) for row in rows), shared),
+        runs=runs,
+        ranks=ranks,
         dimensions=sorted({name for row in rows for name in row[4]}),
         judges=sorted({row[3] for row in rows if row[3]}),
+        rank_low=stats.rank_low,
+        rank_high=stats.rank_high,
+        groups=stats.groups,
+        statistics=stats.statistics,
     )
 
 
@@ -110,16 +133,17 @@ def board(split: Split, setting: str = "") -> ranking.Board:
     ranked_ = stored(split, setting)
     derived, undefined = ranking.derived_scores(split, ranked_.runs)
     return ranking.Board(
-        entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks),
+        entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.places()),
         dimensions=ranked_.dimensions,
         judges=ranked_.judges,
         setting=setting,
         derived=derived,
         undefined=undefined,
+        statistics=ranked_.statistics,
     )
 
 
 def entries(split: Split, setting: str = "") -> list[ranking.Entry]:
     """``board(split, setting)``'s entries."""
     ranked_ = stored(split, setting)
-    return ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks)
+    return ranking.read_entries(split, setting, ranked_.runs, ranked_.places())

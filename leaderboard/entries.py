@@ -18,6 +18,17 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 
 
+class Place(NamedTuple):
+    """Where an entry stands on its board: its rank (None: a baseline), the range of ranks it
+    takes in the board's bootstrap and its group of entries the board cannot tell apart (None:
+    none computed; ``leaderboard.board_statistics``)."""
+
+    rank: int | None
+    rank_low: int | None = None
+    rank_high: int | None = None
+    group: int | None = None
+
+
 class Entry(NamedTuple):
     """One leaderboard line: a run's headline scores as plain values; ``rank`` is None for
     baselines. Plain values keep thousands of entries cheap to build, cache and render."""
@@ -40,6 +51,9 @@ class Entry(NamedTuple):
     primary_ci_low: float | None
     primary_ci_high: float | None
     metrics_json: str  # every metric of the run's headline block, as stored (JSON)
+    rank_low: int | None = None  # the rank interval and group beside the rank (``Place``)
+    rank_high: int | None = None
+    group: int | None = None
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -59,5 +73,7 @@ class Entry(NamedTuple):
         }  # fmt: skip
         record["submitted_at"] = self.submitted_at.isoformat()
         record["primary_ci95"] = [self.primary_ci_low, self.primary_ci_high]
+        record["rank_ci95"] = [self.rank_low, self.rank_high]
+        record["group"] = self.group
         record["metrics"] = self.metrics
         return record

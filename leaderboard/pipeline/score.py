@@ -71,7 +71,7 @@ def score_stage(run: EvaluationRun) -> None:
             continue
         comparisons.append((other, result))
     with transaction.atomic():
-        store_scores(run, scores, benchmark.settings())
+        store_scores(run, scores, benchmark.settings(), benchmark.units(graded))
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -152,8 +152,11 @@ class Row:
         )
         if not entry.complete:
             links += f'<span class="badge failed">incomplete: {entry.unjudged} unjudged</span>'
+        group = (
+            f' data-group="{entry.group}" class="group-{entry.group % 2}"' if entry.group else ""
+        )
         return mark_safe(
-            f'<tr data-team="{entry.team_id}">{_rank_td(entry)}'
+            f'<tr data-team="{entry.team_id}"{group}>{_rank_td(entry)}'
             f'<td class="team">{escape(entry.team)}</td>'
             f'<td><a class="entry" href="{escape(self.href)}" title="{ENTRY_TITLE}">'
             f"{escape(entry.method_name)}</a>{links}</td>"
@@ -163,8 +166,45 @@ class Row:
 
 
 def _rank_td(entry: Entry) -> str:
-    rank = entry.rank if entry.rank else '<span class="badge baseline">baseline</span>'
-    return f"<td>{rank}</td>"
+    if not entry.rank:
+        return '<td><span class="badge baseline">baseline</span></td>'
+    if entry.rank_low is None or entry.rank_high is None:
+        return f"<td>{entry.rank}</td>"
+    interval = (
+        str(entry.rank_low)
+        if entry.rank_low == entry.rank_high
+        else f"{entry.rank_low}–{entry.rank_high}"
+    )
+    shown = f'<span class="muted rank-interval" title="{RANK_TITLE}">({interval})</span>'
+    return f"<td>{entry.rank} {shown}</td>"
+
+
+RANK_TITLE = "the range of ranks this entry takes in the board's bootstrap (95 %)"
+
+
+def statistics_note(statistics: dict[str, Any], primary: Metric) -> str:
+    """What the board says of its rank intervals, groups and minimum detectable effect, or
+    why it has none: plain text (the template escapes it)."""
+    if "unavailable" in statistics:
+        return f"No rank intervals: {statistics['unavailable']}."
+    if not statistics:
+        return ""
+    confidence = f"{statistics['confidence'] * 100:g} %"
+    text = (
+        f"Rank in brackets: the range of ranks an entry takes in the central {confidence} of "
+        f"{statistics['n_boot']:,} paired bootstrap resamples of the split's "
+        f"{statistics['units']:,} units (what the paired comparison pairs). Shaded bands: "
+        "entries that cannot be told apart from the one above them (paired tests, "
+        f"{statistics['correction'].capitalize()} correction, α = {statistics['alpha']:g})."
+    )
+    effect = statistics.get("minimum_detectable_effect")
+    if effect is not None:
+        text += (
+            f" This split tells apart differences of {primary.shown(effect)} or more in "
+            f"{primary.label} ({statistics['power'] * 100:g} % power, two entries of typical "
+            "agreement)."
+        )
+    return text
 
 
 def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> list[Row]:

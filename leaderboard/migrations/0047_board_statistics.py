@@ -1,0 +1,66 @@
+# Rank intervals, groups and the minimum detectable effect beside each board's ranks, from
+# the runs' per-unit values (leaderboard.board_statistics).
+
+import django.contrib.postgres.fields
+import django.db.models.deletion
+from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
+
+
+def forget_boards(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    # stored boards have no rank intervals: each is ranked again by its first read
+    apps.get_model("leaderboard", "RankedBoard").objects.all().delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [  # noqa: RUF012 (generated)
+        ("leaderboard", "0046_submission_actions_refund_evaluate"),
+    ]
+
+    operations = [  # noqa: RUF012 (generated)
+        migrations.CreateModel(
+            name="RunUnits",
+            fields=[
+                (
+                    "run",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="units",
+                        serialize=False,
+                        to="leaderboard.evaluationrun",
+                    ),
+                ),
+                ("metric", models.CharField(max_length=64)),
+                ("values", models.BinaryField()),
+            ],
+        ),
+        migrations.AddField(
+            model_name="rankedboard",
+            name="groups",
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.PositiveIntegerField(null=True), default=list, size=None
+            ),
+        ),
+        migrations.AddField(
+            model_name="rankedboard",
+            name="rank_high",
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.PositiveIntegerField(null=True), default=list, size=None
+            ),
+        ),
+        migrations.AddField(
+            model_name="rankedboard",
+            name="rank_low",
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.PositiveIntegerField(null=True), default=list, size=None
+            ),
+        ),
+        migrations.AddField(
+            model_name="rankedboard",
+            name="statistics",
+            field=models.JSONField(default=dict),
+        ),
+        migrations.RunPython(forget_boards, migrations.RunPython.noop),
+    ]
