@@ -101,6 +101,33 @@ def _interval(value: float, variance: float, confidence: float) -> tuple[float, 
     return value - half, value + half
 
 
+def corrected_score(
+    score: float,
+    score_error: float,
+    judge_on_labelled: Sequence[float] | np.ndarray,
+    labels: Sequence[float] | np.ndarray,
+    strata: Sequence[Hashable] | None = None,
+    shares: Mapping[Hashable, float] | None = None,
+    confidence: float = CONFIDENCE,
+    items: int = 0,
+) -> Calibrated:
+    """The judge's ``score`` (a mean over items, with its standard error ``score_error``)
+    corrected by the labels: ``score + sum_h W_h mean_h(y - f)``, its variance
+    ``score_error^2 + sum_h W_h^2 var_h(y - f) / n_h`` (``shares``: the strata's shares of the
+    items the score is a mean of)."""
+    f_n = _array(judge_on_labelled, "judge_on_labelled")
+    y_n = _array(labels, "labels")
+    if f_n.size != y_n.size:
+        raise ValueError(f"{f_n.size} judge values for {y_n.size} labels")
+    codes, weights = _strata(y_n.size, strata, shares)
+    correction, variance = _correction(y_n - f_n, codes, weights)
+    value = score + correction
+    total = score_error**2 + variance
+    return Calibrated(
+        value, float(np.sqrt(total)), _interval(value, total, confidence), int(y_n.size), items
+    )
+
+
 def calibrated_mean(
     judged: Sequence[float] | np.ndarray,
     judge_on_labelled: Sequence[float] | np.ndarray,
@@ -114,17 +141,9 @@ def calibrated_mean(
     judge's and the people's on the labelled ones; ``strata`` each label's stratum and
     ``shares`` each stratum's share of all items, for a stratified sample."""
     f = _array(judged, "judged")
-    f_n = _array(judge_on_labelled, "judge_on_labelled")
-    y_n = _array(labels, "labels")
-    if f_n.size != y_n.size:
-        raise ValueError(f"{f_n.size} judge values for {y_n.size} labels")
-    codes, weights = _strata(y_n.size, strata, shares)
-    correction, variance = _correction(y_n - f_n, codes, weights)
-    judge_variance = float(f.var(ddof=1)) / f.size if f.size > 1 else 0.0
-    value = float(f.mean()) + correction
-    total = judge_variance + variance
-    return Calibrated(
-        value, float(np.sqrt(total)), _interval(value, total, confidence), int(y_n.size), f.size
+    error = float(np.sqrt(f.var(ddof=1) / f.size)) if f.size > 1 else 0.0
+    return corrected_score(
+        float(f.mean()), error, judge_on_labelled, labels, strata, shares, confidence, f.size
     )
 
 

@@ -38,11 +38,22 @@ def _none(size: int, reason: str) -> Beside:
 
 
 def beside(
-    task: Task, runs: Sequence[int], ranks: Sequence[int | None], scores: Sequence[float | None]
+    task: Task,
+    runs: Sequence[int],
+    ranks: Sequence[int | None],
+    scores: Sequence[float | None],
+    by_people: bool = False,
 ) -> Beside:
     """Rank intervals, groups and the minimum detectable effect of the board whose entries'
-    ``runs`` have these ``ranks`` and primary ``scores``, in the board's order."""
+    ``runs`` have these ``ranks`` and primary ``scores``, in the board's order (``by_people``:
+    ranked by the scores calibrated by people's labels, whose units it has not)."""
     size = len(runs)
+    if by_people:
+        return _none(
+            size,
+            "the board ranks by the scores calibrated by people's labels; rank intervals and "
+            "groups resample the judge's verdicts",
+        )
     taking_part = [i for i in range(size) if ranks[i] is not None and scores[i] is not None]
     if not taking_part:
         return _none(size, "no ranked entry has a score yet")

@@ -24,11 +24,12 @@ from typing import Any
 
 from django.db import transaction
 
-from leaderboard import board_statistics, ranking
+from leaderboard import board_statistics, calibration, ranking
 from leaderboard.models import RankedBoard, Split, Task
 
 STORED = (
     "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
+    "calibrated",
 )  # fmt: skip
 
 
@@ -47,12 +48,14 @@ class Ranked:
     rank_high: list[int | None]
     groups: list[int | None]
     statistics: dict[str, Any]
+    calibrated: list[list[float] | None]  # [value, low, high]: ``leaderboard.calibration``
 
     def places(self) -> list[ranking.Place]:
         """Each entry's rank, rank interval and group, in the board's order."""
+        beside = zip(self.rank_low, self.rank_high, self.groups, self.calibrated, strict=True)
         return [
-            ranking.Place(*place)
-            for place in zip(self.ranks, self.rank_low, self.rank_high, self.groups, strict=True)
+            ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
+            for rank, (low, high, group, calibrated) in zip(self.ranks, beside, strict=True)
         ]
 
 
@@ -63,10 +66,21 @@ def ranked(split: Split, setting: str) -> Ranked:
             "run_id", "primary", ranking.BASELINE, "run__judge_id", "dimensions"
         )
     )
-    shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    task = split.task
+    shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    scores = [row[1] for row in rows]
+    calibrated, about = calibration.calibrated(
+        split, [row[0] for row in rows], [row[3] for row in rows], scores
+    )
+    by_people = bool(about) and task.ranked_by == Task.RankedBy.CALIBRATED
+    if by_people:  # the calibrated score ranks (the judge's where there is none)
+        keys = [c[0] if c else s for c, s in zip(calibrated, scores, strict=True)]
+        order = ranking.by_score(keys, ranking.descending(task))
+        rows, calibrated = [rows[i] for i in order], [calibrated[i] for i in order]
+        scores = [keys[i] for i in order]
     runs = [row[0] for row in rows]
-    ranks = ranking.ranks(((row[1], row[2]) for row in rows), shared)
-    stats = board_statistics.beside(split.task, runs, ranks, [row[1] for row in rows])
+    ranks = ranking.ranks(zip(scores, (row[2] for row in rows), strict=True), shared)
+    stats = board_statistics.beside(task, runs, ranks, scores, by_people)
     return Ranked(
         runs=runs,
         ranks=ranks,
@@ -75,7 +89,9 @@ def ranked(split: Split, setting: str) -> Ranked:
         rank_low=stats.rank_low,
         rank_high=stats.rank_high,
         groups=stats.groups,
-        statistics=stats.statistics,
+        statistics=stats.statistics
+        | ({"calibration": about | {"ranks": by_people}} if about else {}),
+        calibrated=calibrated,
     )
 
 

@@ -27,6 +27,9 @@ class Place(NamedTuple):
     rank_low: int | None = None
     rank_high: int | None = None
     group: int | None = None
+    calibrated: float | None = None  # the score calibrated by people's labels, its interval
+    calibrated_low: float | None = None
+    calibrated_high: float | None = None
 
 
 class Entry(NamedTuple):
@@ -54,6 +57,9 @@ class Entry(NamedTuple):
     rank_low: int | None = None  # the rank interval and group beside the rank (``Place``)
     rank_high: int | None = None
     group: int | None = None
+    calibrated: float | None = None  # ``Place``'s
+    calibrated_low: float | None = None
+    calibrated_high: float | None = None
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -75,5 +81,10 @@ class Entry(NamedTuple):
         record["primary_ci95"] = [self.primary_ci_low, self.primary_ci_high]
         record["rank_ci95"] = [self.rank_low, self.rank_high]
         record["group"] = self.group
+        record["calibrated"] = (
+            None
+            if self.calibrated is None
+            else {"value": self.calibrated, "ci95": [self.calibrated_low, self.calibrated_high]}
+        )
         record["metrics"] = self.metrics
         return record

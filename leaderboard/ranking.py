@@ -58,7 +58,15 @@ def columns(task: Task, setting: str = "", split: Split | None = None) -> list[M
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
 
 
-def _descending(task: Task) -> bool:
+def by_score(scores: Sequence[float | None], descending: bool) -> list[int]:
+    """The positions of ``scores`` in the board's order by them: the best first (None last),
+    equal scores in their order here."""
+    present = [(s, i) for i, s in enumerate(scores) if s is not None]
+    present.sort(key=lambda pair: -pair[0] if descending else pair[0])
+    return [i for _, i in present] + [i for i, s in enumerate(scores) if s is None]
+
+
+def descending(task: Task) -> bool:
     """Whether a larger primary value ranks first."""
     return all(m.higher_is_better for m in task.declared().metrics if m.name == task.primary_metric)
 
@@ -66,7 +74,7 @@ def _descending(task: Task) -> bool:
 def _by_primary(task: Task) -> OrderBy:
     return (
         F("primary").desc(nulls_last=True)
-        if _descending(task)
+        if descending(task)
         else F("primary").asc(nulls_last=True)
     )
 

@@ -69,13 +69,15 @@ def store_scores(
     scores: Score | Mapping[str, Any],
     scored_with: Mapping[str, Any] | None = None,
     units: np.ndarray | None = None,
+    verdicts: Mapping[str, int] | None = None,
 ) -> int:
     """Replace the run's SliceScore rows with its benchmark's blocks of ``scores`` (the
     benchmark's ``score``, or a scores document as scores.json holds it); returns the row count.
     ``scored_with``: the benchmark's options (``Benchmark.settings()``), kept on the run. Everything
     is checked before anything is written, so bad input leaves the earlier rows in place.
     ``units``: the run's values of the benchmark's paired metric per unit (``Scoring.units``),
-    kept for its boards' rank intervals and groups (none: the run has none there)."""
+    kept for its boards' rank intervals and groups (none: the run has none there), with
+    ``verdicts``: how many items the judge gave each verdict (``leaderboard.calibration``)."""
     if isinstance(scores, Score):
         scores = scores.document
     if not isinstance(scores, Mapping):
@@ -98,7 +100,9 @@ def store_scores(
         raise ScoresError("units: expected a list of finite numbers, one per unit")
     drop_scores(run)
     if units is not None:
-        RunUnits.objects.create(run=run, metric=benchmark.primary, values=encode(units))
+        RunUnits.objects.create(
+            run=run, metric=benchmark.primary, values=encode(units), verdicts=dict(verdicts or {})
+        )
     SliceScore.objects.bulk_create(rows, batch_size=1000)
     whole = rows[0]
     Headline.objects.create(

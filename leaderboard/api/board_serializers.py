@@ -8,6 +8,22 @@ from evaluator.seam import Metric
 from leaderboard.api.serializers import SplitSerializer
 
 
+class CalibratedSerializer(serializers.Serializer[dict[str, object]]):
+    """An entry's score calibrated by people's labels (``leaderboard.calibration``)."""
+
+    value = serializers.FloatField()
+    ci95 = serializers.ListField(child=serializers.FloatField())
+
+
+class CalibrationSerializer(serializers.Serializer[dict[str, object]]):
+    """The judge audit whose labels calibrate the board, and whether its scores rank it."""
+
+    audit = serializers.IntegerField()
+    judge_id = serializers.CharField()
+    labels = serializers.IntegerField(help_text="the labels (people agreeing) it corrects with")
+    ranks = serializers.BooleanField(help_text="the calibrated score ranks the board")
+
+
 class BoardStatisticsSerializer(serializers.Serializer[dict[str, object]]):
     """How the entries' rank intervals and groups were computed, and the split's minimum
     detectable effect (``leaderboard.board_statistics``); ``unavailable`` alone says why a
@@ -29,6 +45,7 @@ class BoardStatisticsSerializer(serializers.Serializer[dict[str, object]]):
         "with this power, in the metric's units",
     )
     metric = serializers.CharField(required=False)
+    calibration = CalibrationSerializer(required=False)
 
 
 class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
@@ -61,6 +78,11 @@ class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
         allow_null=True,
         help_text="entries the board cannot tell apart from the one above them share its "
         "group (paired tests, corrected for multiple comparisons)",
+    )
+    calibrated = CalibratedSerializer(
+        allow_null=True,
+        help_text="the primary score calibrated by the people's labels of the split's latest "
+        "finished judge audit (null: none, or judged by another judge)",
     )
     metrics = serializers.DictField()
     derived = serializers.DictField(child=serializers.FloatField(allow_null=True))

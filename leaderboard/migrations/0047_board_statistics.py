@@ -1,5 +1,7 @@
-# Rank intervals, groups and the minimum detectable effect beside each board's ranks, from
-# the runs' per-unit values (leaderboard.board_statistics).
+# Rank intervals, groups, the minimum detectable effect and the scores calibrated by a judge
+# audit beside each board's ranks, from the runs' per-unit values and verdict counts
+# (leaderboard.board_statistics, leaderboard.calibration); the task's choice of the score that
+# ranks.
 
 import django.contrib.postgres.fields
 import django.db.models.deletion
@@ -34,7 +36,13 @@ class Migration(migrations.Migration):
                 ),
                 ("metric", models.CharField(max_length=64)),
                 ("values", models.BinaryField()),
+                ("verdicts", models.JSONField(default=dict)),
             ],
+        ),
+        migrations.AddField(
+            model_name="rankedboard",
+            name="calibrated",
+            field=models.JSONField(default=list),
         ),
         migrations.AddField(
             model_name="rankedboard",
@@ -61,6 +69,21 @@ class Migration(migrations.Migration):
             model_name="rankedboard",
             name="statistics",
             field=models.JSONField(default=dict),
+        ),
+        migrations.AddField(
+            model_name="task",
+            name="ranked_by",
+            field=models.CharField(
+                choices=[
+                    ("judge", "the judge's score"),
+                    ("calibrated", "the judge's score calibrated by a finished audit's labels"),
+                ],
+                default="judge",
+                help_text="which score ranks the boards: the judge's, or the judge's calibrated by "
+                "the people's labels of the split's latest finished judge audit, where it has one "
+                "(docs/board-statistics.md)",
+                max_length=16,
+            ),
         ),
         migrations.RunPython(forget_boards, migrations.RunPython.noop),
     ]

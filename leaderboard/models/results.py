@@ -169,6 +169,8 @@ class RankedBoard(models.Model):
     rank_high = ArrayField(models.PositiveIntegerField(null=True), default=list)
     groups = ArrayField(models.PositiveIntegerField(null=True), default=list)
     statistics = models.JSONField(default=dict)  # how they were computed; the split's MDE
+    # per entry: its score calibrated by a finished judge audit, [value, low, high] or None
+    calibrated = models.JSONField(default=list)
 
     class Meta:
         constraints = (

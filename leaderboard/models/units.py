@@ -23,6 +23,9 @@ class RunUnits(models.Model):
     )
     metric = models.CharField(max_length=64)
     values = models.BinaryField()
+    # how many of the run's items the judge gave each verdict: the shares a judge audit's
+    # correction weighs (``leaderboard.calibration``)
+    verdicts = models.JSONField(default=dict)
 
     def __str__(self) -> str:
         return f"run #{self.run_id}: {len(self.values) // UNIT_DTYPE.itemsize} {self.metric} units"

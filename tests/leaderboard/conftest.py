@@ -86,7 +86,7 @@ def splits(task) -> dict[str, Split]:
 def make_entry(db):
     """A submission of ``team`` with a done run on ``split`` and stored scores (CRAG-MM's
     from ``truthfulness`` and ``slices``, else the ``scores`` given: another benchmark's),
-    with its per-unit ``units`` when given."""
+    with its per-unit ``units`` and its judge's ``verdicts`` counts when given."""
 
     def make(
         team: Team,
@@ -101,6 +101,7 @@ def make_entry(db):
         state: str = EvaluationRun.State.DONE,
         scores: dict | None = None,
         units: list[float] | None = None,
+        verdicts: dict[str, int] | None = None,
     ) -> EvaluationRun:
         submission = Submission.objects.create(
             team=team,
@@ -117,7 +118,9 @@ def make_entry(db):
             submission=submission, task=split.task, split=split, state=state, judge_id="rules@1"
         )
         document = scores if scores is not None else scores_dict(truthfulness, slices)
-        store_scores(run, document, units=None if units is None else np.array(units))
+        store_scores(
+            run, document, units=None if units is None else np.array(units), verdicts=verdicts
+        )
         return run
 
     return make

@@ -236,6 +236,13 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
     def abstains(self, grade: str) -> bool:
         return grade == Verdict.MISSING
 
+    def verdict_value(self, verdict: str) -> float | None:
+        # a single-turn split's truthfulness is the turns' mean of these; a multi-turn one's,
+        # the conversations' mean of their turns' (after an early stop): calibrated per turn,
+        # an approximation there (docs/board-statistics.md)
+        values = {Verdict.CORRECT: 1.0, Verdict.MISSING: 0.0, Verdict.HALLUCINATED: -1.0}
+        return values.get(Verdict(verdict)) if verdict in set(Verdict) else None
+
     def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
         """Its labels (standard and the split's own), ``is_ego`` and ``turn``, as scored."""
         labels = (*STANDARD_LABELS, *(name for name in row if name not in self.columns))
