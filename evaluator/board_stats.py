@@ -208,7 +208,7 @@ def board_statistics(
     (``values``: entries in the board's order x units); the groups' level is ``1 - confidence``."""
     units = _matrix(values)
     low, high = rank_intervals(units, higher_is_better, shared, confidence, n_boot, seed, observed)
-    alpha = 1.0 - confidence
+    alpha = round(1.0 - confidence, 12)
     return BoardStatistics(
         rank_low=low.tolist(),
         rank_high=high.tolist(),
