@@ -39,8 +39,10 @@ def audit_of(split: Split, labeller, finished: bool = True, note: str = "") -> J
             question="the hidden question", truth=["gold"], response="an answer",
         )  # fmt: skip
         for label in labels:
-            labeller_ = labeller if label == labels[0] else labeller.__class__.objects.create(
-                username=f"second{position}"
+            labeller_ = (
+                labeller
+                if label == labels[0]
+                else labeller.__class__.objects.create(username=f"second{position}")
             )
             AuditLabel.objects.create(item=item, labeller=labeller_, verdict=label, note=note)
     if finished:
