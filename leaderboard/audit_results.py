@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from evaluator.judge_audit import agreement
 from leaderboard import board_cache, permissions
+from leaderboard.audit_labels import CONTESTED, LabelledItem, labelled_items, people_label
 from leaderboard.audits import answer_as_judged
 from leaderboard.judge_choice import RULES, JudgeSpec
 from leaderboard.models import (
@@ -35,33 +36,6 @@ from leaderboard.models import (
     JudgeAudit,
     Split,
 )
-
-CONTESTED = "contested"
-
-
-def people_label(labels: list[AuditLabel]) -> str | None:
-    """The labellers' verdict (None: none given yet; ``CONTESTED``: they disagree)."""
-    given = {label.verdict for label in labels if label.verdict}
-    if not given:
-        return None
-    return given.pop() if len(given) == 1 else CONTESTED
-
-
-@dataclass(frozen=True)
-class LabelledItem:
-    """An audit item with its labels (``given``, oldest first) and the people's label
-    (``people``: ``people_label``)."""
-
-    item: AuditItem
-    given: list[AuditLabel]
-    people: str | None
-
-
-def labelled_items(audit: JudgeAudit) -> list[LabelledItem]:
-    """The audit's items in labelling order, with their labels."""
-    ordered = AuditLabel.objects.select_related("labeller").order_by("labelled_at", "pk")
-    items = audit.items.prefetch_related(Prefetch("labels", ordered, to_attr="given"))
-    return [LabelledItem(item, item.given, people_label(item.given)) for item in items]
 
 
 def results(audit: JudgeAudit) -> dict[str, Any]:

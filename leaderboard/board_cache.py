@@ -31,7 +31,16 @@ from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard import board_store, ranking, scores
-from leaderboard.models import Challenge, EvaluationRun, RankedBoard, Split, Submission, Task, Team
+from leaderboard.models import (
+    Challenge,
+    EvaluationRun,
+    JudgeAudit,
+    RankedBoard,
+    Split,
+    Submission,
+    Task,
+    Team,
+)
 from leaderboard.models.submission import run_moved
 
 T = TypeVar("T")
@@ -146,6 +155,14 @@ def _run_deleted(
 ) -> None:
     deleted = origin.model if isinstance(origin, QuerySet) else type(origin)
     if deleted not in (Split, Task, Challenge):  # else the run's board goes with its split
+        board_store.results_changed(instance.split_id)
+
+
+@receiver(post_save, sender=JudgeAudit, dispatch_uid="board_cache_audit")
+@receiver(post_delete, sender=JudgeAudit, dispatch_uid="board_cache_audit_deleted")
+def _audit_changed(sender: type, instance: JudgeAudit, **kwargs: object) -> None:
+    # a finished audit calibrates its split's boards (``leaderboard.calibration``)
+    if instance.finished_at is not None:
         board_store.results_changed(instance.split_id)
 
 

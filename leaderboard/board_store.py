@@ -20,24 +20,43 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
-from leaderboard import ranking
+from leaderboard import board_statistics, calibration, ranking
 from leaderboard.models import RankedBoard, Split, Task
 
-STORED = ("runs", "ranks", "dimensions", "judges")
+STORED = (
+    "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
+    "calibrated",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Ranked:
     """A board's order: its entries' runs, their ranks (None: a baseline), the slice
-    dimensions and judges behind them."""
+    dimensions and judges behind them; beside them, each entry's rank interval and group
+    (None: none) and how they were computed, with the split's minimum detectable effect
+    (``leaderboard.board_statistics``)."""
 
     runs: list[int]
     ranks: list[int | None]
     dimensions: list[str]
     judges: list[str]
+    rank_low: list[int | None]
+    rank_high: list[int | None]
+    groups: list[int | None]
+    statistics: dict[str, Any]
+    calibrated: list[list[float] | None]  # [value, low, high]: ``leaderboard.calibration``
+
+    def places(self) -> list[ranking.Place]:
+        """Each entry's rank, rank interval and group, in the board's order."""
+        beside = zip(self.rank_low, self.rank_high, self.groups, self.calibrated, strict=True)
+        return [
+            ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
+            for rank, (low, high, group, calibrated) in zip(self.ranks, beside, strict=True)
+        ]
 
 
 def ranked(split: Split, setting: str) -> Ranked:
@@ -47,12 +66,32 @@ def ranked(split: Split, setting: str) -> Ranked:
             "run_id", "primary", ranking.BASELINE, "run__judge_id", "dimensions"
         )
     )
-    shared = split.task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    task = split.task
+    shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
+    scores = [row[1] for row in rows]
+    calibrated, about = calibration.calibrated(
+        split, [row[0] for row in rows], [row[3] for row in rows], scores
+    )
+    by_people = bool(about) and task.ranked_by == Task.RankedBy.CALIBRATED
+    if by_people:  # the calibrated score ranks (the judge's where there is none)
+        keys = [c[0] if c else s for c, s in zip(calibrated, scores, strict=True)]
+        order = ranking.by_score(keys, ranking.descending(task))
+        rows, calibrated = [rows[i] for i in order], [calibrated[i] for i in order]
+        scores = [keys[i] for i in order]
+    runs = [row[0] for row in rows]
+    ranks = ranking.ranks(zip(scores, (row[2] for row in rows), strict=True), shared)
+    stats = board_statistics.beside(task, runs, ranks, scores, by_people)
     return Ranked(
-        runs=[row[0] for row in rows],
-        ranks=ranking.ranks(((row[1], row[2]) for row in rows), shared),
+        runs=runs,
+        ranks=ranks,
         dimensions=sorted({name for row in rows for name in row[4]}),
         judges=sorted({row[3] for row in rows if row[3]}),
+        rank_low=stats.rank_low,
+        rank_high=stats.rank_high,
+        groups=stats.groups,
+        statistics=stats.statistics
+        | ({"calibration": about | {"ranks": by_people}} if about else {}),
+        calibrated=calibrated,
     )
 
 
@@ -110,16 +149,17 @@ def board(split: Split, setting: str = "") -> ranking.Board:
     ranked_ = stored(split, setting)
     derived, undefined = ranking.derived_scores(split, ranked_.runs)
     return ranking.Board(
-        entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks),
+        entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.places()),
         dimensions=ranked_.dimensions,
         judges=ranked_.judges,
         setting=setting,
         derived=derived,
         undefined=undefined,
+        statistics=ranked_.statistics,
     )
 
 
 def entries(split: Split, setting: str = "") -> list[ranking.Entry]:
     """``board(split, setting)``'s entries."""
     ranked_ = stored(split, setting)
-    return ranking.read_entries(split, setting, ranked_.runs, ranked_.ranks)
+    return ranking.read_entries(split, setting, ranked_.runs, ranked_.places())

@@ -18,6 +18,20 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 
 
+class Place(NamedTuple):
+    """Where an entry stands on its board: its rank (None: a baseline), the range of ranks it
+    takes in the board's bootstrap and its group of entries the board cannot tell apart (None:
+    none computed; ``leaderboard.board_statistics``)."""
+
+    rank: int | None
+    rank_low: int | None = None
+    rank_high: int | None = None
+    group: int | None = None
+    calibrated: float | None = None  # the score calibrated by people's labels, its interval
+    calibrated_low: float | None = None
+    calibrated_high: float | None = None
+
+
 class Entry(NamedTuple):
     """One leaderboard line: a run's headline scores as plain values; ``rank`` is None for
     baselines. Plain values keep thousands of entries cheap to build, cache and render."""
@@ -40,6 +54,12 @@ class Entry(NamedTuple):
     primary_ci_low: float | None
     primary_ci_high: float | None
     metrics_json: str  # every metric of the run's headline block, as stored (JSON)
+    rank_low: int | None = None  # the rank interval and group beside the rank (``Place``)
+    rank_high: int | None = None
+    group: int | None = None
+    calibrated: float | None = None  # ``Place``'s
+    calibrated_low: float | None = None
+    calibrated_high: float | None = None
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -59,5 +79,12 @@ class Entry(NamedTuple):
         }  # fmt: skip
         record["submitted_at"] = self.submitted_at.isoformat()
         record["primary_ci95"] = [self.primary_ci_low, self.primary_ci_high]
+        record["rank_ci95"] = [self.rank_low, self.rank_high]
+        record["group"] = self.group
+        record["calibrated"] = (
+            None
+            if self.calibrated is None
+            else {"value": self.calibrated, "ci95": [self.calibrated_low, self.calibrated_high]}
+        )
         record["metrics"] = self.metrics
         return record

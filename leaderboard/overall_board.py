@@ -104,7 +104,7 @@ def compute(overall: Overall, kind: str, splits_: Sequence[Split]) -> OverallBoa
     names: dict[int, str] = {}
     for counted, split in zip(overall.counted, splits_, strict=True):
         stored = board_store.stored(split, counted.setting)
-        entries = ranking.read_entries(split, counted.setting, stored.runs, stored.ranks)
+        entries = ranking.read_entries(split, counted.setting, stored.runs, stored.places())
         teams = {e.team_id: e for e in entries if not e.is_baseline}
         names |= {team_id: e.team for team_id, e in teams.items()}
         by_team.append(teams)

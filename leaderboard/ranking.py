@@ -20,12 +20,20 @@ from django.db.models.expressions import OrderBy, Window
 from django.db.models.functions import Cast, RowNumber
 
 from evaluator.seam import Metric
-from leaderboard.entries import ENTRY_FIELDS, Entry
+from leaderboard.entries import ENTRY_FIELDS, Entry, Place
 from leaderboard.models import EntryComparison, EvaluationRun, Headline, Split, Submission, Task
 from leaderboard.slices import SliceCell, SliceTable, entry_slices, slice_table
 
 # what pages read beside a board, here as before
-__all__ = ["ENTRY_FIELDS", "Entry", "SliceCell", "SliceTable", "entry_slices", "slice_table"]
+__all__ = [
+    "ENTRY_FIELDS",
+    "Entry",
+    "Place",
+    "SliceCell",
+    "SliceTable",
+    "entry_slices",
+    "slice_table",
+]
 
 BASELINE = "run__submission__is_baseline"
 
@@ -50,7 +58,15 @@ def columns(task: Task, setting: str = "", split: Split | None = None) -> list[M
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
 
 
-def _descending(task: Task) -> bool:
+def by_score(scores: Sequence[float | None], descending: bool) -> list[int]:
+    """The positions of ``scores`` in the board's order by them: the best first (None last),
+    equal scores in their order here."""
+    present = [(s, i) for i, s in enumerate(scores) if s is not None]
+    present.sort(key=lambda pair: -pair[0] if descending else pair[0])
+    return [i for _, i in present] + [i for i, s in enumerate(scores) if s is None]
+
+
+def descending(task: Task) -> bool:
     """Whether a larger primary value ranks first."""
     return all(m.higher_is_better for m in task.declared().metrics if m.name == task.primary_metric)
 
@@ -58,7 +74,7 @@ def _descending(task: Task) -> bool:
 def _by_primary(task: Task) -> OrderBy:
     return (
         F("primary").desc(nulls_last=True)
-        if _descending(task)
+        if descending(task)
         else F("primary").asc(nulls_last=True)
     )
 
@@ -137,17 +153,20 @@ def ranks(lines: Iterable[tuple[float | None, bool]], shared: bool) -> list[int 
 
 
 def read_entries(
-    split: Split, setting: str, run_ids: list[int], ranks_: list[int | None]
+    split: Split, setting: str, run_ids: list[int], places: Sequence[Place]
 ) -> list[Entry]:
-    """The entries of ``run_ids`` (runs of the board of ``split`` in ``setting``) with their
-    ``ranks_``, in that order: their wide rows only."""
+    """The entries of ``run_ids`` (runs of the board of ``split`` in ``setting``) at their
+    ``places`` (rank, rank interval, group), in that order: their wide rows only."""
     rows = (
         Headline.objects.filter(run_id__in=run_ids, split=split, setting=setting)
         .annotate(metrics_json=Cast("metrics", TextField()))
         .values_list(*ENTRY_FIELDS)
     )
     by_run = {row[0]: row for row in rows}
-    return [Entry(rank, *by_run[run_id]) for run_id, rank in zip(run_ids, ranks_, strict=True)]
+    return [
+        Entry._make((place.rank, *by_run[run_id], *place[1:]))
+        for run_id, place in zip(run_ids, places, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -162,6 +181,9 @@ class Board:
     # and why each undefined one (None) is undefined
     derived: dict[int, dict[str, float | None]] = dataclasses.field(default_factory=dict)
     undefined: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # how the entries' rank intervals and groups were computed, the split's minimum detectable
+    # effect, or why there are none (``leaderboard.board_statistics``)
+    statistics: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def derived_scores(

@@ -10,14 +10,16 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from evaluator.benchmarks import get_benchmark
 from evaluator.seam import Comparison, Metric, Score, ScoreBlock
 from leaderboard import board_store
-from leaderboard.models import EntryComparison, EvaluationRun, Headline, SliceScore, Task
+from leaderboard.models import EntryComparison, EvaluationRun, Headline, RunUnits, SliceScore, Task
 from leaderboard.models.results import ALL
+from leaderboard.models.units import encode
 
 
 class ScoresError(ValueError):
@@ -66,11 +68,16 @@ def store_scores(
     run: EvaluationRun,
     scores: Score | Mapping[str, Any],
     scored_with: Mapping[str, Any] | None = None,
+    units: np.ndarray | None = None,
+    verdicts: Mapping[str, int] | None = None,
 ) -> int:
     """Replace the run's SliceScore rows with its benchmark's blocks of ``scores`` (the
     benchmark's ``score``, or a scores document as scores.json holds it); returns the row count.
     ``scored_with``: the benchmark's options (``Benchmark.settings()``), kept on the run. Everything
-    is checked before anything is written, so bad input leaves the earlier rows in place."""
+    is checked before anything is written, so bad input leaves the earlier rows in place.
+    ``units``: the run's values of the benchmark's paired metric per unit (``Scoring.units``),
+    kept for its boards' rank intervals and groups (none: the run has none there), with
+    ``verdicts``: how many items the judge gave each verdict (``leaderboard.calibration``)."""
     if isinstance(scores, Score):
         scores = scores.document
     if not isinstance(scores, Mapping):
@@ -89,7 +96,13 @@ def store_scores(
     unjudged = scores.get("unjudged", 0)
     if isinstance(unjudged, bool) or not isinstance(unjudged, int) or unjudged < 0:
         raise ScoresError(f"scores.unjudged: expected a count, got {unjudged!r}")
+    if units is not None and (units.ndim != 1 or not np.all(np.isfinite(units))):
+        raise ScoresError("units: expected a list of finite numbers, one per unit")
     drop_scores(run)
+    if units is not None:
+        RunUnits.objects.create(
+            run=run, metric=benchmark.primary, values=encode(units), verdicts=dict(verdicts or {})
+        )
     SliceScore.objects.bulk_create(rows, batch_size=1000)
     whole = rows[0]
     Headline.objects.create(
@@ -112,9 +125,10 @@ def store_scores(
 
 
 def drop_scores(run: EvaluationRun) -> None:
-    """Delete the run's stored scores: its SliceScore rows and its headline."""
+    """Delete the run's stored scores: its SliceScore rows, its headline and its units."""
     SliceScore.objects.filter(run=run).delete()
     Headline.objects.filter(run=run).delete()
+    RunUnits.objects.filter(run=run).delete()
 
 
 @transaction.atomic

@@ -81,6 +81,13 @@ class Grading(ABC, Generic[SplitT, PredictionT, ItemT]):
         answer), so its judge cannot be audited item by item."""
         return self.rubric.menu()
 
+    def verdict_value(self, verdict: str) -> float | None:
+        """What an item graded ``verdict`` adds to the mean the primary metric is (CRAG-MM's
+        truthfulness: correct 1, missing 0, hallucinated -1); None where the primary metric is
+        no mean of per-item values of the verdicts, so people's labels cannot calibrate it
+        (``evaluator.calibrated``; the default)."""
+        return None
+
     @abstractmethod
     def to_row(self, item: ItemT) -> dict[str, Any]:
         """One row of the per-item table (the ``columns`` first, then label columns)."""

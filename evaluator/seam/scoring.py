@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
+import numpy as np
+
 from evaluator.seam.scores import Comparison, Metric, Score, ScoreBlock
 
 ItemT = TypeVar("ItemT")
@@ -42,6 +44,13 @@ class Scoring(ABC, Generic[ItemT]):
         """The paired test of two runs on the same items, on the primary metric, as the
         benchmark documents it (``Comparison``'s fields and its own); an ``EvaluatorError``
         when the runs cannot be paired (other items, unjudged items)."""
+
+    def units(self, graded: Sequence[ItemT]) -> np.ndarray | None:
+        """The run's values of the primary metric per unit its paired comparison pairs (a
+        conversation, an item), in an order every run of the split shares: what the board's
+        rank intervals and groups resample (``evaluator.board_stats``). None when the run
+        cannot be paired (unjudged items), or for a benchmark that does not say."""
+        return None
 
     def compare(self, a: Sequence[ItemT], b: Sequence[ItemT], seed: int = 0) -> Comparison:
         """Paired comparison of two runs on the same items, on the primary metric."""

@@ -159,6 +159,7 @@ class TaskAdmin(admin.ModelAdmin[Task]):
                     "vision_judge_endpoint",
                     "primary_metric",
                     "entry_rule",
+                    "ranked_by",
                     "judge_forecast",
                 )
             },

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from leaderboard import board_store, run_actions
-from leaderboard.admin.read_only import Ledger
+from leaderboard.admin.read_only import Ledger, ReadOnly
 from leaderboard.judge_choice import UnknownJudge, chosen_judge, judge_options
 from leaderboard.models import (
     AnswerSimilarity,
@@ -24,6 +24,7 @@ from leaderboard.models import (
     ItemVerdict,
     JudgmentRecord,
     RunAction,
+    RunUnits,
     SliceScore,
     Split,
     Submission,
@@ -277,6 +278,15 @@ class HeadlineAdmin(admin.ModelAdmin[Headline]):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(RunUnits)
+class RunUnitsAdmin(ReadOnly[RunUnits]):
+    """Kept with the run's scores (``scores.store_scores``): read-only."""
+
+    list_display = ("run", "metric", "__str__")
+    raw_id_fields = ("run",)
+    exclude = ("values",)
 
 
 @admin.register(EntryComparison)

@@ -9,7 +9,6 @@ from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluator.seam import Metric
 from leaderboard import permissions, run_queue
 from leaderboard.models import (
     Challenge,
@@ -124,56 +123,6 @@ class SplitSerializer(serializers.ModelSerializer[Split]):
 
     def get_revealed(self, split: Split) -> bool:
         return split.is_revealed()
-
-
-class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
-    """One entry, from ``ranking.Entry.record()``; ``metrics`` holds every metric of the run's
-    headline block by name, as the split's ``metrics`` declare them; ``derived`` the scores
-    across the submission's runs in every setting (Visual-RAG's ``gcue@<k>``; null where
-    undefined; {} for a task without settings)."""
-
-    rank = serializers.IntegerField(allow_null=True)
-    team = serializers.CharField()
-    method_name = serializers.CharField()
-    is_baseline = serializers.BooleanField()
-    paper_url = serializers.CharField()
-    code_url = serializers.CharField()
-    submission_id = serializers.IntegerField()
-    run_id = serializers.IntegerField()
-    submitted_at = serializers.CharField()
-    judge_id = serializers.CharField()
-    complete = serializers.BooleanField()
-    count = serializers.IntegerField()
-    primary = serializers.FloatField(allow_null=True)
-    primary_ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True))
-    metrics = serializers.DictField()
-    derived = serializers.DictField(child=serializers.FloatField(allow_null=True))
-
-
-class MetricSerializer(serializers.Serializer[Metric]):
-    """A metric as the task's benchmark declares it (``evaluator.benchmarks.base.Metric``)."""
-
-    name = serializers.CharField()
-    label = serializers.CharField()  # type: ignore[assignment]  # a field, popped by DRF's metaclass: not Field.label
-    higher_is_better = serializers.BooleanField()
-    scale = serializers.CharField()
-    where = serializers.CharField()
-    interval = serializers.BooleanField()
-    headline = serializers.BooleanField()
-
-
-class LeaderboardSerializer(serializers.Serializer[dict[str, object]]):
-    """A split's leaderboard in ``setting``, one of its task's ``settings`` ("" for a task
-    without any)."""
-
-    split = SplitSerializer()
-    setting = serializers.CharField(allow_blank=True)
-    settings = serializers.ListField(child=serializers.CharField(allow_blank=True))
-    protocol = serializers.CharField()  # the API key naming the benchmark
-    primary_metric = serializers.CharField()
-    entry_rule = serializers.CharField()
-    metrics = MetricSerializer(many=True)
-    entries = LeaderboardEntrySerializer(many=True)
 
 
 def runs_with_scores() -> QuerySet[EvaluationRun]:

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from leaderboard import board_cache, permissions, run_actions
-from leaderboard.api import serializers
+from leaderboard.api import board_serializers, serializers
 from leaderboard.models import Challenge, EvaluationRun, Split, Task
 from leaderboard.views.boards import entry_records
 
@@ -81,7 +81,7 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
                 "default); a task without settings has none to give",
             )
         ],
-        responses=serializers.LeaderboardSerializer,
+        responses=board_serializers.LeaderboardSerializer,
     )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
@@ -94,6 +94,7 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
             setting = board_cache.chosen_setting(split, request.query_params.get("setting"))
         except board_cache.UnknownSetting as exc:
             raise ValidationError({"setting": [str(exc)]}) from None
+        board = board_cache.board(split, setting)
         body = {
             "split": split,
             "setting": setting,
@@ -102,9 +103,10 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
             "primary_metric": split.task.primary_metric,
             "entry_rule": split.task.entry_rule,
             "metrics": split.task.declared().metrics,
-            "entries": entry_records(board_cache.board(split, setting)),
+            "statistics": board.statistics,
+            "entries": entry_records(board),
         }
-        return Response(serializers.LeaderboardSerializer(body).data)
+        return Response(board_serializers.LeaderboardSerializer(body).data)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet[EvaluationRun]):

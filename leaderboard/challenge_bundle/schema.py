@@ -46,6 +46,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("primary_metric",), "primary_metric"),
     (("entry_rule",), "entry_rule"),
     (("tie_rule",), "tie_rule"),
+    (("ranked_by",), "ranked_by"),
     (("timeout_policy",), "timeout_policy"),
     (("error_policy",), "error_policy"),
     (("quotas", "per_day"), "quota_per_day"),
@@ -173,6 +174,7 @@ def _task() -> dict[str, Any]:
             "primary_metric": _text(minLength=1, maxLength=_column_length(Task, "primary_metric")),
             "entry_rule": {"enum": Task.EntryRule.values},
             "tie_rule": {"enum": Task.TieRule.values},
+            "ranked_by": {"enum": Task.RankedBy.values},
             "timeout_policy": {"enum": Task.TimeoutPolicy.values},
             "error_policy": {"enum": Task.ErrorPolicy.values},
             "quotas": _object(

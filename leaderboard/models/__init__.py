@@ -30,6 +30,7 @@ from leaderboard.models.submission import (
 )
 from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
+from leaderboard.models.units import RunUnits
 
 __all__ = [
     "AnswerSimilarity",
@@ -62,6 +63,7 @@ __all__ = [
     "RankedBoard",
     "Registration",
     "RunAction",
+    "RunUnits",
     "SearchCorpus",
     "SliceScore",
     "Split",

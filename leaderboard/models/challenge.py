@@ -177,6 +177,10 @@ class Task(models.Model):
         SHARED = "shared", "equal scores share a rank"
         EARLIER = "earlier", "equal scores: the earlier submission ranks first"
 
+    class RankedBy(models.TextChoices):
+        JUDGE = "judge", "the judge's score"
+        CALIBRATED = "calibrated", "the judge's score calibrated by a finished audit's labels"
+
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
     name = models.CharField(max_length=200)
@@ -223,6 +227,14 @@ class Task(models.Model):
     primary_metric = models.CharField(max_length=64, default="truthfulness")
     entry_rule = models.CharField(max_length=16, choices=EntryRule, default=EntryRule.BEST)
     tie_rule = models.CharField(max_length=16, choices=TieRule, default=TieRule.SHARED)
+    ranked_by = models.CharField(
+        max_length=16,
+        choices=RankedBy,
+        default=RankedBy.JUDGE,
+        help_text="which score ranks the boards: the judge's, or the judge's calibrated by the "
+        "people's labels of the split's latest finished judge audit, where it has one "
+        "(docs/board-statistics.md)",
+    )
     # quotas per team (blank: unlimited)
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)
     quota_total = models.PositiveIntegerField(null=True, blank=True)

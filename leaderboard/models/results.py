@@ -163,6 +163,14 @@ class RankedBoard(models.Model):
     ranks = ArrayField(models.PositiveIntegerField(null=True), default=list)
     dimensions = ArrayField(models.CharField(max_length=100), default=list)
     judges = ArrayField(models.CharField(max_length=200), default=list)
+    # beside each entry (None: a baseline, an incomplete result, or a board without units):
+    # its rank interval and group (``leaderboard.board_statistics``)
+    rank_low = ArrayField(models.PositiveIntegerField(null=True), default=list)
+    rank_high = ArrayField(models.PositiveIntegerField(null=True), default=list)
+    groups = ArrayField(models.PositiveIntegerField(null=True), default=list)
+    statistics = models.JSONField(default=dict)  # how they were computed; the split's MDE
+    # per entry: its score calibrated by a finished judge audit, [value, low, high] or None
+    calibrated = models.JSONField(default=list)
 
     class Meta:
         constraints = (

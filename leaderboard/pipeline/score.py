@@ -10,6 +10,7 @@ split, on the benchmark's primary metric, and its answers with other teams' runs
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from django.db import transaction
 
@@ -58,6 +59,7 @@ def score_stage(run: EvaluationRun) -> None:
     keys = benchmark.split_keys(benchmark.load_split(split_dir(run.split)))
     graded = graded_items(run, benchmark, keys)
     scores = benchmark.score(graded)
+    verdicts = Counter(benchmark.item_grade(item) for item in graded)
     other_ids = [
         entry.run_id for entry in entries(run.split, run.setting) if entry.run_id != run.pk
     ]
@@ -71,7 +73,7 @@ def score_stage(run: EvaluationRun) -> None:
             continue
         comparisons.append((other, result))
     with transaction.atomic():
-        store_scores(run, scores, benchmark.settings())
+        store_scores(run, scores, benchmark.settings(), benchmark.units(graded), verdicts)
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)

@@ -23,8 +23,8 @@ class Listing:
     """The board's entries in a page's order, read when sliced (a ``Paginator`` reads one
     page): its length is the board's."""
 
-    def __init__(self, split: Split, setting: str, run_ids: list[int], ranks: list[int | None]):
-        self.split, self.setting, self.run_ids, self.ranks = split, setting, run_ids, ranks
+    def __init__(self, split: Split, setting: str, run_ids: list[int], places: list[ranking.Place]):
+        self.split, self.setting, self.run_ids, self.places = split, setting, run_ids, places
 
     def __len__(self) -> int:
         return len(self.run_ids)
@@ -32,8 +32,8 @@ class Listing:
     def __getitem__(self, index: slice) -> list[ranking.Entry]:
         if not isinstance(index, slice):
             raise TypeError("a listing is read a page (a slice) at a time")
-        run_ids, ranks = self.run_ids[index], self.ranks[index]
-        return ranking.read_entries(self.split, self.setting, run_ids, ranks)
+        run_ids, places = self.run_ids[index], self.places[index]
+        return ranking.read_entries(self.split, self.setting, run_ids, places)
 
 
 def _sort_values(runs: list[int], key: str) -> list[float | None]:
@@ -52,7 +52,7 @@ def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
     """``board_store.board(split, setting)`` with its entries in ``sort``'s order
     (``board_table.sorted_entries``) as a ``Listing``: read a page at a time."""
     stored = board_store.stored(split, setting)
-    lines = list(zip(stored.runs, stored.ranks, strict=True))
+    lines = list(zip(stored.runs, stored.places(), strict=True))
     if sort.key != RANK:
         lines = ordered(lines, _sort_values(stored.runs, sort.key), sort.descending)
     derived, undefined = ranking.derived_scores(split, stored.runs)
@@ -63,4 +63,5 @@ def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
         setting=setting,
         derived=derived,
         undefined=undefined,
+        statistics=stored.statistics,
     )

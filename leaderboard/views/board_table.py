@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -130,6 +130,7 @@ class Row:
     interval: str
     submitted: str
     href: str = ""
+    calibrated: str | None = None  # the calibrated score's cell text; None: no such column
 
     @property
     def submitted_iso(self) -> str:
@@ -140,6 +141,8 @@ class Row:
         lookups (100 rows a page). Their texts are numbers ``Metric.shown`` formatted, or a
         dash: nothing in them to escape."""
         texts = [self.cells[0], self.interval, *self.cells[1:]]
+        if self.calibrated is not None:
+            texts.insert(2, self.calibrated)
         return mark_safe("".join(f'<td class="num">{text}</td>' for text in texts))
 
     def tr(self) -> SafeString:
@@ -152,8 +155,11 @@ class Row:
         )
         if not entry.complete:
             links += f'<span class="badge failed">incomplete: {entry.unjudged} unjudged</span>'
+        group = (
+            f' data-group="{entry.group}" class="group-{entry.group % 2}"' if entry.group else ""
+        )
         return mark_safe(
-            f'<tr data-team="{entry.team_id}">{_rank_td(entry)}'
+            f'<tr data-team="{entry.team_id}"{group}>{_rank_td(entry)}'
             f'<td class="team">{escape(entry.team)}</td>'
             f'<td><a class="entry" href="{escape(self.href)}" title="{ENTRY_TITLE}">'
             f"{escape(entry.method_name)}</a>{links}</td>"
@@ -162,14 +168,69 @@ class Row:
         )
 
 
+def _calibrated(entry: Entry, primary: Metric) -> str:
+    if entry.calibrated is None:
+        return "–"
+    low, high = primary.shown(entry.calibrated_low), primary.shown(entry.calibrated_high)
+    return f"{primary.shown(entry.calibrated)} [{low}, {high}]"
+
+
 def _rank_td(entry: Entry) -> str:
-    rank = entry.rank if entry.rank else '<span class="badge baseline">baseline</span>'
-    return f"<td>{rank}</td>"
+    if not entry.rank:
+        return '<td><span class="badge baseline">baseline</span></td>'
+    if entry.rank_low is None or entry.rank_high is None:
+        return f"<td>{entry.rank}</td>"
+    interval = (
+        str(entry.rank_low)
+        if entry.rank_low == entry.rank_high
+        else f"{entry.rank_low}–{entry.rank_high}"
+    )
+    shown = f'<span class="muted rank-interval" title="{RANK_TITLE}">({interval})</span>'
+    return f"<td>{entry.rank} {shown}</td>"
 
 
-def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> list[Row]:
+RANK_TITLE = "the range of ranks this entry takes in the board's bootstrap (95 %)"
+
+
+def statistics_note(statistics: dict[str, Any], primary: Metric) -> str:
+    """What the board says of its rank intervals, groups, minimum detectable effect and
+    calibrated scores, or why it has no intervals: plain text (the template escapes it)."""
+    parts = []
+    if "unavailable" in statistics:
+        parts.append(f"No rank intervals: {statistics['unavailable']}.")
+    elif statistics:
+        confidence = f"{statistics['confidence'] * 100:g} %"
+        parts.append(
+            f"Rank in brackets: the range of ranks an entry takes in the central {confidence} "
+            f"of {statistics['n_boot']:,} paired bootstrap resamples of the split's "
+            f"{statistics['units']:,} units (what the paired comparison pairs). Shaded bands: "
+            "entries that cannot be told apart from the one above them (paired tests, "
+            f"{statistics['correction'].capitalize()} correction, α = {statistics['alpha']:g})."
+        )
+    effect = statistics.get("minimum_detectable_effect")
+    if effect is not None:
+        parts.append(
+            f"This split tells apart differences of {primary.shown(effect)} or more in "
+            f"{primary.label} ({statistics['power'] * 100:g} % power, two entries of typical "
+            "agreement)."
+        )
+    calibration = statistics.get("calibration")
+    if calibration:
+        parts.append(
+            f"Calibrated by people: {primary.label} corrected by the {calibration['labels']} "
+            f"people's labels of judge audit #{calibration['audit']} (prediction-powered "
+            "inference, 95 % interval); "
+            + ("it ranks the board." if calibration["ranks"] else "the judge's score ranks.")
+        )
+    return " ".join(parts)
+
+
+def rows(
+    entries: list[Entry], columns: list[Metric], entry_href: str = "", calibrated: bool = False
+) -> list[Row]:
     """The entries' lines; ``entry_href``: the URL of the first entry's page with ``{}`` for
-    the run id (``entry_href.format(run_id)``)."""
+    the run id (``entry_href.format(run_id)``); ``calibrated``: with the column of the scores
+    calibrated by people's labels."""
     primary = columns[0]
     result = []
     for entry in entries:
@@ -182,7 +243,16 @@ def rows(entries: list[Entry], columns: list[Metric], entry_href: str = "") -> l
         cells = [c.shown(number(metrics.get(c.name))) for c in columns]
         submitted = f"{entry.submitted_at:%Y-%m-%d}"
         href = entry_href.format(entry.run_id) if entry_href else ""
-        result.append(Row(entry, cells, interval, submitted, href))
+        result.append(
+            Row(
+                entry,
+                cells,
+                interval,
+                submitted,
+                href,
+                _calibrated(entry, primary) if calibrated else None,
+            )
+        )
     return result
 
 

@@ -35,7 +35,18 @@ from leaderboard.views import board_nav, board_page, board_settings, board_table
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
 # The CSV export: these, then the primary metric's interval, then every metric of the benchmark.
-EXPORT_HEAD = ("rank", "team", "method_name", "is_baseline", "count", "complete", "judge_id")
+EXPORT_HEAD = (
+    "rank",
+    "rank_low",
+    "rank_high",
+    "group",
+    "team",
+    "method_name",
+    "is_baseline",
+    "count",
+    "complete",
+    "judge_id",
+)
 EXPORT_TAIL = ("paper_url", "code_url", "submission_id", "run_id", "submitted_at")
 
 
@@ -166,12 +177,19 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
             "task": split.task,
             "board": board,
             "page": page,
-            "rows": board_table.rows(list(page.object_list), columns, _entry_href(split, kept)),
+            "rows": board_table.rows(
+                list(page.object_list),
+                columns,
+                _entry_href(split, kept),
+                calibrated="calibration" in board.statistics,
+            ),
+            "calibrated": "calibration" in board.statistics,
             "headers": board_table.headers(columns, sort, kept),
             "query": "".join(f"{part}&" for part in (kept, sort.query) if part),
             "setting_query": kept,
             "columns": columns,
             "count_label": split.task.declared().unit.capitalize(),
+            "statistics_note": board_table.statistics_note(board.statistics, columns[0]),
             "across": board_settings.across_settings(split.task, board, list(page.object_list)),
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
@@ -283,8 +301,9 @@ def _csv_row(record: dict[str, Any], primary: str) -> dict[str, object]:
     """A record as a CSV line: the entry's fields, every scalar metric, its derived scores."""
     row = {k: v for k, v in record["metrics"].items() if not isinstance(v, list | dict)}
     row |= record["derived"]
-    row |= {name: record[name] for name in (*EXPORT_HEAD, *EXPORT_TAIL)}
+    row |= {name: record[name] for name in (*EXPORT_HEAD, *EXPORT_TAIL) if name in record}
     row[f"{primary}_ci_low"], row[f"{primary}_ci_high"] = record["primary_ci95"]
+    row["rank_low"], row["rank_high"] = record["rank_ci95"]
     return row
 
 
@@ -310,6 +329,7 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
             "metrics": [dataclasses.asdict(m) for m in task.declared().metrics],
             "primary_metric": task.primary_metric,
             "entry_rule": task.entry_rule,
+            "statistics": board.statistics,
             "entries": records,
         }
         response = JsonResponse(body, json_dumps_params={"indent": 2})

@@ -14,12 +14,14 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from evaluator.benchmarks.crag_mm.sample import write_sample
+from leaderboard import board_store
 from leaderboard.models import (
     Challenge,
     EntryComparison,
     EvaluationRun,
     ItemAnswer,
     Membership,
+    RunUnits,
     SliceScore,
     Submission,
     Team,
@@ -173,3 +175,11 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     stored = EntryComparison.objects.get(run_a=pair[0], run_b=pair[1])
     sign = 1 if pair[0] == rag.pk else -1
     assert sign * stored.difference == pytest.approx(best.primary - worst.primary)
+    # the scoring stage kept each run's units: the board has rank intervals and groups
+    for run in (rag, idk):
+        units = RunUnits.objects.get(run=run)
+        assert units.array().mean() == pytest.approx(run.headline.primary)
+        assert sum(units.verdicts.values()) == split.items
+    entries = board_store.entries(split)
+    assert all(e.rank_low is not None and e.rank_low <= e.rank <= e.rank_high for e in entries)
+    assert board_store.board(split).statistics["units"] == units.array().size

@@ -149,6 +149,20 @@ def test_a_run_compared_with_itself_is_not_separable(scored: Any) -> None:
     assert benchmark.format_comparison(result.document, "A", "B")
 
 
+def test_the_units_are_what_the_paired_comparison_averages(scored: Any) -> None:
+    # the units a board's rank intervals resample (Scoring.units) have the compared mean, and
+    # a run's units come in the same order as another run's
+    _, benchmark, _, _, graded, _, root = scored
+    units = benchmark.units(graded)
+    if benchmark.name in PLUGINS:  # a plugin that does not say: the seam's default
+        assert units is None
+        return
+    assert units is not None and units.ndim == 1 and units.size >= 2
+    result = benchmark.compare(graded, read_items(root / "run"), seed=0)
+    assert float(units.mean()) == pytest.approx(result.a)
+    assert benchmark.units(read_items(root / "run")).tolist() == units.tolist()
+
+
 def test_the_typed_score_is_the_document_and_its_stored_rows(scored: Any) -> None:
     _, benchmark, _, _, graded, document, _ = scored
     score = benchmark.score(graded, seed=0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from itertools import count
 
+import numpy as np
 import pytest
 from allauth.account.models import EmailAddress
 from django.contrib.auth.models import User
@@ -84,7 +85,8 @@ def splits(task) -> dict[str, Split]:
 @pytest.fixture
 def make_entry(db):
     """A submission of ``team`` with a done run on ``split`` and stored scores (CRAG-MM's
-    from ``truthfulness`` and ``slices``, else the ``scores`` given: another benchmark's)."""
+    from ``truthfulness`` and ``slices``, else the ``scores`` given: another benchmark's),
+    with its per-unit ``units`` and its judge's ``verdicts`` counts when given."""
 
     def make(
         team: Team,
@@ -98,6 +100,8 @@ def make_entry(db):
         slices: dict | None = None,
         state: str = EvaluationRun.State.DONE,
         scores: dict | None = None,
+        units: list[float] | None = None,
+        verdicts: dict[str, int] | None = None,
     ) -> EvaluationRun:
         submission = Submission.objects.create(
             team=team,
@@ -113,7 +117,10 @@ def make_entry(db):
         run = EvaluationRun.objects.create(
             submission=submission, task=split.task, split=split, state=state, judge_id="rules@1"
         )
-        store_scores(run, scores if scores is not None else scores_dict(truthfulness, slices))
+        document = scores if scores is not None else scores_dict(truthfulness, slices)
+        store_scores(
+            run, document, units=None if units is None else np.array(units), verdicts=verdicts
+        )
         return run
 
     return make

@@ -11,8 +11,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evaluator.benchmarks.crag_mm.agent import TurnPlan
-from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison
+from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison, run_units
 from evaluator.benchmarks.crag_mm.grading import MISSING_RULES, grade, missing_rule, never_asked
 from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, EGO_SLICE, TURN_SLICE, score_turns
@@ -234,6 +236,13 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
     def abstains(self, grade: str) -> bool:
         return grade == Verdict.MISSING
 
+    def verdict_value(self, verdict: str) -> float | None:
+        # a single-turn split's truthfulness is the turns' mean of these; a multi-turn one's,
+        # the conversations' mean of their turns' (after an early stop): calibrated per turn,
+        # an approximation there (docs/board-statistics.md)
+        values = {Verdict.CORRECT: 1.0, Verdict.MISSING: 0.0, Verdict.HALLUCINATED: -1.0}
+        return values.get(Verdict(verdict)) if verdict in set(Verdict) else None
+
     def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
         """Its labels (standard and the split's own), ``is_ego`` and ``turn``, as scored."""
         labels = (*STANDARD_LABELS, *(name for name in row if name not in self.columns))
@@ -255,6 +264,9 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
         self, a: Sequence[GradedTurn], b: Sequence[GradedTurn], seed: int = 0
     ) -> dict[str, Any]:
         return compare_runs(a, b, self.counting, seed)
+
+    def units(self, graded: Sequence[GradedTurn]) -> np.ndarray | None:
+        return run_units(graded, self.counting)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(dict(result), a_name, b_name)

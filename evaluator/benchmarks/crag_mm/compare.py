@@ -41,6 +41,17 @@ def _check_same_turns(a: CountedTurns, b: CountedTurns) -> None:
     )
 
 
+def run_units(graded: Sequence[GradedTurn], counting: str = "paper") -> np.ndarray | None:
+    """The run's truthfulness units (one per conversation, in the split's order) that
+    ``compare_runs`` pairs; None when it has unjudged turns or no turn."""
+    if not graded:
+        return None
+    counted = count_turns(graded, counting)
+    if not counted.complete:
+        return None
+    return counted.units(np.ones(counted.conversation.size, dtype=bool))
+
+
 def compare_runs(
     a: Sequence[GradedTurn],
     b: Sequence[GradedTurn],

@@ -15,6 +15,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evaluator.benchmarks.m2rag import agent, answer, items
 from evaluator.benchmarks.m2rag.grading import (
     forecast,
@@ -24,7 +26,7 @@ from evaluator.benchmarks.m2rag.grading import (
 )
 from evaluator.benchmarks.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.benchmarks.m2rag.judging import M2RAGRubric, RoutedJudge
-from evaluator.benchmarks.m2rag.metrics import METRICS, compare_answers, score_answers
+from evaluator.benchmarks.m2rag.metrics import METRICS, answer_units, compare_answers, score_answers
 from evaluator.benchmarks.m2rag.record import (
     COLUMNS,
     FAILED,
@@ -261,6 +263,9 @@ class M2RAG(Benchmark[M2Split, M2Prediction, GradedAnswer]):
         self, a: Sequence[GradedAnswer], b: Sequence[GradedAnswer], seed: int = 0
     ) -> dict[str, Any]:
         return compare_answers(a, b, seed)
+
+    def units(self, graded: Sequence[GradedAnswer]) -> np.ndarray | None:
+        return answer_units(graded)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(result, a_name, b_name)

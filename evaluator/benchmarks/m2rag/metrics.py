@@ -89,19 +89,23 @@ def score_answers(graded: Sequence[GradedAnswer], seed: int = 0) -> dict[str, An
             "slices": slices}  # fmt: skip
 
 
+def answer_units(run: Sequence[GradedAnswer]) -> np.ndarray | None:
+    """Each answer's own overall (a failed answer 0), in the run's order; None with unjudged
+    answers."""
+    if not run or any(item.grade not in (FAILED,) and not item.judged for item in run):
+        return None
+    return np.array([0.0 if item.grade == FAILED else float(item.grade) for item in run])
+
+
 def compare_answers(
     a: Sequence[GradedAnswer], b: Sequence[GradedAnswer], seed: int = 0
 ) -> dict[str, Any]:
     """Paired on each answer's own overall (a failed answer 0), over the same queries."""
     if [item.query_id for item in a] != [item.query_id for item in b]:
         raise EvaluatorError("the two runs answer different queries")
-    if any(item.grade not in (FAILED,) and not item.judged for item in (*a, *b)):
+    xs, ys = answer_units(a), answer_units(b)
+    if xs is None or ys is None:
         raise EvaluatorError("a run has unjudged answers: judge them before comparing")
-
-    def own(item: GradedAnswer) -> float:
-        return 0.0 if item.grade == FAILED else float(item.grade)
-
-    xs, ys = np.array([own(i) for i in a]), np.array([own(i) for i in b])
     result = paired_comparison(xs, ys, seed=seed)
     return {"metric": "overall", "a": float(xs.mean()), "b": float(ys.mean()),
             "difference": result.difference, "difference_ci95": list(result.ci95),

@@ -18,12 +18,20 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evaluator.benchmarks.mrag_suite import grading, items, predictions
 from evaluator.benchmarks.mrag_suite.agent import ModePlan
 from evaluator.benchmarks.mrag_suite.diagnosis import forecast
 from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
 from evaluator.benchmarks.mrag_suite.judging import MragRubric
-from evaluator.benchmarks.mrag_suite.metrics import GAP, compare_answers, gap, score_answers
+from evaluator.benchmarks.mrag_suite.metrics import (
+    GAP,
+    answer_units,
+    compare_answers,
+    gap,
+    score_answers,
+)
 from evaluator.benchmarks.mrag_suite.modes import (
     COUNTINGS,
     DEFAULT_DEPTH,
@@ -287,6 +295,10 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         self, a: Sequence[GradedAnswer], b: Sequence[GradedAnswer], seed: int = 0
     ) -> dict[str, Any]:
         return compare_answers(a, b, seed)
+
+    def units(self, graded: Sequence[GradedAnswer]) -> np.ndarray | None:
+        found = answer_units(graded)
+        return np.array([found[key] for key in sorted(found)]) if found else None
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return comparison_text(result, a_name, b_name)

@@ -101,15 +101,23 @@ def score_answers(graded: Sequence[GradedAnswer], seed: int = 0) -> dict[str, An
     return head | blocks(graded, seed) | {"slices": slices}
 
 
+def answer_units(run: Sequence[GradedAnswer]) -> dict[tuple[str, str], float] | None:
+    """Each (mode, item) answer's accuracy (x100) in the run; None with unjudged answers."""
+    if any(item.grade == UNJUDGED for item in run):
+        return None
+    return {(item.mode, item.item_id): _correct(item) * 100 for item in run}
+
+
 def compare_answers(
     a: Sequence[GradedAnswer], b: Sequence[GradedAnswer], seed: int = 0
 ) -> dict[str, Any]:
     """Accuracy (x100) of two runs over the same (mode, item) answers, paired."""
     runs: dict[str, dict[tuple[str, str], float]] = {}
     for name, run in (("A", a), ("B", b)):
-        if any(item.grade == UNJUDGED for item in run):
+        units = answer_units(run)
+        if units is None:
             raise EvaluatorError(f"run {name} has unjudged answers; judge them first")
-        runs[name] = {(item.mode, item.item_id): _correct(item) * 100 for item in run}
+        runs[name] = units
     keys = sorted(runs["A"])
     if keys != sorted(runs["B"]) or len(keys) < 2:
         raise EvaluatorError("the runs must cover the same two or more (mode, item) answers")

@@ -12,6 +12,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evaluator.benchmarks.visual_rag import grading, items
 from evaluator.benchmarks.visual_rag.agent import (
     SettingPlan,
@@ -31,7 +33,12 @@ from evaluator.benchmarks.visual_rag.items import (
     prediction_key,
 )
 from evaluator.benchmarks.visual_rag.judging import NO_ANSWER, VisualRAGRubric
-from evaluator.benchmarks.visual_rag.metrics import compare_queries, gcue, score_queries
+from evaluator.benchmarks.visual_rag.metrics import (
+    compare_queries,
+    gcue,
+    query_units,
+    score_queries,
+)
 from evaluator.judges.base import Judge
 from evaluator.judges.cache import JudgmentCache
 from evaluator.judges.transcript import TranscriptWriter
@@ -350,6 +357,10 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
         self, a: Sequence[GradedQuery], b: Sequence[GradedQuery], seed: int = 0
     ) -> dict[str, Any]:
         return compare_queries(a, b, seed)
+
+    def units(self, graded: Sequence[GradedQuery]) -> np.ndarray | None:
+        found = query_units(graded)
+        return np.array([found[key] for key in sorted(found)]) if found else None
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         low, high = result["difference_ci95"]

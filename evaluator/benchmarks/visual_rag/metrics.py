@@ -143,6 +143,13 @@ def score_queries(graded: Sequence[GradedQuery], lam: float, seed: int = 0) -> d
     )
 
 
+def query_units(run: Sequence[GradedQuery]) -> dict[tuple[str, str], float] | None:
+    """Each (setting, query) item's accuracy (x100) in the run; None with unjudged items."""
+    if any(item.grade == UNJUDGED for item in run):
+        return None
+    return {(item.setting, item.query_id): grade_score(item.grade) * 100 for item in run}
+
+
 def compare_queries(
     a: Sequence[GradedQuery], b: Sequence[GradedQuery], seed: int = 0
 ) -> dict[str, Any]:
@@ -150,17 +157,18 @@ def compare_queries(
     interval and sign-flip p-value (``evaluator.stats``)."""
     runs = {}
     for name, run in (("A", a), ("B", b)):
-        unjudged = sum(item.grade == UNJUDGED for item in run)
-        if unjudged:
+        units = query_units(run)
+        if units is None:
+            unjudged = sum(item.grade == UNJUDGED for item in run)
             raise EvaluatorError(f"run {name} has {unjudged} unjudged item(s); judge them first")
-        runs[name] = {(item.setting, item.query_id): grade_score(item.grade) for item in run}
+        runs[name] = units
     if runs["A"].keys() != runs["B"].keys():
         only = sorted(runs["A"].keys() ^ runs["B"].keys())[:5]
         raise EvaluatorError(f"the two runs do not cover the same (setting, query) items: {only}")
     if len(runs["A"]) < 2:
         raise EvaluatorError("a paired comparison needs at least two items")
     keys = sorted(runs["A"])
-    scores_a = np.array([runs["A"][key] for key in keys]) * 100
-    scores_b = np.array([runs["B"][key] for key in keys]) * 100
+    scores_a = np.array([runs["A"][key] for key in keys])
+    scores_b = np.array([runs["B"][key] for key in keys])
     paired = paired_comparison(scores_a, scores_b, seed)
     return paired.result("accuracy", float(scores_a.mean()), float(scores_b.mean()), seed)

@@ -1,0 +1,181 @@
+"""Board statistics measured: coverage by simulation, and their cost when results change.
+
+Usage:
+    python bench/board_stats.py coverage [--boards 1000] [--seed 0]
+    python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
+    python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
+
+``coverage``: simulated boards with known true scores.
+- Calibrated scores (``evaluator.calibrated``): per board, 10,000 items whose people's grade is
+  correct (1), missing (0) or hallucinated (-1) with shares drawn afresh; a judge with a known
+  error pattern (``CONFUSION``: its verdict given the people's grade) grades every item; 200
+  are labelled, drawn as a judge audit draws them (stratified by the judge's verdict,
+  ``evaluator.judge_audit.draw``), and once as a simple random sample. The true score is the
+  expected grade. Reports how often each interval covers it and its mean width against the
+  interval the 200 labels alone give (their mean, ``labels_only``).
+- Rank intervals (``evaluator.board_stats``): per board, 20 entries whose skills are drawn
+  uniformly in [-0.3, 0.3], 10,000 items of difficulty ~ N(0, 1), an entry right on an item
+  with probability sigmoid(skill - difficulty): its true score is increasing in its skill, so
+  the true ranks are the skills' order. Reports how often an entry's rank interval holds its
+  true rank (and how often a whole board's do).
+``cost``: ``board_statistics`` on a random board of ``--entries`` x ``--units`` (2 threads).
+``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
+multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
+times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
+their statistics, storing the board.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evaluator.board_stats import board_ranks, board_statistics, rank_intervals
+from evaluator.calibrated import calibrated_mean, labels_only
+from evaluator.judge_audit import draw
+
+GRADES = np.array([1.0, 0.0, -1.0])  # correct, missing, hallucinated
+# the judge's verdict (columns) given the people's grade (rows): agreement ~ 0.9
+CONFUSION = np.array([[0.90, 0.03, 0.07], [0.04, 0.92, 0.04], [0.12, 0.03, 0.85]])
+
+
+def calibrated_board(rng: np.random.Generator, items: int, labels: int) -> dict[str, float]:
+    shares = rng.dirichlet([4.0, 2.0, 3.0])
+    truth = float(shares @ GRADES)
+    people = rng.choice(3, size=items, p=shares)
+    cumulative = CONFUSION.cumsum(axis=1)[people]
+    judge = (rng.random(items)[:, None] > cumulative).sum(axis=1)
+    f, y = GRADES[judge], GRADES[people]
+    strata = {int(v): np.flatnonzero(judge == v).tolist() for v in range(3)}
+    picked = draw(strata, labels, seed=int(rng.integers(2**31)))
+    index = np.array([item for _, item in picked])
+    verdicts = [stratum for stratum, _ in picked]
+    weights = {v: len(members) / items for v, members in strata.items()}
+    stratified = calibrated_mean(f, f[index], y[index], verdicts, weights)
+    simple = rng.choice(items, size=labels, replace=False)
+    unstratified = calibrated_mean(f, f[simple], y[simple])
+    alone = labels_only(y[simple])
+    result = {"alone_width": alone.width, "alone_covers": alone.ci[0] <= truth <= alone.ci[1]}
+    for name, found in (("stratified", stratified), ("simple", unstratified)):
+        result[f"{name}_covers"] = found.ci[0] <= truth <= found.ci[1]
+        result[f"{name}_width"] = found.width
+    return result
+
+
+def ranked_board(rng: np.random.Generator, entries: int, items: int) -> tuple[int, int]:
+    skills = rng.uniform(-0.3, 0.3, entries)
+    difficulty = rng.normal(0.0, 1.0, items)
+    chance = 1.0 / (1.0 + np.exp(-(skills[:, None] - difficulty[None, :])))
+    values = (rng.random((entries, items)) < chance).astype(np.float64)
+    order = np.argsort(-values.mean(axis=1), kind="stable")  # the board's order
+    true_ranks = board_ranks(skills[order], higher_is_better=True, shared=True)
+    low, high = rank_intervals(values[order], seed=int(rng.integers(2**31)))
+    covered = (low <= true_ranks) & (true_ranks <= high)
+    return int(covered.sum()), int(covered.all())
+
+
+def coverage(boards: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    found = [calibrated_board(rng, 10_000, 200) for _ in range(boards)]
+    took = time.perf_counter() - started
+    print(f"calibrated scores: {boards} boards, 10,000 items, 200 labels ({took:.0f} s)")
+    alone = np.mean([b["alone_width"] for b in found])
+    print("| interval | covers the true score | mean width | width / labels alone |")
+    print("| --- | --- | --- | --- |")
+    for name, label in (
+        ("stratified", "calibrated, audit sample (stratified by verdict)"),
+        ("simple", "calibrated, simple random sample"),
+        ("alone", "the 200 labels alone (simple random sample)"),
+    ):
+        covers = np.mean([b[f"{name}_covers"] for b in found])
+        width = np.mean([b[f"{name}_width"] for b in found])
+        print(f"| {label} | {covers:.1%} | {width:.4f} | {width / alone:.2f} |")
+    started = time.perf_counter()
+    ranks = [ranked_board(rng, 20, 10_000) for _ in range(boards)]
+    entries = sum(r[0] for r in ranks) / (20 * boards)
+    whole = sum(r[1] for r in ranks) / boards
+    print(
+        f"rank intervals: {boards} boards x 20 entries, 10,000 items: an entry's interval holds "
+        f"its true rank {entries:.1%}; every entry's of a board {whole:.1%} "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+
+
+def cost(entries: int, units: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    scores = np.sort(rng.uniform(0.2, 0.8, entries))[::-1]
+    values = (rng.random((entries, units)) < scores[:, None]).astype(np.float64)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        board_statistics(values)
+        times.append(time.perf_counter() - started)
+    shown = ", ".join(f"{t:.2f}" for t in times)
+    print(f"board_statistics, {entries:,} entries x {units:,} units: {shown} s")
+
+
+def rebuild(database: str, units: int, repeats: int) -> None:
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
+    import django
+
+    django.setup()
+    from leaderboard import board_store
+    from leaderboard.models import Headline, RankedBoard, RunUnits, Split
+    from leaderboard.models.units import encode
+
+    split = Split.objects.get(task__task_id="multi-turn-qa", kind="public-test")
+    rng = np.random.default_rng(0)
+    if not RunUnits.objects.filter(run__split=split).exists():
+        rows = Headline.objects.filter(split=split).values_list("run_id", "primary")
+        made = []
+        for run_id, primary in rows:
+            p = min(max(float(primary or 0.0), -1.0), 1.0)
+            shares = [max(p, 0.0) * 0.9 + 0.05, 0.0, max(-p, 0.0) * 0.9 + 0.05]
+            shares[1] = max(1.0 - shares[0] - shares[2], 0.0)
+            values = rng.choice(GRADES, size=units, p=np.array(shares) / sum(shares))
+            made.append(RunUnits(run_id=run_id, metric="truthfulness", values=encode(values)))
+        RunUnits.objects.bulk_create(made, batch_size=200)
+        print(f"units written for {len(made):,} runs")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        board_store.results_changed(split.pk)
+        elapsed = time.perf_counter() - started
+        board = RankedBoard.objects.get(split=split, setting="")
+        ranked = sum(rank is not None for rank in board.ranks)
+        print(f"results_changed: {elapsed:.2f} s ({ranked} ranked entries; {board.statistics})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("coverage")
+    run.add_argument("--boards", type=int, default=1000)
+    run.add_argument("--seed", type=int, default=0)
+    run = commands.add_parser("cost")
+    run.add_argument("--entries", type=int, default=1000)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("rebuild")
+    run.add_argument("--database", required=True)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.command == "coverage":
+        coverage(args.boards, args.seed)
+    elif args.command == "cost":
+        cost(args.entries, args.units, args.repeats)
+    else:
+        rebuild(args.database, args.units, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
