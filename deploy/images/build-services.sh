@@ -24,19 +24,14 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-cache="${PODIUM_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/podium}"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-force="${FORCE:-0}"
+# shellcheck source=../lib/debian-base.sh
+. "$here/../lib/debian-base.sh"  # cache, mirror, force from the environment; image_label
 
 log() { printf 'podium-services: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-label() { docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
 
 command -v docker >/dev/null || die "docker is not installed"
 docker info >/dev/null 2>&1 || die "cannot reach the Docker engine (is dockerd running?)"
-
-# shellcheck source=../lib/debian-base.sh
-. "$here/../lib/debian-base.sh"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -77,7 +72,7 @@ build_service() {  # name, tag, packages, extra files...
     [ $# -eq 0 ] || cp "$@" "$context/"
     hash="$( (cd "$context" && find . -type f | LC_ALL=C sort | xargs sha256sum) \
         | cat - <(docker image inspect --format '{{.Id}}' "$os_image") | sha256sum | cut -c1-16)"
-    if [ "$force" != 1 ] && [ "$(label "$image" org.podium.source.hash)" = "$hash" ]; then
+    if [ "$force" != 1 ] && [ "$(image_label "$image" org.podium.source.hash)" = "$hash" ]; then
         log "$image is up to date ($hash)"
     else
         log "building $image"

@@ -7,10 +7,21 @@
 # NAME defaults to debian-python (Podium's images and the agent base); the service images
 # (PostgreSQL, Redis, SeaweedFS) name their own. The first call for a package list debootstraps
 # bookworm minbase with PACKAGES (comma-separated) into a cached rootfs tarball (about 45 s, as
-# root; later calls reuse it) and imports it; a call that finds the image does nothing. The caller defines log() and die() and sets:
+# root; later calls reuse it) and imports it; a call that finds the image does nothing. The caller
+# defines log() and die() and may set first (else the environment's values):
 #   cache   directory of the rootfs tarballs (PODIUM_ROOTFS_CACHE, default ~/.cache/podium)
 #   mirror  Debian mirror for debootstrap (DEBIAN_MIRROR)
-#   force   1: import again even when the image exists
+#   force   1: import again even when the image exists (FORCE)
+#
+#   image_label IMAGE LABEL   # prints the image's label ("" when it has none or is missing)
+
+: "${cache:=${PODIUM_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/podium}}"
+: "${mirror:=${DEBIAN_MIRROR:-http://deb.debian.org/debian}}"
+: "${force:=${FORCE:-0}}"
+
+image_label() {
+    docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true
+}
 
 # The packages of the CPU images: Python 3.11 with venv for Podium's own images and the agent
 # base; the agent base also offers Pillow and NumPy from Debian.

@@ -165,12 +165,18 @@ class Stack:
             "\n".join([*lines, *(f"{k}={v}" for k, v in self.settings.items())]) + "\n"
         )
 
-    def compose(self, *args: str, timeout_s: float = 600, check: bool = True) -> str:
+    def run(self, *args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+        """``docker compose`` on this project, reading the env file only: the test process's
+        own environment (its PODIUM_* settings) would win over the file."""
         command = [
             docker_compose(), "-p", self.project, "-f", str(COMPOSE), "-f", str(COMPOSE_CPU),
             "--env-file", str(self.env_file), *args,
         ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME") or k[:7] == "DOCKER_"}
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+
+    def compose(self, *args: str, timeout_s: float = 600, check: bool = True) -> str:
+        done = self.run(*args, timeout_s=timeout_s)
         if check and done.returncode != 0:
             pytest.fail(f"docker compose {' '.join(args)}: {done.stderr[-3000:]}\n{self.logs()}")
         return done.stdout
@@ -188,7 +194,7 @@ class Stack:
         return set(self.compose("ps", "--services", "--status", "running").split())
 
     def container(self, service: str) -> dict[str, Any]:
-        (cid,) = self.compose("ps", "-q", service).split()
+        (cid,) = self.compose("ps", "-a", "-q", service).split()
         done = subprocess.run(["docker", "inspect", cid], capture_output=True, text=True)
         return json.loads(done.stdout)[0]
 
@@ -196,12 +202,7 @@ class Stack:
         return self.compose("exec", "-T", service, "python", *command, timeout_s=180)
 
     def logs(self) -> str:
-        done = subprocess.run(
-            [docker_compose(), "-p", self.project, "-f", str(COMPOSE), "-f", str(COMPOSE_CPU),
-             "--env-file", str(self.env_file), "logs", "--no-color", "--tail", "40"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        return done.stdout[-12000:]
+        return self.run("logs", "--no-color", "--tail", "40", timeout_s=120).stdout[-12000:]
 
     def remove(self) -> None:
         """Everything the project made (containers, network, volumes) and the agent
@@ -448,11 +449,11 @@ def test_the_compose_stack_up_evaluates_survives_a_restart_and_an_upgrade_mid_ru
     )
     second = api.submit("counter", counter, UPGRADE_TASK)
 
-    def answering() -> bool:
-        return any(r["state"] == "running" and r["items_done"] >= 4 for r in api.runs(second))
+    def answered() -> list[dict[str, Any]]:  # its runs being answered (others queue: "running")
+        return [r for r in api.runs(second) if r["state"] == "running" and r["items_done"] >= 4]
 
-    wait_for("the counter agent answering", answering, 600, stack)
-    (in_flight,) = [r for r in api.runs(second) if r["state"] == "running"]
+    wait_for("the counter agent answering", lambda: bool(answered()), 600, stack)
+    (in_flight,) = answered()
     old_worker = stack.container("worker-gpu")
     following = Follow(old_worker["Id"])
     next_image = f"{stack.settings['PODIUM_IMAGE']}-next"
