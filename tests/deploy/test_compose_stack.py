@@ -56,7 +56,7 @@ SLUG = "crag-mm-demo"
 FIRST_TASK = "single-source-augmentation"  # the first submission's
 UPGRADE_TASK = "multi-turn-qa"  # the run in flight during the upgrade
 PASSWORD = "compose-e2e-password"
-COUNTER_DELAY_S = 1.5  # per batch of two turns: a run lasts ~40 s
+COUNTER_DELAY_S = 1.0  # per batch of two turns: a run answers for ~30 s
 SERVICES_RUNNING = {
     "postgres", "redis", "seaweedfs", "web", "worker-build", "worker-gpu", "worker-judge",
     "worker-default", "beat",
@@ -442,8 +442,9 @@ def test_the_compose_stack_up_evaluates_survives_a_restart_and_an_upgrade_mid_ru
     times["down and up"] = time.monotonic() - step
 
     # 5. an upgrade with a run in flight. The counter's three runs queue on the one GPU worker
-    # (one at a time, each ~40 s): the upgrade begins as soon as the first is answered, so the
-    # old worker is still answering one of them when its SIGTERM comes after the migrations.
+    # (one at a time, each ~30 s or more): the upgrade begins as soon as the first is answered,
+    # so the old worker is still answering one of them when its SIGTERM comes after the
+    # migrations.
     step = time.monotonic()
     next_image = f"{stack.settings['PODIUM_IMAGE']}-next"
     docker_client.images.build(
