@@ -51,7 +51,7 @@ def built_images() -> str:
     return podium
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -63,7 +63,7 @@ class Stack:
 
     def __init__(self, tmp: Path, image: str) -> None:
         self.project = f"podium-e2e-{os.getpid()}"
-        self.port = _free_port()
+        self.port = free_port()
         self.site = f"http://127.0.0.1:{self.port}"
         self.var_dir = tmp / "host-var"  # PODIUM_HOST_VAR_DIR: the engine workers' files
         (self.var_dir / "tmp").mkdir(parents=True)
