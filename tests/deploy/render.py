@@ -28,6 +28,7 @@ from tests import required
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deploy" / "k8s"
 COMPOSE = REPO / "deploy" / "compose.yaml"
+COMPOSE_CPU = REPO / "deploy" / "compose.cpu.yaml"  # laid over it on a host without a GPU
 ENV_EXAMPLE = REPO / "deploy" / ".env.example"
 KUBERNETES_VERSION = "1.32"  # the oldest version the manifests are written for
 KEDA_CRD = Path(__file__).parent / "schemas" / "keda-v2.20.2-scaledobjects.yaml"

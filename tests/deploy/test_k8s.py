@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.render import K8S, k8s_problems, kustomize, operator_copy
+from tests.deploy.render import K8S, compose_project, k8s_problems, kustomize, operator_copy
 
 OVERLAYS = sorted(p.name for p in (K8S / "overlays").iterdir() if p.is_dir())
 QUEUES = {"build", "judge", "default", "gpu-l40s"}
@@ -165,6 +165,30 @@ def test_only_build_and_gpu_workers_reach_the_docker_engine(rendered):
             assert mounts["/var/lib/podium-build"]["readOnly"] is True
         else:
             assert not _host_paths(template), where
+
+
+def test_the_same_images_and_settings_as_the_compose_stack(rendered):
+    """Redis from the Compose stack's image with its command and probe; each queue's workers
+    given the grace the Compose workers get to finish their task (a GPU worker's: 30 min)."""
+    compose = compose_project()["services"]
+    (redis,) = of_kind(rendered, "StatefulSet")["podium-redis"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert redis["image"] == compose["redis"]["image"]
+    assert redis["args"] == compose["redis"]["command"]
+    assert ["CMD", *redis["readinessProbe"]["exec"]["command"]] == compose["redis"]["healthcheck"][
+        "test"
+    ]
+    grace = {"build": "10m0s", "judge": "10m0s", "default": "10m0s", "gpu-l40s": "30m0s"}
+    assert {compose[f"worker-{q.split('-')[0]}"]["stop_grace_period"] for q in grace} == {
+        "10m0s",
+        "30m0s",
+    }
+    for name, deployment in workers(rendered).items():
+        queue = deployment["spec"]["template"]["metadata"]["labels"]["podium.io/queue"]
+        seconds = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert compose[f"worker-{queue.split('-')[0]}"]["stop_grace_period"] == grace[queue], name
+        assert seconds == int(grace[queue].split("m")[0]) * 60, name
 
 
 def test_disruption_budgets_cover_the_web_and_every_worker(rendered):

@@ -7,8 +7,6 @@ that gunicorn serves."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +21,7 @@ from leaderboard.models import Challenge, EvaluationRun, Submission
 from leaderboard.pipeline.bundles import store_corpus
 from leaderboard.splits import import_split_dir
 from tests import required
+from tests.deploy.compose_stack import build, free_port
 from tests.e2e.harness import ALL_QUEUES, BROKER, make_task, pipeline, submit_agent, team_member
 from tests.workers.conftest import base_image, docker_client
 
@@ -38,20 +37,9 @@ AGENT = REPO / "examples" / "agents" / "rag-kit-a"
 def podium_image(docker_client) -> str:
     """podium/podium:<commit>, built (or found up to date) by deploy/images/build.sh."""
     started = time.monotonic()
-    done = subprocess.run(
-        ["bash", str(REPO / "deploy/images/build.sh")], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.fail(f"deploy/images/build.sh failed:\n{done.stderr[-4000:]}")
-    image = done.stdout.strip().splitlines()[-1]
+    image = build("deploy/images/build.sh")[-1]
     print(f"\n{image}: built or found in {time.monotonic() - started:.0f} s")
     return image
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Stack:
@@ -59,7 +47,7 @@ class Stack:
 
     def __init__(self, client, image: str, tmp: Path) -> None:
         self.client, self.image, self.containers = client, image, {}
-        self.port = _free_port()
+        self.port = free_port()
         db = connection.settings_dict
         self.env = {
             "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
