@@ -261,3 +261,15 @@ def test_the_vllm_judge_serves_the_mounted_model_sized_for_the_judge_concurrency
     assert judge["environment"]["PODIUM_JUDGE_BASE_URL"] == "http://vllm:8000/v1"
     assert judge["environment"]["PODIUM_JUDGE_STRUCTURED"] == "vllm"  # the choice, decoded
     assert "/health" in " ".join(vllm["healthcheck"]["test"])
+
+
+def test_the_engine_workers_are_one_node_whatever_their_containers(services):
+    """The build and GPU workers share the host's engine: one node id, set (not the
+    container's host name, which changes when an upgrade makes the container again)."""
+    ids = {
+        services[role]["environment"].get("PODIUM_NODE_ID")
+        for role in ("worker-build", "worker-gpu")
+    }
+    assert len(ids) == 1 and None not in ids and "" not in ids, ids
+    for role in ("web", "worker-judge", "worker-default", "beat"):
+        assert "PODIUM_NODE_ID" not in services[role]["environment"], role
