@@ -170,7 +170,10 @@ def batch_loop_s(
         client=engine(),
     )
     if report.status != "completed" or report.restarts:
-        raise SystemExit(f"run failed or restarted: {report.failure_reason}")
+        raise SystemExit(
+            f"run failed or restarted ({report.restarts} restarts, {report.runtime}): "
+            f"{report.failure_reason}; the agent's output ends: {report.agent_log[-1500:]}"
+        )
     batches = -(-len(report.items) // report.batch_size)
     loop = arrivals[-1] - READY_AT[-1]  # not the run's set-up before the container starts
     worked = [

@@ -75,4 +75,4 @@ else
   edit remove || true
   say "runsc does not run containers here ($(tail -n 1 /tmp/podium-runsc-probe.log)): taken back, agents run under runc"
 fi
-docker image rm "$probe_image" >/dev/null 2>&1 || true
+timeout 60 docker image rm "$probe_image" >/dev/null 2>&1 || true
