@@ -22,8 +22,11 @@ Runs real containers under the default sandbox policy through ``workers.runner.r
 4. container start to ready (create the socket and image volumes and the container, start it,
    /ready says ready), ``--starts`` times.
 
+Steps 1, 2 and 4 run under each of ``--runtimes`` in turn (``workers.runtimes``: runc, runsc),
+so their figures compare side by side in one run; step 3 under the engine's default.
+
     python bench/runtime_overhead.py [--turns 1024] [--repeat 5] [--starts 5]
-                                     [--image-size 960x1280] [--drawn]
+                                     [--image-size 960x1280] [--drawn] [--runtimes runc,runsc]
                                      [--base-image podium/agent-base:py3.11]
                                      [--tag-prefix podium-bench]
 
@@ -63,6 +66,7 @@ from workers.image_volume import read_image  # noqa: E402
 from workers.images import AgentImage  # noqa: E402
 from workers.limits import Limits  # noqa: E402
 from workers.runner import run_agent  # noqa: E402
+from workers.runtimes import check  # noqa: E402
 from workers.sandbox import SandboxPolicy  # noqa: E402
 
 WORK_S = 0.1
@@ -166,7 +170,10 @@ def batch_loop_s(
         client=engine(),
     )
     if report.status != "completed" or report.restarts:
-        raise SystemExit(f"run failed or restarted: {report.failure_reason}")
+        raise SystemExit(
+            f"run failed or restarted ({report.restarts} restarts, {report.runtime}): "
+            f"{report.failure_reason}; the agent's output ends: {report.agent_log[-1500:]}"
+        )
     batches = -(-len(report.items) // report.batch_size)
     loop = arrivals[-1] - READY_AT[-1]  # not the run's set-up before the container starts
     worked = [
@@ -250,6 +257,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each agent (median shown)")
     parser.add_argument("--base-image", default=BASE_IMAGE, help="the agents' base image")
     parser.add_argument("--tag-prefix", default="podium-bench", help="the agents' image tags")
+    parser.add_argument(
+        "--runtimes",
+        default="runc",
+        help="OCI runtimes measured side by side, comma-separated (runc,runsc)",
+    )
     args = parser.parse_args()
     base, prefix = args.base_image, args.tag_prefix
     size = tuple(int(v) for v in args.image_size.split("x"))
@@ -276,25 +288,29 @@ def main() -> None:
         split, mean_image = make_split(workdir / "split", args.turns, size, not args.drawn)
         print(f"split: {args.turns} turns, JPEG {size[0]}x{size[1]}, mean {mean_image} bytes")
 
-        per_turn: list[float] = []
-        shares: dict[str, list[float]] = {kind: [] for kind in timed}
-        per_batch: dict[str, list[float]] = {kind: [] for kind in timed}
-        for _ in range(args.repeat):  # the three agents in turn, so noise hits them alike
-            loop, _, turns, batches = batch_loop_s(zero, split, timed_agent=False)
-            per_turn.append(1000 * loop / turns)
-            for kind, image in timed.items():
-                loop, work, _, _ = batch_loop_s(image, split)
-                shares[kind].append(100 * (loop - work) / loop)
-                per_batch[kind].append(1000 * (loop - work) / batches)
-        print(
-            f"zero-work: {turns} turns in {batches} batches, {spread(per_turn, 3)} ms per turn "
-            f"(goal <= 2 ms)"
-        )
-        for kind in timed:
+        policies = {rt: SandboxPolicy(runtime=check(rt)) for rt in args.runtimes.split(",")}
+        per_turn: dict[str, list[float]] = {rt: [] for rt in policies}
+        shares = {(rt, kind): list[float]() for rt in policies for kind in timed}
+        per_batch = {(rt, kind): list[float]() for rt in policies for kind in timed}
+        for _ in range(args.repeat):  # agents and runtimes in turn, so noise hits them alike
+            for rt, policy in policies.items():
+                loop, _, turns, batches = batch_loop_s(zero, split, policy, timed_agent=False)
+                per_turn[rt].append(1000 * loop / turns)
+                for kind, image in timed.items():
+                    loop, work, _, _ = batch_loop_s(image, split, policy)
+                    shares[rt, kind].append(100 * (loop - work) / loop)
+                    per_batch[rt, kind].append(1000 * (loop - work) / batches)
+        for rt in policies:
             print(
-                f"100 ms per batch, {kind.lower()}: overhead {spread(per_batch[kind], 2)} ms per "
-                f"batch = {spread(shares[kind], 2)} % of the batch loop (goal <= 5 %)"
+                f"[{rt}] zero-work: {turns} turns in {batches} batches, "
+                f"{spread(per_turn[rt], 3)} ms per turn (goal <= 2 ms)"
             )
+            for kind in timed:
+                print(
+                    f"[{rt}] 100 ms per batch, {kind.lower()}: overhead "
+                    f"{spread(per_batch[rt, kind], 2)} ms per batch = "
+                    f"{spread(shares[rt, kind], 2)} % of the batch loop (goal <= 5 %)"
+                )
 
         stage, show, server, rest = breakdown_ms(zero, split)
         print(
@@ -304,17 +320,19 @@ def main() -> None:
         )
 
         tiny = Split(root=split.root, conversations=split.conversations[:1])
-        starts = []
+        starts: dict[str, list[float]] = {rt: [] for rt in policies}
         for _ in range(args.starts):
-            report = run_agent(
-                zero, TurnPlan(tiny, TASK, Truncator().truncate), TASK, Limits(), lambda _: None
+            for rt, policy in policies.items():
+                plan = TurnPlan(tiny, TASK, Truncator().truncate)
+                report = run_agent(zero, plan, TASK, Limits(), lambda _: None, policy=policy)
+                assert report.start_to_ready_s is not None, report.failure_reason
+                starts[rt].append(report.start_to_ready_s)
+        for rt in policies:
+            print(
+                f"[{rt}] start to ready over {args.starts} starts: median "
+                f"{statistics.median(starts[rt]):.3f} s, min {min(starts[rt]):.3f} s, "
+                f"max {max(starts[rt]):.3f} s"
             )
-            starts.append(report.start_to_ready_s)
-        print(
-            f"start to ready over {args.starts} starts: median "
-            f"{statistics.median(starts):.3f} s, min {min(starts):.3f} s, "
-            f"max {max(starts):.3f} s"
-        )
     for name in ("zero-work", "sleeping", "busy"):
         client.images.remove(f"{prefix}/{name}:latest", noprune=False)
 

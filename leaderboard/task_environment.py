@@ -17,10 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from leaderboard.models import Challenge, HubModel, Task
-
-# A GPU class of this name gives its runs no GPU (its workers run with PODIUM_AGENT_GPUS=none);
-# every other class gives each run one GPU of that class.
-CPU_CLASS = "cpu"
+from workers.runtimes import RUNC, RUNSC
 
 
 @dataclass(frozen=True)
@@ -29,6 +26,7 @@ class TaskEnvironment:
     models: tuple[tuple[str, str], ...]  # (hub id, revision), as a kit declares them
     gpu: bool
     gpu_class: str
+    runtime: str  # the task's agent runtime (workers.runtimes); "": Podium's default
     base_images: tuple[str, ...]
     package_index: str  # "": builds have no network
 
@@ -37,12 +35,26 @@ class TaskEnvironment:
         """Each model as a kit names it: ``org/name``, with ``@revision`` unless ``main``."""
         return [hub_id + ("" if rev == "main" else f"@{rev}") for hub_id, rev in self.models]
 
+    @property
+    def runtime_text(self) -> str:
+        """The runtime its agents run under, in a participant's words."""
+        if self.runtime == RUNSC:
+            return "gVisor (runsc): the agent talks to the gVisor kernel, never to the host kernel"
+        if self.runtime == RUNC:
+            why = " (GPU tasks keep runc until the nodes run a gVisor with its GPU proxy)"
+            return "runc, with every hardening of Podium" + (why if self.gpu else "")
+        return (
+            "gVisor (runsc) where the node offers it, else runc with every hardening of "
+            "Podium; the run page says which"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
             "models": [{"hub_id": hub_id, "revision": rev} for hub_id, rev in self.models],
             "gpu": self.gpu,
             "gpu_class": self.gpu_class,
+            "runtime": self.runtime or None,
             "base_images": list(self.base_images),
             "package_index": self.package_index or None,
         }
@@ -57,8 +69,9 @@ def task_environment(task: Task, models: list[HubModel] | None = None) -> TaskEn
     return TaskEnvironment(
         task_id=task.task_id,
         models=tuple((m.hub_id, m.revision) for m in models),
-        gpu=gpu_class != CPU_CLASS,
+        gpu=task.gets_gpu,
         gpu_class=gpu_class,
+        runtime=task.agent_runtime or (settings.PODIUM_GPU_RUNTIME if task.gets_gpu else ""),
         base_images=tuple(settings.PODIUM_BUILD_BASE_IMAGES),
         package_index=challenge.package_index,
     )

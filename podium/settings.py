@@ -22,6 +22,7 @@ from podium.install import install_id, redis_prefix
 from podium.judge_endpoints import judge_endpoints
 from podium.logs import logging_config
 from workers.limits import SearchLimits
+from workers.runtimes import check as agent_runtime
 from workers.sandbox import SandboxPolicy
 
 # Django's generic classes subscriptable at run time (ModelAdmin[Run], ModelForm[Challenge], ...)
@@ -399,6 +400,14 @@ if PODIUM_AGENT_ENGINE not in ("docker", "fake"):
     raise ImproperlyConfigured(
         f"PODIUM_AGENT_ENGINE={PODIUM_AGENT_ENGINE!r}: expected docker (or fake, for benches)"
     )
+# The runtime of agents given GPUs whose task names none (workers.runtimes): runc with Podium's
+# hardening, since Debian's runsc (2022-12) predates gVisor's GPU proxy; "runsc" where the
+# engine's runsc has nvproxy (docs/deploy.md, "Agent runtime"). CPU agents: runsc where offered.
+PODIUM_GPU_RUNTIME = _env("PODIUM_GPU_RUNTIME", "runc").strip()
+try:
+    PODIUM_GPU_RUNTIME = agent_runtime(PODIUM_GPU_RUNTIME)
+except ValueError as _bad:
+    raise ImproperlyConfigured(f"PODIUM_GPU_RUNTIME: {_bad}") from None
 # A run whose worker sent no heartbeat for this long is re-queued, at most this many attempts.
 PODIUM_HEARTBEAT_TIMEOUT_S = _env_int("PODIUM_HEARTBEAT_TIMEOUT_S", 300)
 PODIUM_REAPER_INTERVAL_S = _env_int("PODIUM_REAPER_INTERVAL_S", 60)

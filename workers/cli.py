@@ -25,10 +25,12 @@ from tqdm import tqdm
 from evaluator.benchmarks import DEFAULT, benchmark_class, names
 from evaluator.records import EvaluatorError
 from evaluator.seam import SomeBenchmark
+from workers.faults import RuntimeMissing
 from workers.images import ImageError
 from workers.limits import OPTIONS, Limits, option_text
 from workers.outcomes import ItemResult, SearchUnavailable
 from workers.runner import run_agent
+from workers.runtimes import RUNTIMES
 from workers.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
@@ -132,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     box.add_argument("--memory", type=parse_size, default=sandbox.memory_bytes, help="e.g. 16g")
     box.add_argument("--cpus", type=_positive(float), default=sandbox.cpus)
     box.add_argument("--gpus", help='"all" or device ids such as "0,1" (default: none)')
+    box.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        help="the OCI runtime (default: runsc where the engine offers it and no GPU is given, "
+        "else runc); one the engine lacks is an error",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -234,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         limits = _limits(args)
-        policy = SandboxPolicy(memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus)
+        policy = SandboxPolicy(
+            memory_bytes=args.memory, cpus=args.cpus, gpus=args.gpus, runtime=args.runtime
+        )
         benchmark = benchmark_class(args.benchmark)().for_setting(args.setting)
         split = benchmark.load_split(args.split)
         known = set(benchmark.split_keys(split))
@@ -263,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             answered=answered,
             policy=policy,
         )
-    except (ImageError, SearchUnavailable) as exc:
+    except (ImageError, SearchUnavailable, RuntimeMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

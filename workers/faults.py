@@ -48,6 +48,12 @@ class TransientFault(Exception):
     """Podium's side failed for now: retry the stage later."""
 
 
+class RuntimeMissing(PodiumFault):
+    """The agent runtime a run must use (``workers.runtimes``) is not offered by the node's
+    Docker engine: the run is refused, never started under another runtime; the operator
+    registers it (docs/deploy.md) or the organiser chooses another."""
+
+
 # The database, by its drivers' errors: PostgreSQL's (psycopg) and the embedded default's
 # (sqlite3). Django raises each as its own ``OperationalError`` / ``InterfaceError`` *from* the
 # driver's (``django.db.utils.DatabaseErrorWrapper``): ``is_database_error`` looks at the causes.

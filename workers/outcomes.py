@@ -41,6 +41,7 @@ class RunReport:
     image: str
     image_digest: str
     task: str
+    runtime: str = ""  # the OCI runtime its containers ran under (workers.runtimes)
     batch_size: int | None = None
     kit: str | None = None
     restarts: int = 0

@@ -114,6 +114,7 @@ class _Run:
             image=image.ref,
             image_digest=image.digest,
             task=task,
+            runtime=policy.runtime or "",
             resumed_items=len(self.answered),
         )
         self.batches: Any = None
@@ -424,12 +425,17 @@ def run_agent(
     (``workers.output_watch``), capped as ``RunReport.agent_log`` is. ``start_container``:
     how each start of the agent is made (the control plane's bench passes
     ``workers.fake_engine.FakeContainer``); by default a container on ``client``'s engine.
+    ``policy``: the sandbox; where there is a ``client``, its runtime is chosen on that engine
+    first (``SandboxPolicy.settled``: ``RuntimeMissing``, and nothing started, when the engine
+    lacks the one named; a caller passing ``start_container`` alone settles it itself); the
+    report says which ran.
     """
     if start_container is None or isinstance(image, str):
         client = client or docker.from_env()
         start_container = start_container or functools.partial(AgentContainer, client)
         if isinstance(image, str):
             image = local_image(image, client)
+    policy = policy or SandboxPolicy()
     run = _Run(
         start_container,
         image,
@@ -439,7 +445,7 @@ def run_agent(
         sink,
         search=search,
         answered=answered or {},
-        policy=policy or SandboxPolicy(),
+        policy=policy.settled(client) if client is not None else policy,
         on_output=on_output,
     )
     return run.execute()

@@ -27,6 +27,7 @@ in the environment. ``NVIDIA_VISIBLE_DEVICES`` is always set: CUDA base images d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from docker.types import DeviceRequest, Mount, Ulimit
 from agentkit.protocol import ENV_TASK, IMAGE_DIR, SOCKET_DIR
 from workers.hardening import AGENT_GID, AGENT_UID, hardened
 from workers.model_store import MODEL_DIR, model_environment
+from workers.runtimes import Runtime, choose, offered
 
 LABEL_RUN = "podium.run"  # every container and volume Podium creates carries this label
 LABEL_IMAGE = "podium.image"  # ... and this one: the image ID it runs (or ran)
@@ -71,6 +73,8 @@ class SandboxPolicy:
     models: tuple[Path, ...] = ()
     # more labels on the container and its volumes: ``owner_labels`` (node and worker)
     labels: tuple[tuple[str, str], ...] = ()
+    # the OCI runtime (``workers.runtimes``); None: Podium's default, chosen by ``settled``
+    runtime: Runtime | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -88,6 +92,12 @@ class SandboxPolicy:
             raise ValueError(f"SandboxPolicy.cpus must be positive, got {self.cpus}")
         if self.log_max_bytes < 1024:
             raise ValueError("SandboxPolicy.log_max_bytes must be at least 1024")
+
+    def settled(self, client: docker.DockerClient) -> SandboxPolicy:
+        """This policy with its runtime chosen on ``client``'s engine (``workers.runtimes``:
+        the one named, or Podium's default; ``RuntimeMissing`` when the engine lacks it)."""
+        runtime = choose(self.runtime, offered(client), gpu=bool(self.device_requests()))
+        return dataclasses.replace(self, runtime=runtime)
 
     def device_requests(self) -> list[DeviceRequest]:
         """The GPU request for ``gpus`` ("all" or a comma-separated list of device ids)."""
@@ -158,6 +168,7 @@ class SandboxPolicy:
                 Ulimit(name="core", soft=0, hard=0),
             ],
             "device_requests": self.device_requests(),
+            **({"runtime": self.runtime} if self.runtime else {}),  # None: the engine's default
         }
 
     def labels_for(self, run_id: str, image: str) -> dict[str, str]:

@@ -131,6 +131,7 @@ class TaskAdmin(admin.ModelAdmin[Task]):
         "primary_metric",
         "entry_rule",
         "gpu_class",
+        "agent_runtime",
     )
     list_filter = ("benchmark", "judge_kind", "entry_rule", "challenge")
     search_fields = ("task_id", "name", "challenge__slug")
@@ -145,6 +146,7 @@ class TaskAdmin(admin.ModelAdmin[Task]):
                     "image_search_enabled",
                     "web_search_enabled",
                     "gpu_class",
+                    "agent_runtime",
                 )
             },
         ),

@@ -44,6 +44,11 @@ class TaskEnvironmentSerializer(serializers.Serializer[dict[str, object]]):
     models = HubModelIdSerializer(many=True, help_text="the models agents may load by hub id")
     gpu = serializers.BooleanField(help_text="each run gets one GPU of gpu_class")
     gpu_class = serializers.CharField()
+    runtime = serializers.CharField(
+        allow_null=True,
+        help_text="the agents' OCI runtime: runsc (gVisor) or runc; null: Podium's default "
+        "(runsc where the node's engine offers it, else runc; the run says which)",
+    )
     base_images = serializers.ListField(
         child=serializers.CharField(), help_text="what a Dockerfile may start FROM"
     )

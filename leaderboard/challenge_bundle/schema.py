@@ -18,7 +18,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 
 from evaluator.benchmarks import benchmark_class, names
 from leaderboard.models import Phase, Split, Task
-from leaderboard.models.challenge import TASK_LIMITS
+from leaderboard.models.challenge import TASK_LIMITS, AgentRuntime
 from leaderboard.overall import DEFAULT_TITLE, METHODS
 
 BUNDLE_VERSION = 1
@@ -36,6 +36,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("protocol",), "benchmark"),
     (("settings",), "settings"),
     *((("limits", name), name) for name in TASK_LIMITS),
+    (("runtime",), "agent_runtime"),
     (("search", "image"), "image_search_enabled"),
     (("search", "web"), "web_search_enabled"),
     (("judge", "kind"), "judge_kind"),
@@ -169,6 +170,12 @@ def _task() -> dict[str, Any]:
             "protocol": {"enum": list(names())},
             "settings": {"type": "object", "description": "the benchmark's own settings"},
             "limits": _object({name: _limit(name) for name in TASK_LIMITS}),
+            "runtime": {
+                "enum": ["", *AgentRuntime.values],
+                "description": "the OCI runtime the task's agents run under: runsc (gVisor) or "
+                "runc; empty: Podium's default (runsc where the node's engine offers it, runc "
+                "for GPU tasks)",
+            },
             "search": _object({"image": {"type": "boolean"}, "web": {"type": "boolean"}}),
             "judge": _judge(),
             "primary_metric": _text(minLength=1, maxLength=_column_length(Task, "primary_metric")),

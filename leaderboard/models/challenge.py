@@ -151,6 +151,16 @@ class Phase(models.Model):
 RUN_LIMITS = ("readiness_s", "per_item_s", "max_batch_size", "total_wall_s")
 TASK_LIMITS = (*RUN_LIMITS, "max_artifact_bytes", "gpu_class")
 RUN_POLICIES = ("timeout_policy", "error_policy")
+# A GPU class of this name gives its runs no GPU (its workers run with PODIUM_AGENT_GPUS=none);
+# every other class gives each run one GPU of that class.
+CPU_CLASS = "cpu"
+
+
+class AgentRuntime(models.TextChoices):
+    """What ``Task.agent_runtime`` may name: one of ``workers.runtimes.RUNTIMES``."""
+
+    RUNSC = "runsc", "runsc (gVisor: the agent talks to gVisor's kernel, not the host's)"
+    RUNC = "runc", "runc (the host's kernel, with Podium's hardening)"
 
 
 class Task(models.Model):
@@ -201,6 +211,13 @@ class Task(models.Model):
     image_search_enabled = models.BooleanField(default=True)
     web_search_enabled = models.BooleanField(default=True)
     gpu_class = models.CharField(max_length=32, blank=True, help_text="blank: the default class")
+    agent_runtime = models.CharField(
+        max_length=16,
+        blank=True,
+        choices=AgentRuntime,
+        help_text="the OCI runtime its agents run under; blank: Podium's default (gVisor where "
+        "the node's engine offers it; runc for GPU tasks unless PODIUM_GPU_RUNTIME says runsc)",
+    )
     # judging and scoring
     judge_kind = models.CharField(max_length=16, choices=JudgeKind, default=JudgeKind.RULES)
     judge_model = models.CharField(max_length=200, blank=True)
@@ -268,10 +285,22 @@ class Task(models.Model):
     def effective_gpu_class(self) -> str:
         return self.gpu_class or settings.PODIUM_DEFAULT_GPU_CLASS
 
+    @property
+    def gets_gpu(self) -> bool:
+        """Whether its runs get a GPU: every class but ``CPU_CLASS``."""
+        return self.effective_gpu_class != CPU_CLASS
+
     def clean(self) -> None:
         if not benchmarks.is_known(self.benchmark):  # the field's own check names it
             raise ValidationError({"benchmark": f"{self.benchmark!r}: no such benchmark"})
         errors = {}
+        gpu_runsc = settings.PODIUM_GPU_RUNTIME == AgentRuntime.RUNSC
+        if self.agent_runtime == AgentRuntime.RUNSC and self.gets_gpu and not gpu_runsc:
+            errors["agent_runtime"] = (
+                f"GPU tasks (class {self.effective_gpu_class!r}) run under runc on this install: "
+                "Debian's runsc predates gVisor's GPU proxy; an operator with a current gVisor "
+                "sets PODIUM_GPU_RUNTIME=runsc (docs/deploy.md, 'Agent runtime')"
+            )
         if self.gpu_class and self.gpu_class not in settings.PODIUM_GPU_CLASSES:
             errors["gpu_class"] = (
                 f"unknown GPU class {self.gpu_class!r}; configured: "

@@ -206,6 +206,11 @@ class EvaluationRun(models.Model):
     agent_log = models.TextField(
         blank=True, default="", help_text="tail of the agent's output; the team off private splits"
     )
+    runtime = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="the OCI runtime its agent ran under (workers.runtimes); blank: not started",
+    )
     transcript = models.FileField(
         upload_to="transcripts/",
         max_length=500,

@@ -43,6 +43,7 @@ from workers.limits import ErrorPolicy, Limits, TimeoutPolicy
 from workers.model_store import ModelStoreError, stored
 from workers.outcomes import RunReport
 from workers.runner import run_agent
+from workers.runtimes import check as agent_runtime
 from workers.sandbox import SandboxPolicy, owner_labels
 
 if TYPE_CHECKING:  # faiss: imported only when searching
@@ -61,13 +62,17 @@ ERROR_POLICIES: dict[str, ErrorPolicy] = {
 }
 
 
-def agent_policy(submission: Submission) -> SandboxPolicy:
+def agent_policy(submission: Submission, task: Task) -> SandboxPolicy:
     """The sandbox of ``submission``'s agent on this worker: its models, this worker's GPUs
-    (``PODIUM_AGENT_GPUS``; none on a CPU worker), and labels naming who runs it (the node's
-    janitor reads them: ``leaderboard/pipeline/node.py``)."""
+    (``PODIUM_AGENT_GPUS``; none on a CPU worker), the task's runtime (else, with GPUs,
+    ``PODIUM_GPU_RUNTIME``; else Podium's default: ``workers.runtimes``), and labels naming who
+    runs it (the node's janitor reads them: ``leaderboard/pipeline/node.py``)."""
+    gpus = settings.PODIUM_AGENT_GPUS or None
+    runtime = task.agent_runtime or (settings.PODIUM_GPU_RUNTIME if gpus else "")
     return SandboxPolicy(
         models=model_folders(submission),
-        gpus=settings.PODIUM_AGENT_GPUS or None,
+        gpus=gpus,
+        runtime=agent_runtime(runtime) if runtime else None,
         labels=owner_labels(site(), settings.PODIUM_NODE_ID, worker_id()),
     )
 
@@ -181,11 +186,15 @@ def operator_detail(report: RunReport) -> str:
 
 
 @contextmanager
-def agent_engine(submission: Submission) -> Iterator[tuple[AgentImage, StartContainer]]:
-    """The submission's image on this node's engine and how its agent is started there; with
-    ``PODIUM_AGENT_ENGINE=fake`` (benches only: ``workers.fake_engine``), no engine at all."""
+def agent_engine(
+    submission: Submission, policy: SandboxPolicy
+) -> Iterator[tuple[AgentImage, StartContainer, SandboxPolicy]]:
+    """The submission's image on this node's engine, how its agent is started there and its
+    sandbox with the runtime chosen on that engine (``SandboxPolicy.settled``: ``RuntimeMissing``
+    when the engine lacks the one named); with ``PODIUM_AGENT_ENGINE=fake`` (benches only:
+    ``workers.fake_engine``), no engine at all."""
     if engine_is_fake():
-        yield fake_submission_image(submission), FakeContainer
+        yield fake_submission_image(submission), FakeContainer, policy
         return
     with engine_client() as client:
         try:
@@ -194,7 +203,8 @@ def agent_engine(submission: Submission) -> Iterator[tuple[AgentImage, StartCont
             raise PodiumFault(
                 f"the submission's image is gone and cannot be reloaded: {exc}"
             ) from exc
-        yield image, functools.partial(AgentContainer, client)
+        settled = policy.settled(client)  # before anything starts
+        yield image, functools.partial(AgentContainer, client), settled
 
 
 def run_stage(run: EvaluationRun) -> None:
@@ -213,7 +223,9 @@ def run_stage(run: EvaluationRun) -> None:
     search = search_process(task)
     sink = AnswerSink(run, len(answered))
     try:
-        with agent_engine(run.submission) as (image, start_container):
+        policy = agent_policy(run.submission, task)
+        with agent_engine(run.submission, policy) as (image, start_container, policy):
+            EvaluationRun.objects.filter(pk=run.pk).update(runtime=policy.runtime or "")
             report = run_agent(
                 image,
                 plan,
@@ -222,7 +234,7 @@ def run_stage(run: EvaluationRun) -> None:
                 sink,
                 search=search,
                 answered=answered,
-                policy=agent_policy(run.submission),
+                policy=policy,
                 on_output=log_sink(run),
                 start_container=start_container,
             )

@@ -67,6 +67,7 @@ def test_the_api_lists_each_tasks_models_gpu_bases_and_index(provided, task):
             ],
             "gpu": True,
             "gpu_class": "l40s",
+            "runtime": "runc",  # GPU tasks keep runc (PODIUM_GPU_RUNTIME)
             "base_images": BASES,
             "package_index": INDEX,
         },
@@ -78,6 +79,7 @@ def test_the_api_lists_each_tasks_models_gpu_bases_and_index(provided, task):
             ],
             "gpu": False,
             "gpu_class": "cpu",
+            "runtime": None,  # Podium's default: runsc where the node's engine offers it
             "base_images": BASES,
             "package_index": INDEX,
         },
@@ -101,13 +103,18 @@ def test_the_challenge_page_shows_each_tasks_environment(client, provided, split
     )
     assert _text(found["multi-turn-qa"]) == (
         "GPU: one per run, class l40s "
+        "Runtime: runc, with every hardening of Podium (GPU tasks keep runc until the nodes run a "
+        "gVisor with its GPU proxy) "
         "Models agents may load by hub id (declared in aicrowd.json's hf_models or podium.json): "
         f"{LLAMA}, org/clip@v1 "
         "Base images a Dockerfile may start FROM: podium/agent-base:py3.11, "
         "podium/agent-base:cuda12 "
         f"Package index for builds: {INDEX} (pip install reaches it and nothing else)"
     )
-    assert _text(found["cpu-task"]).startswith("GPU: none (runs of class cpu have CPUs only) ")
+    assert _text(found["cpu-task"]).startswith(
+        "GPU: none (runs of class cpu have CPUs only) Runtime: gVisor (runsc) where the node "
+        "offers it, else runc with every hardening of Podium; the run page says which "
+    )
     Challenge.objects.update(package_index="")
     HubModel.objects.all().delete()
     page = client.get("/c/crag-mm-2026/", {"tab": "leaderboards"}).content.decode()

@@ -36,8 +36,12 @@ from workers.model_store import MODEL_DIR
 from workers.package_index import GATE_DIR, GATE_MEMORY_BYTES, GATE_PIDS, gate_container
 from workers.sandbox import MiB
 
-# The runtimes agent containers run under. Podium runs them under the engine's default, runc;
-# a runtime it comes to support (runsc, gVisor: issue #38) is added here, and must pass.
+# The runtimes agent containers run under (``workers.runtimes``), each accepted by passing every
+# check. runsc (gVisor, issue #38) is not here yet: under Debian's runsc (2022-12, ptrace) the
+# pids limit counts the sandbox's own host threads (a fork loop, or a limit of 64, ends the whole
+# sandbox instead of EAGAIN), unprivileged user and mount namespaces are made inside gVisor's
+# kernel, its /proc shows no NoNewPrivs nor CapAmb, no cgroup files and 9p mounts, and the CPU
+# time it reports is its own (the host's quota holds): docs/security.md, "Agent runtime: gVisor".
 SANDBOX_RUNTIMES = ("runc",)
 SANDBOX_POLICY = dataclasses.replace(TEST_POLICY, cpus=0.5)  # a quota below one CPU: measurable
 KEEP_ALIVE = "import time; time.sleep(600)"
