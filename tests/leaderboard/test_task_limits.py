@@ -52,6 +52,7 @@ def test_the_admin_and_the_api_show_the_limits_as_before():
     assert fieldsets["Limits"]["fields"] == (
         "readiness_s", "per_item_s", "max_batch_size", "total_wall_s", "timeout_policy",
         "error_policy", "image_search_enabled", "web_search_enabled", "gpu_class",
+        "agent_runtime",
     )  # fmt: skip
     assert TaskSerializer.Meta.fields == (
         "id", "challenge", "task_id", "name", "description", "protocol", "readiness_s",
