@@ -90,6 +90,23 @@ class Challenge(models.Model):
         help_text="The overall ranking across the challenge's tasks, as challenge.yaml's "
         "overall section declares it (leaderboard.overall); empty: none. Set by the bundle.",
     )
+    # What a public test's boards show while a phase runs (leaderboard.public_board): both
+    # keep teams from fitting their agents to the public split's items.
+    freeze_days = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="The public-test boards freeze for the last N days of each phase: they show "
+        "what was submitted before, and teams see no public-test score of a submission made "
+        "since, until the phase ends. Empty: never frozen.",
+    )
+    ladder_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The Ladder (Blum and Hardt, 2015) on public tests: a team's public-test "
+        "score is published only when it beats the team's best published score by more than "
+        "this many points of the primary metric, rounded to it; else the best stays. Empty: "
+        "every score is published.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -251,6 +268,13 @@ class Task(models.Model):
         help_text="which score ranks the boards: the judge's, or the judge's calibrated by the "
         "people's labels of the split's latest finished judge audit, where it has one "
         "(docs/board-statistics.md)",
+    )
+    final_repeats = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text="k: how many runs of each final entry an organiser's \"repeat the final "
+        "entries\" makes on a split (its own and k - 1 more); the board then shows their mean, "
+        "an interval with the variance between runs, and pass^k (leaderboard.repeats).",
     )
     # quotas per team (blank: unlimited)
     quota_per_day = models.PositiveIntegerField(null=True, blank=True, default=5)

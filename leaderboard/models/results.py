@@ -171,6 +171,12 @@ class RankedBoard(models.Model):
     statistics = models.JSONField(default=dict)  # how they were computed; the split's MDE
     # per entry: its score calibrated by a finished judge audit, [value, low, high] or None
     calibrated = models.JSONField(default=list)
+    # per entry: what the Ladder published of its score on a public test (the value teams
+    # see, ``leaderboard.public_board``) or None where every score is published
+    released = models.JSONField(default=list)
+    # per entry: its repeated runs' mean, interval with the variance between runs, and
+    # pass^k (``leaderboard.repeats``), or None where it was not repeated
+    repeated = models.JSONField(default=list)
 
     class Meta:
         constraints = (

@@ -244,13 +244,16 @@ class EvaluationRun(models.Model):
     )
     scores_complete = models.BooleanField(default=False)
     unjudged_items = models.PositiveIntegerField(default=0)
+    # 0: the submission's own run, on the boards; 1, 2, ...: a repeat of it asked by an
+    # organiser (``Task.final_repeats``), kept off the boards but for its entry's statistics
+    trial = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ("-created_at",)
         constraints = (
             models.UniqueConstraint(
-                fields=["submission", "task", "split", "setting"],
-                name="run_unique_submission_split_setting",
+                fields=["submission", "task", "split", "setting", "trial"],
+                name="run_unique_submission_split_setting_trial",
             ),
         )
         indexes = (
