@@ -30,7 +30,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard import board_store, ranking, scores
+from leaderboard import board_store, public_board, ranking, scores
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -47,6 +47,8 @@ T = TypeVar("T")
 
 # Long enough to serve a busy leaderboard from memory, short enough to free old keys' memory.
 FRAGMENT_TIMEOUT_S = 15 * 60
+# set on a challenge being saved with a new freeze or Ladder threshold (``public_board``)
+_PUBLIC_CHANGED = "_podium_public_board_changed"
 
 
 class UnknownSetting(ValueError):
@@ -94,6 +96,16 @@ def across(
     return _cached(f"podium:boards:{name}:{detail[:32]}", compute)
 
 
+def current(split: Split) -> Split:
+    """``split``, its boards ranked again first when a freeze of its public board began or
+    ended since they were (``public_board.stale``): its new ``results_version`` keys its
+    pages afresh. Every page and API answer of a board asks it before reading the cache."""
+    if public_board.stale(split):
+        board_store.results_changed(split.pk)
+        split.refresh_from_db(fields=["results_version"])
+    return split
+
+
 def board(split: Split, setting: str = "") -> ranking.Board:
     """``board_store.board(split, setting)``, read once per version of the split's results."""
     return derived(split, setting, "board", lambda: board_store.board(split, setting))
@@ -115,6 +127,26 @@ def _submission_saved(sender: type, instance: Submission, created: bool, **kwarg
         board_store.results_changed(
             *Split.objects.filter(runs__submission=instance).values_list("pk", flat=True)
         )
+
+
+@receiver(pre_save, sender=Challenge, dispatch_uid="board_cache_challenge_public")
+def _challenge_saving(
+    sender: type, instance: Challenge, raw: bool = False, **kwargs: object
+) -> None:
+    # a new freeze or Ladder threshold: the receiver below re-ranks the public tests' boards
+    if instance.pk is None or raw:
+        return
+    rules = ("freeze_days", "ladder_threshold")
+    before = Challenge.objects.filter(pk=instance.pk).values_list(*rules).first()
+    if before is not None and before != tuple(getattr(instance, name) for name in rules):
+        instance.__dict__[_PUBLIC_CHANGED] = True
+
+
+@receiver(post_save, sender=Challenge, dispatch_uid="board_cache_challenge")
+def _challenge_saved(sender: type, instance: Challenge, **kwargs: object) -> None:
+    if instance.__dict__.pop(_PUBLIC_CHANGED, False):
+        splits = Split.objects.filter(task__challenge=instance, kind=Split.Kind.PUBLIC_TEST)
+        board_store.results_changed(*splits.values_list("pk", flat=True))
 
 
 @receiver(post_save, sender=Team, dispatch_uid="board_cache_team")

@@ -18,18 +18,19 @@ the table exists) is ranked and stored by its first read.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-from leaderboard import board_statistics, calibration, ranking
+from leaderboard import board_statistics, calibration, public_board, ranking
 from leaderboard.models import RankedBoard, Split, Task
 
 STORED = (
     "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
-    "calibrated",
+    "calibrated", "released",
 )  # fmt: skip
 
 
@@ -49,20 +50,36 @@ class Ranked:
     groups: list[int | None]
     statistics: dict[str, Any]
     calibrated: list[list[float] | None]  # [value, low, high]: ``leaderboard.calibration``
+    # [released score] on a laddered board, else None (``leaderboard.public_board``)
+    released: list[list[float | None] | None] = dataclasses.field(default_factory=list)
 
     def places(self) -> list[ranking.Place]:
         """Each entry's rank, rank interval and group, in the board's order."""
         beside = zip(self.rank_low, self.rank_high, self.groups, self.calibrated, strict=True)
-        return [
-            ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
-            for rank, (low, high, group, calibrated) in zip(self.ranks, beside, strict=True)
-        ]
+        released = self.released or [None] * len(self.runs)
+        places = []
+        for rank, (low, high, group, calibrated), published in zip(
+            self.ranks, beside, released, strict=True
+        ):
+            place = ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
+            if published is not None:
+                place = place._replace(laddered=True, released=published[0])
+            places.append(place)
+        return places
+
+    @property
+    def laddered(self) -> bool:
+        return any(r is not None for r in self.released)
 
 
 def ranked(split: Split, setting: str) -> Ranked:
-    """The board of ``split`` in ``setting`` ranked now, from its headlines."""
+    """The board of ``split`` in ``setting`` ranked now, from its headlines, under the public
+    board's rules (``leaderboard.public_board``: a freeze, the Ladder)."""
+    public = public_board.rules(split)
+    if public.threshold is not None:
+        return _laddered(split, setting, public)
     rows = list(
-        ranking.narrow_board_rows(split, setting).values_list(
+        ranking.narrow_board_rows(split, setting, public.before).values_list(
             "run_id", "primary", ranking.BASELINE, "run__judge_id", "dimensions"
         )
     )
@@ -90,9 +107,22 @@ def ranked(split: Split, setting: str) -> Ranked:
         rank_high=stats.rank_high,
         groups=stats.groups,
         statistics=stats.statistics
-        | ({"calibration": about | {"ranks": by_people}} if about else {}),
+        | ({"calibration": about | {"ranks": by_people}} if about else {})
+        | public.statistics(),
         calibrated=calibrated,
     )
+
+
+def _laddered(split: Split, setting: str, public: public_board.Rules) -> Ranked:
+    """The board ranked by the Ladder's released scores: nothing computed from raw scores
+    (no slices, rank intervals, groups nor calibrated scores) lies beside them."""
+    board = public_board.laddered(split, setting, public)
+    none: list[Any] = [None] * len(board.runs)
+    return Ranked(
+        runs=board.runs, ranks=board.ranks, dimensions=[], judges=board.judges,
+        rank_low=none, rank_high=none, groups=none, statistics=public.statistics(),
+        calibrated=none, released=[[value] for value in board.released],
+    )  # fmt: skip
 
 
 def _store(split: Split, boards: dict[str, Ranked], replace: bool) -> None:
@@ -147,7 +177,9 @@ def board(split: Split, setting: str = "") -> ranking.Board:
     last); equal scores share a rank, or by the task's ``tie_rule`` the earlier submission
     ranks first. With the entries' slice dimensions, judges and scores across settings."""
     ranked_ = stored(split, setting)
-    derived, undefined = ranking.derived_scores(split, ranked_.runs)
+    # scores across settings are the raw scores': none beside a laddered board
+    runs = [] if ranked_.laddered else ranked_.runs
+    derived, undefined = ranking.derived_scores(split, runs)
     return ranking.Board(
         entries=ranking.read_entries(split, setting, ranked_.runs, ranked_.places()),
         dimensions=ranked_.dimensions,

@@ -30,6 +30,8 @@ class Place(NamedTuple):
     calibrated: float | None = None  # the score calibrated by people's labels, its interval
     calibrated_low: float | None = None
     calibrated_high: float | None = None
+    laddered: bool = False  # the Ladder publishes only ``released`` (``leaderboard.public_board``)
+    released: float | None = None
 
 
 class Entry(NamedTuple):
@@ -60,6 +62,25 @@ class Entry(NamedTuple):
     calibrated: float | None = None  # ``Place``'s
     calibrated_low: float | None = None
     calibrated_high: float | None = None
+    laddered: bool = False  # ``Place``'s
+    released: float | None = None
+
+    def released_only(self, primary: str) -> Entry:
+        """A laddered entry as anyone reads it: its released score as the primary ``primary``,
+        and nothing else of its scores (no interval, other metric, rank interval, group nor
+        calibrated score): each is a function of the raw score the Ladder keeps back."""
+        return self._replace(
+            primary=self.released,
+            primary_ci_low=None,
+            primary_ci_high=None,
+            metrics_json=json.dumps({primary: self.released}),
+            rank_low=None,
+            rank_high=None,
+            group=None,
+            calibrated=None,
+            calibrated_low=None,
+            calibrated_high=None,
+        )
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -87,4 +108,5 @@ class Entry(NamedTuple):
             else {"value": self.calibrated, "ci95": [self.calibrated_low, self.calibrated_high]}
         )
         record["metrics"] = self.metrics
+        record["laddered"] = self.laddered  # primary is the Ladder's released score
         return record

@@ -5,6 +5,9 @@
   (``Split.is_revealed``): public splits at once, a private test from its reveal time.
 - A team member sees the team's own submissions and runs, with progress and failure reasons,
   and per-item answers only for runs on validation and public-test splits.
+- On a public test under the Ladder, and for submissions made during a freeze of its board
+  (``leaderboard.public_board``), nobody but organisers reads a run's own scores, answers or
+  verdicts: teams read what the board published (``public_board.published``).
 - Nobody is ever served a split file: no URL maps to a split bundle.
 - A judge audit's items (questions, gold answers, answers) are labelled by the challenge's
   organisers and the people they invite; the judge's verdicts and the audit's results are the
@@ -25,6 +28,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
+from leaderboard import public_board
 from leaderboard.models import (
     Challenge,
     ChallengeLabeller,
@@ -118,26 +122,35 @@ def can_cancel_run(user: User, run: EvaluationRun) -> bool:
 
 
 def can_see_answers(user: User, run: EvaluationRun) -> bool:
-    """Per-item answers and verdicts: organisers always; the team only off the private test."""
+    """Per-item answers and verdicts: organisers always; the team only off the private test,
+    and on a public test only where its public board shows the run's own scores
+    (``public_board.withholds``: the Ladder, or a submission made during a freeze)."""
     if is_organiser(user, run.submission.challenge):
         return True
-    if run.split.is_private:
+    if run.split.is_private or public_board.withholds(run):
         return False
     return user_teams(user).filter(pk=run.submission.team_id).exists()
 
 
 def can_see_score(user: User, run: EvaluationRun) -> bool:
     """A run's own scores, for whoever may see the run (``visible_runs``): off the private test
-    at once; on it only once the split's results are public (organisers always)."""
-    return not run.split.is_private or can_see_results(user, run.split)
+    at once, unless its public board withholds them (``public_board.withholds``: the team
+    reads ``public_board.published`` instead); on the private test only once the split's
+    results are public. Organisers always."""
+    if run.split.is_private:
+        return can_see_results(user, run.split)
+    return not public_board.withholds(run) or is_organiser(user, run.submission.challenge)
 
 
 def score_visibility(user: User) -> Callable[[EvaluationRun], bool]:
-    """``can_see_score`` for the many runs of a page or an API answer: each split asked once."""
+    """``can_see_score`` for the many runs of a page or an API answer: each split asked once
+    (each run where its public board's rules apply: they depend on when it was submitted)."""
     seen: dict[int, bool] = {}
 
     def shown(run: EvaluationRun) -> bool:
         if run.split_id not in seen:
+            if public_board.rules(run.split) != public_board.Rules():
+                return can_see_score(user, run)
             seen[run.split_id] = can_see_score(user, run)
         return seen[run.split_id]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Case, F, QuerySet, TextField, Value, When
@@ -55,7 +56,15 @@ def columns(task: Task, setting: str = "", split: Split | None = None) -> list[M
         )
     ]
     primary = [m for m in metrics if m.name == task.primary_metric]
+    if split is not None and laddered(split):  # the Ladder publishes the primary score alone
+        return primary
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
+
+
+def laddered(split: Split) -> bool:
+    """Whether the Ladder publishes ``split``'s scores (``leaderboard.public_board``)."""
+    threshold = split.task.challenge.ladder_threshold
+    return split.kind == Split.Kind.PUBLIC_TEST and threshold is not None
 
 
 def by_score(scores: Sequence[float | None], descending: bool) -> list[int]:
@@ -89,8 +98,11 @@ def _team_order(task: Task) -> list[OrderBy]:
     return [metric, oldest_first]
 
 
-def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
-    """The finished runs' headlines on ``split``: in ``setting``, or in every one (None)."""
+def _headline_rows(
+    split: Split, setting: str | None, before: datetime | None = None
+) -> QuerySet[Headline]:
+    """The finished runs' headlines on ``split``: in ``setting``, or in every one (None); of
+    submissions made ``before`` then only (a frozen board: ``leaderboard.public_board``)."""
     # the run's split too: the planner then reads only this split's runs
     rows = Headline.objects.filter(
         split=split,
@@ -98,10 +110,12 @@ def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
         run__state=EvaluationRun.State.DONE,
         run__submission__standing=Submission.Standing.SHOWN,  # not hidden nor disqualified
     )
+    if before is not None:
+        rows = rows.filter(run__submission__created_at__lt=before)
     return rows if setting is None else rows.filter(setting=setting)
 
 
-def _picked(split: Split, setting: str) -> QuerySet[Headline]:
+def _picked(split: Split, setting: str, before: datetime | None) -> QuerySet[Headline]:
     """The headlines of the board's entries: one per team by the task's rule, every baseline."""
     # Each baseline is its own group; other entries are grouped by team.
     group = Case(
@@ -109,7 +123,7 @@ def _picked(split: Split, setting: str) -> QuerySet[Headline]:
     )
     # Pick on narrow rows; callers read the wide ones (texts, metrics) of picked runs only.
     return (
-        _headline_rows(split, setting)
+        _headline_rows(split, setting, before)
         .annotate(
             pick=Window(
                 RowNumber(),
@@ -126,11 +140,43 @@ def _board_order(task: Task) -> tuple[Any, ...]:
     return (_by_primary(task), F("run__submission__created_at").asc(), F("run_id").asc())
 
 
-def narrow_board_rows(split: Split, setting: str) -> QuerySet[Headline]:
+def narrow_board_rows(
+    split: Split, setting: str, before: datetime | None = None
+) -> QuerySet[Headline]:
     """The headlines of the board's entries (one per team by the task's rule, every baseline)
     in the board's order, read in the picking query itself: for narrow columns only (each is
-    read for every run of the setting, not only the picked ones)."""
-    return _picked(split, setting).order_by(*_board_order(split.task))
+    read for every run of the setting, not only the picked ones); of submissions made
+    ``before`` then only, when given."""
+    return _picked(split, setting, before).order_by(*_board_order(split.task))
+
+
+_WALKED = (
+    "run_id", "run__submission__team_id", "run__submission_id", BASELINE, "primary",
+    "run__judge_id",
+)  # fmt: skip
+_SUBMISSION_ORDER = (F("run__submission__created_at").asc(), F("run_id").asc())
+
+
+def walked_rows(
+    split: Split, setting: str, before: datetime | None
+) -> QuerySet[Headline, tuple[int, int, int, bool, float | None, str]]:
+    """Every run the board of ``split`` in ``setting`` may rank, in submission order, as (run,
+    team, submission, is a baseline, primary value, judge): what the Ladder walks
+    (``leaderboard.public_board``)."""
+    return _headline_rows(split, setting, before).order_by(*_SUBMISSION_ORDER).values_list(*_WALKED)
+
+
+def team_runs(
+    split: Split, setting: str, submission: Submission, before: datetime | None
+) -> list[tuple[int, float | None]]:
+    """The runs of ``submission``'s team (``submission`` alone for a baseline) the board of
+    ``split`` in ``setting`` may rank, in submission order, with their primary values."""
+    rows = _headline_rows(split, setting, before).order_by(*_SUBMISSION_ORDER)
+    if submission.is_baseline:
+        rows = rows.filter(run__submission=submission)
+    else:
+        rows = rows.filter(run__submission__team_id=submission.team_id, **{BASELINE: False})
+    return list(rows.values_list("run_id", "primary"))
 
 
 def ranks(lines: Iterable[tuple[float | None, bool]], shared: bool) -> list[int | None]:
@@ -156,17 +202,21 @@ def read_entries(
     split: Split, setting: str, run_ids: list[int], places: Sequence[Place]
 ) -> list[Entry]:
     """The entries of ``run_ids`` (runs of the board of ``split`` in ``setting``) at their
-    ``places`` (rank, rank interval, group), in that order: their wide rows only."""
+    ``places`` (rank, rank interval, group), in that order: their wide rows only. A laddered
+    entry holds its released score alone (``Entry.released_only``): every reader of a board
+    reads its entries here."""
     rows = (
         Headline.objects.filter(run_id__in=run_ids, split=split, setting=setting)
         .annotate(metrics_json=Cast("metrics", TextField()))
         .values_list(*ENTRY_FIELDS)
     )
     by_run = {row[0]: row for row in rows}
-    return [
+    entries = [
         Entry._make((place.rank, *by_run[run_id], *place[1:]))
         for run_id, place in zip(run_ids, places, strict=True)
     ]
+    primary = split.task.primary_metric
+    return [e.released_only(primary) if e.laddered else e for e in entries]
 
 
 @dataclass(frozen=True)

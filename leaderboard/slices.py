@@ -56,7 +56,8 @@ def slice_table(
 ) -> SliceTable:
     """The stored scores of each leaderboard entry for every value of ``dimension``: every
     metric, or only ``metric`` and its interval (``<metric>_ci95``), when they are numbers."""
-    by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard}
+    # a laddered entry publishes its released score alone: no slice of it is read
+    by_run: dict[int, dict[str, SliceCell]] = {e.run_id: {} for e in leaderboard if not e.laddered}
     # unordered: the model's order by run would join every run of the site
     rows = SliceScore.objects.filter(run_id__in=list(by_run), dimension=dimension).order_by()
     if metric is None:
@@ -79,12 +80,14 @@ def slice_table(
     return SliceTable(
         dimension=dimension,
         values=values,
-        rows=[(e, by_run[e.run_id]) for e in leaderboard],
+        rows=[(e, by_run.get(e.run_id, {})) for e in leaderboard],
     )
 
 
 def entry_slices(entry: Entry) -> list[SliceTable]:
     """The entry's stored scores on every slice, one table (of one row) per dimension."""
+    if entry.laddered:  # the Ladder publishes its released score alone
+        return []
     cells: dict[str, dict[str, SliceCell]] = {}
     rows = (
         SliceScore.objects.filter(run_id=entry.run_id)

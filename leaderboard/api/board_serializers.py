@@ -24,6 +24,21 @@ class CalibrationSerializer(serializers.Serializer[dict[str, object]]):
     ranks = serializers.BooleanField(help_text="the calibrated score ranks the board")
 
 
+class FrozenSerializer(serializers.Serializer[dict[str, object]]):
+    """The public board is frozen (``leaderboard.public_board``): it ranks only submissions
+    made before ``since``, until the phase ends."""
+
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+
+
+class LadderSerializer(serializers.Serializer[dict[str, object]]):
+    """The Ladder publishes the board's scores: a team's score only when it beats its best
+    published one by more than ``threshold``, rounded to it."""
+
+    threshold = serializers.FloatField()
+
+
 class BoardStatisticsSerializer(serializers.Serializer[dict[str, object]]):
     """How the entries' rank intervals and groups were computed, and the split's minimum
     detectable effect (``leaderboard.board_statistics``); ``unavailable`` alone says why a
@@ -46,6 +61,8 @@ class BoardStatisticsSerializer(serializers.Serializer[dict[str, object]]):
     )
     metric = serializers.CharField(required=False)
     calibration = CalibrationSerializer(required=False)
+    frozen = FrozenSerializer(required=False)
+    ladder = LadderSerializer(required=False)
 
 
 class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
@@ -86,6 +103,10 @@ class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
     )
     metrics = serializers.DictField()
     derived = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    laddered = serializers.BooleanField(
+        help_text="the Ladder publishes this entry (docs/public-board.md): ``primary`` is its "
+        "team's released score, and nothing else of its scores is published"
+    )
 
 
 class MetricSerializer(serializers.Serializer[Metric]):

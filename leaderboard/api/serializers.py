@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from leaderboard import permissions, run_queue
+from leaderboard import permissions, public_board, run_queue
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -166,6 +166,16 @@ class QueuePlaceSerializer(serializers.Serializer[run_queue.QueuePlace]):
     estimated_start = serializers.DateTimeField(allow_null=True)
 
 
+class PublishedSerializer(serializers.Serializer[public_board.Published]):
+    """A run on a public test under the public board's rules (``leaderboard.public_board``):
+    the team's score the Ladder published after it and whether the run raised it, or, for a
+    submission made during a freeze, when its score appears."""
+
+    released = serializers.FloatField(allow_null=True)
+    improved = serializers.BooleanField()
+    withheld_until = serializers.DateTimeField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     """A run with its progress; once done, its score where the caller may see it (a private
     test's only once the split's results are public: ``score_hidden`` says it is held back)."""
@@ -175,6 +185,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     progress = serializers.FloatField(read_only=True, allow_null=True)
     score = serializers.SerializerMethodField()
     score_hidden = serializers.SerializerMethodField()
+    published = serializers.SerializerMethodField()
     queue = serializers.SerializerMethodField()
 
     class Meta:
@@ -200,6 +211,7 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "scores_complete",
             "score",
             "score_hidden",
+            "published",
             "queue",
         )
 
@@ -246,6 +258,13 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
 
     def get_score_hidden(self, run: EvaluationRun) -> bool:
         return run.state == EvaluationRun.State.DONE and not self._shown(run)
+
+    @extend_schema_field(PublishedSerializer(allow_null=True))
+    def get_published(self, run: EvaluationRun) -> dict[str, object] | None:
+        """What the run's public board published of it in place of its score (the Ladder, a
+        freeze: ``leaderboard.public_board``); null where its score is shown as it is."""
+        found = public_board.published(run)
+        return None if found is None else dict(PublishedSerializer(found).data)
 
 
 class ChosenTaskSerializer(serializers.ModelSerializer[SubmissionTask]):

@@ -90,6 +90,7 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
         split = self.get_object()
         if not permissions.can_see_results(request.user, split):
             raise PermissionDenied(f"the results of {split} are not public yet")
+        split = board_cache.current(split)
         try:
             setting = board_cache.chosen_setting(split, request.query_params.get("setting"))
         except board_cache.UnknownSetting as exc:

@@ -60,6 +60,8 @@ def export(challenge: Challenge, out: Path, private: bool) -> list[str]:
     }
     if challenge.overall:
         document["overall"] = challenge.overall
+    if public := state.public_board(challenge):
+        document["public_board"] = public
     head["kit_files"] = assets.export_kit_files(challenge, out)  # last: beside what is written
     with (out / MANIFEST).open("w", encoding="utf-8") as f:
         yaml = YAML(typ="safe", pure=True)

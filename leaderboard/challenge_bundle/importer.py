@@ -240,6 +240,9 @@ def _apply(
     challenge.package_index = head.get("package_index", "")
     challenge.kit_includes_corpus = head.get("kit_includes_corpus", False)
     challenge.overall = dict(value.get("overall", {}))  # as written (``leaderboard.overall``)
+    public = value.get("public_board", {})  # ``leaderboard.public_board``
+    challenge.freeze_days = public.get("freeze_days")
+    challenge.ladder_threshold = public.get("ladder_threshold")
     # the Participants page toggles it too; the bundle, like every field, sets it as it says
     challenge.registration_approval = head.get("registration_approval", False)
     for page in PAGES:

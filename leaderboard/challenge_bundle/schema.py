@@ -17,7 +17,7 @@ from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from evaluator.benchmarks import benchmark_class, names
-from leaderboard.models import Phase, Split, Task
+from leaderboard.models import Challenge, Phase, Split, Task
 from leaderboard.models.challenge import TASK_LIMITS, AgentRuntime
 from leaderboard.overall import DEFAULT_TITLE, METHODS
 
@@ -242,6 +242,27 @@ def _overall() -> dict[str, Any]:
     )
 
 
+def _public_board() -> dict[str, Any]:
+    """What the public-test boards show while a phase runs (``leaderboard.public_board``)."""
+    return _object(
+        {
+            "freeze_days": {
+                **_count(Challenge, "freeze_days", nullable=True),
+                "description": "the public-test boards freeze for the last N days of each "
+                "phase: they rank submissions made before, and teams see no public-test score "
+                "of one made since until the phase ends (default: never frozen)",
+            },
+            "ladder_threshold": {
+                "type": ["number", "null"],
+                "exclusiveMinimum": 0,
+                "description": "the Ladder (Blum and Hardt, 2015): a team's public-test score "
+                "is published only when it beats its best published score by more than this, "
+                "in the primary metric's units, rounded to it (default: every score published)",
+            },
+        }
+    )
+
+
 def bundle_schema() -> dict[str, Any]:
     """The schema of ``challenge.yaml``."""
     challenge = _object(
@@ -314,6 +335,7 @@ def bundle_schema() -> dict[str, Any]:
                 "tasks": {"type": "array", "items": _task()},
                 "baselines": {"type": "array", "items": baseline},
                 "overall": _overall(),
+                "public_board": _public_board(),
             },
             ("bundle_version", "challenge"),
         ),

@@ -78,7 +78,14 @@ def live(challenge: Challenge) -> Canonical:
         tasks=tasks,
         baselines=declared_baselines(challenge),
         overall=challenge.overall,
+        public_board=public_board(challenge),
     )
+
+
+def public_board(challenge: Challenge) -> Canonical:
+    """challenge.yaml's ``public_board`` section of ``challenge`` (what it sets only)."""
+    rules = {"freeze_days": challenge.freeze_days, "ladder_threshold": challenge.ladder_threshold}
+    return {name: value for name, value in rules.items() if value is not None}
 
 
 def wanted(
@@ -131,6 +138,7 @@ def wanted(
         tasks=tasks,
         baselines=baselines or {},
         overall=value.get("overall", {}),
+        public_board={k: v for k, v in value.get("public_board", {}).items() if v is not None},
     )
 
 
@@ -149,6 +157,7 @@ def _document(
     tasks: dict[str, Canonical],
     baselines: dict[str, Canonical],
     overall: Canonical,
+    public_board: Canonical,
 ) -> Canonical:
     return {
         "challenge": challenge,
@@ -164,6 +173,7 @@ def _document(
         "task_order": list(tasks),
         "baselines": baselines,
         "overall": dict(overall),
+        "public_board": dict(public_board),
     }
 
 

@@ -53,9 +53,10 @@ def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
     (``board_table.sorted_entries``) as a ``Listing``: read a page at a time."""
     stored = board_store.stored(split, setting)
     lines = list(zip(stored.runs, stored.places(), strict=True))
-    if sort.key != RANK:
+    # a laddered board is read in its order only: any other would follow the raw scores
+    if sort.key != RANK and not stored.laddered:
         lines = ordered(lines, _sort_values(stored.runs, sort.key), sort.descending)
-    derived, undefined = ranking.derived_scores(split, stored.runs)
+    derived, undefined = ranking.derived_scores(split, [] if stored.laddered else stored.runs)
     return ranking.Board(
         entries=Listing(split, setting, [run for run, _ in lines], [r for _, r in lines]),  # type: ignore[arg-type]
         dimensions=stored.dimensions,

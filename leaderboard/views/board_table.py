@@ -11,6 +11,7 @@ the next one reverses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode
@@ -192,13 +193,35 @@ def _rank_td(entry: Entry) -> str:
 RANK_TITLE = "the range of ranks this entry takes in the board's bootstrap (95 %)"
 
 
+def public_notes(statistics: dict[str, Any], primary: Metric) -> list[str]:
+    """What the board says of the public board's rules it was ranked under
+    (``leaderboard.public_board``): a freeze, the Ladder."""
+    parts = []
+    frozen = statistics.get("frozen")
+    if frozen:
+        since, until = (datetime.fromisoformat(frozen[k]) for k in ("since", "until"))
+        parts.append(
+            f"Frozen since {since:%Y-%m-%d %H:%M} UTC until {until:%Y-%m-%d %H:%M} UTC: the "
+            "board ranks submissions made before the freeze; later ones appear when the phase "
+            "ends."
+        )
+    ladder = statistics.get("ladder")
+    if ladder:
+        parts.append(
+            f"Scores published by the Ladder: a team's {primary.label} is published only when "
+            f"it beats the team's best published score by more than {ladder['threshold']:g}, "
+            "rounded to it; raw scores, intervals and slices stay hidden."
+        )
+    return parts
+
+
 def statistics_note(statistics: dict[str, Any], primary: Metric) -> str:
     """What the board says of its rank intervals, groups, minimum detectable effect and
     calibrated scores, or why it has no intervals: plain text (the template escapes it)."""
-    parts = []
+    parts = public_notes(statistics, primary)
     if "unavailable" in statistics:
         parts.append(f"No rank intervals: {statistics['unavailable']}.")
-    elif statistics:
+    elif "confidence" in statistics:
         confidence = f"{statistics['confidence'] * 100:g} %"
         parts.append(
             f"Rank in brackets: the range of ranks an entry takes in the central {confidence} "

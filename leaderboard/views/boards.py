@@ -78,7 +78,7 @@ def results_split(request: HttpRequest, slug: str, task_id: str, kind: str) -> S
         version = f" version {asked}" if asked else ""
         raise Http404(f"{slug} has no split {task_id}/{kind}{version}")
     check_revealed(request.user, split)
-    return split
+    return board_cache.current(split)
 
 
 def check_revealed(user: permissions.User, split: Split) -> None:
@@ -271,7 +271,8 @@ def compare(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpRes
                 raise Http404(f"{name}={value!r} is not an entry of this leaderboard")
             chosen.append(by_run[int(value)])
     comparison = None
-    if len(chosen) == 2 and chosen[0].run_id != chosen[1].run_id:
+    # a paired comparison of laddered entries would tell their raw scores apart
+    if len(chosen) == 2 and chosen[0].run_id != chosen[1].run_id and not chosen[0].laddered:
         comparison = ranking.stored_comparison(chosen[0].run_id, chosen[1].run_id)
     columns = ranking.columns(split.task, setting, split)
     return render(

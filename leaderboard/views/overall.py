@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from evaluator.seam import Metric
-from leaderboard import overall_board, permissions
+from leaderboard import board_cache, overall_board, permissions
 from leaderboard.models import Challenge, Split
 from leaderboard.overall import AVERAGE_RANK, Overall
 from leaderboard.views.boards import check_revealed
@@ -54,6 +54,7 @@ def asked(user: permissions.User, slug: str, kind: str | None) -> Asked:
     splits = overall_board.splits(challenge, overall, kind)
     for split in splits:
         check_revealed(user, split)
+    splits = [board_cache.current(split) for split in splits]
     return Asked(challenge, overall, kind, kinds, splits)
 
 

@@ -17,7 +17,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from leaderboard import permissions, ranking, run_queue
+from leaderboard import permissions, public_board, ranking, run_queue
 from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_actions import RunActionRefused, cancel_own
@@ -49,6 +49,7 @@ class RunRow:
     run: EvaluationRun
     overall: SliceScore | None
     score_hidden: bool  # a private test's score, not public yet
+    published: public_board.Published | None = None  # what its public board published
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
             # as the run page: a private test's score only once its results are public
             shown = score_shown(run)
             overall = next(iter(run.slice_scores.all()), None) if shown else None
-            runs_shown.append(RunRow(run, overall, score_hidden=not shown))
+            published = None if shown else public_board.published(run)
+            runs_shown.append(RunRow(run, overall, not shown and not published, published))
         choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
         rows.append(SubmissionRow(submission, choosable, runs_shown, seen_by_team(submission)))
     return render(request, "leaderboard/my_submissions.html", {"rows": rows})
@@ -125,9 +127,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     wanted = AnswerFilter.from_query(request.GET)
     listed = list_answers(run, run.task.declared(), wanted) if show_answers else None
     place = run_queue.place_for(request.user, run)
-    headline = None
+    headline, published = None, None
     if permissions.can_see_score(request.user, run):
         headline = SliceScore.objects.filter(run=run, dimension=ALL[0], value=ALL[1]).first()
+    else:
+        published = public_board.published(run)
     return render(
         request,
         "leaderboard/run_detail.html",
@@ -140,6 +144,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "show_log": show_answers,  # the same rule as the answers
             "unit": run.task.declared().unit,
             "headline": headline,
+            "published": published,
             "columns": ranking.columns(run.task, run.setting, run.split),  # what its split has
             "operator_detail": permissions.can_see_operator_detail(request.user, run),
             "progress": progress_record(run, place),

@@ -1,6 +1,6 @@
 """The round trip as a property: any valid bundle, imported, exported, imported into an empty
 database and exported again gives the same challenge and the same files, byte for byte (its
-logo, starter-kit files, phase quotas, baselines and overall ranking included)."""
+logo, starter-kit files, phase quotas, baselines, overall ranking and public board included)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,20 @@ def documents(draw: Any) -> dict[str, Any]:
     )
     if overall is not None and overall["method"] == "mean" and draw(st.booleans()):
         overall["metrics"] = {"multi-turn-qa": draw(st.sampled_from(["accuracy", "exact_match"]))}
+    public_board = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "freeze_days": st.integers(1, 60),
+                "ladder_threshold": st.floats(0.0001, 10, allow_nan=False).map(
+                    lambda f: round(f, 4)
+                ),
+            },
+        )
+    )
     return {
         **({"overall": overall} if overall is not None else {}),
+        **({"public_board": public_board} if public_board else {}),
         "bundle_version": 1,
         "challenge": head,
         "phases": [
@@ -150,6 +162,9 @@ def test_export_import_export_is_the_identity(data, document):
         import_bundle(root)
         challenge = Challenge.objects.get()
         assert challenge.registration_approval == document["challenge"]["registration_approval"]
+        public = document.get("public_board", {})
+        assert challenge.freeze_days == public.get("freeze_days")
+        assert challenge.ladder_threshold == public.get("ladder_threshold")
         live = state.live(challenge)
         export(challenge, Path(scratch) / "first", private=True)
         Challenge.objects.all().delete()
