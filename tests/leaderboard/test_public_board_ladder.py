@@ -114,7 +114,7 @@ def test_a_team_under_the_threshold_keeps_its_place(public, runs, make_entry, te
         "beta", "b", 0.3,
     )  # fmt: skip
     make_entry(teams["beta"], public, 0.61, method="b3")
-    assert [(e.team, e.primary) for e in board_store.entries(public)][0] == ("beta", 0.6)
+    assert next((e.team, e.primary) for e in board_store.entries(public)) == ("beta", 0.6)
 
 
 @pytest.mark.parametrize("who", ["anonymous", "member", "outsider"])
@@ -206,7 +206,7 @@ def test_every_score_is_published_again_when_the_ladder_is_turned_off(public, ru
     challenge.ladder_threshold = None
     challenge.save()  # ranks the public test's boards again
     entries = board_store.entries(public)
-    assert [(e.team, e.primary, e.laddered) for e in entries][0] == ("alpha", 0.5237, False)
+    assert next((e.team, e.primary, e.laddered) for e in entries) == ("alpha", 0.5237, False)
     assert not any(RankedBoard.objects.get(split=public).released)
 
 
