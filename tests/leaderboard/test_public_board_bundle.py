@@ -70,7 +70,10 @@ def test_the_challenge_page_says_what_applies(client, challenge):
 
 
 def test_organisers_set_both_in_the_admin(client, challenge, make_user):
-    client.force_login(make_user("admin", staff=True))
+    admin = make_user("admin", staff=True)
+    admin.is_superuser = True
+    admin.save()
+    client.force_login(admin)
     url = reverse("admin:leaderboard_challenge_change", args=[challenge.pk])
     page = client.get(url).content.decode()
     assert 'name="freeze_days"' in page and 'name="ladder_threshold"' in page
