@@ -146,11 +146,18 @@ def score_visibility(user: User) -> Callable[[EvaluationRun], bool]:
     """``can_see_score`` for the many runs of a page or an API answer: each split asked once
     (each run where its public board's rules apply: they depend on when it was submitted)."""
     seen: dict[int, bool] = {}
+    rules: dict[int, public_board.Rules] = {}
+    organises: dict[int, bool] = {}
 
     def shown(run: EvaluationRun) -> bool:
+        if run.split_id not in rules:
+            rules[run.split_id] = public_board.rules(run.split)
+        public = rules[run.split_id]
+        if public != public_board.Rules():  # it depends on the run's submission: asked each
+            if run.split_id not in organises:
+                organises[run.split_id] = is_organiser(user, run.split.task.challenge)
+            return organises[run.split_id] or not public_board.withholds(run, public=public)
         if run.split_id not in seen:
-            if public_board.rules(run.split) != public_board.Rules():
-                return can_see_score(user, run)
             seen[run.split_id] = can_see_score(user, run)
         return seen[run.split_id]
 

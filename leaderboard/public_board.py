@@ -85,10 +85,11 @@ def rules(split: Split, now: datetime | None = None) -> Rules:
     return Rules(freeze_of(challenge, now), threshold)
 
 
-def withholds(run: EvaluationRun, now: datetime | None = None) -> bool:
+def withholds(run: EvaluationRun, now: datetime | None = None, public: Rules | None = None) -> bool:
     """Whether a team (anyone but organisers) reads nothing raw of ``run``'s scores: a run of a
-    submission made since a freeze's cutoff, or any run on a laddered public test."""
-    public = rules(run.split, now)
+    submission made since a freeze's cutoff, or any run on a laddered public test (``public``:
+    the rules of its split now, when the caller has them)."""
+    public = public or rules(run.split, now)
     if public.threshold is not None:
         return True
     return public.before is not None and run.submission.created_at >= public.before
