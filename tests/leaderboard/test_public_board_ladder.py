@@ -215,3 +215,14 @@ def test_other_splits_are_never_laddered(splits, public, make_entry, teams):
     (entry,) = board_store.entries(splits["validation"])
     assert (entry.primary, entry.laddered) == (0.4237, False)
     assert json.loads(entry.metrics_json)["accuracy"] == pytest.approx((1 + 0.4237) / 2 * 0.8)
+
+
+def test_the_overall_board_counts_released_scores(client, challenge, public, runs, make_user):
+    challenge = Challenge.objects.get(pk=challenge.pk)
+    challenge.overall = {"method": "mean"}
+    challenge.save()
+    page = client.get(reverse("leaderboard:overall", args=[challenge.slug])).content.decode()
+    assert not leaks(page, raw_texts(public))
+    found = _api().get(reverse("api:challenge-overall", args=[challenge.slug])).json()
+    assert not numbers_in(found) & raw_numbers()
+    assert 0.5 in numbers_in(found) and 0.3 in numbers_in(found)
