@@ -106,9 +106,11 @@ def current(split: Split) -> Split:
     return split
 
 
-def board(split: Split, setting: str = "") -> ranking.Board:
-    """``board_store.board(split, setting)``, read once per version of the split's results."""
-    return derived(split, setting, "board", lambda: board_store.board(split, setting))
+def board(split: Split, setting: str = "", raw: bool = False) -> ranking.Board:
+    """``board_store.board(split, setting, raw)``, read once per version of the split's
+    results."""
+    name = "board-raw" if raw else "board"
+    return derived(split, setting, name, lambda: board_store.board(split, setting, raw))
 
 
 def fragment(

@@ -72,10 +72,12 @@ class Ranked:
         return any(r is not None for r in self.released)
 
 
-def ranked(split: Split, setting: str) -> Ranked:
+def ranked(split: Split, setting: str, public: public_board.Rules | None = None) -> Ranked:
     """The board of ``split`` in ``setting`` ranked now, from its headlines, under the public
-    board's rules (``leaderboard.public_board``: a freeze, the Ladder)."""
-    public = public_board.rules(split)
+    board's rules ``public`` (``leaderboard.public_board``: a freeze, the Ladder; default: those
+    of now; ``Rules()``: none, the board organisers read raw)."""
+    if public is None:
+        public = public_board.rules(split)
     if public.threshold is not None:
         return _laddered(split, setting, public)
     rows = list(
@@ -170,13 +172,15 @@ def stored(split: Split, setting: str) -> Ranked:
     return board
 
 
-def board(split: Split, setting: str = "") -> ranking.Board:
+def board(split: Split, setting: str = "", raw: bool = False) -> ranking.Board:
     """The whole leaderboard of ``split`` in ``setting`` (the task's settings,
     ``Task.run_settings``; "" for a benchmark without settings): one entry per team by the
     task's rule, plus every baseline, ranked by the task's primary metric (incomplete results
     last); equal scores share a rank, or by the task's ``tie_rule`` the earlier submission
-    ranks first. With the entries' slice dimensions, judges and scores across settings."""
-    ranked_ = stored(split, setting)
+    ranks first. With the entries' slice dimensions, judges and scores across settings.
+    ``raw``: ranked now without the public board's rules, never stored (organisers only:
+    ``permissions.can_see_raw_board``)."""
+    ranked_ = ranked(split, setting, public_board.Rules()) if raw else stored(split, setting)
     # scores across settings are the raw scores': none beside a laddered board
     runs = [] if ranked_.laddered else ranked_.runs
     derived, undefined = ranking.derived_scores(split, runs)

@@ -87,6 +87,12 @@ def can_see_results(user: User, split: Split) -> bool:
     return challenge.is_published and split.is_revealed()
 
 
+def can_see_raw_board(user: User, split: Split) -> bool:
+    """A public test's board ranked without its public board's rules (a freeze, the Ladder:
+    ``leaderboard.public_board``), raw scores and all: organisers only."""
+    return is_organiser(user, split.task.challenge)
+
+
 def user_teams(user: User) -> QuerySet[Team]:
     if not user.is_authenticated:
         return Team.objects.none()

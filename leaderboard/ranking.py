@@ -39,11 +39,14 @@ __all__ = [
 BASELINE = "run__submission__is_baseline"
 
 
-def columns(task: Task, setting: str = "", split: Split | None = None) -> list[Metric]:
+def columns(
+    task: Task, setting: str = "", split: Split | None = None, raw: bool = False
+) -> list[Metric]:
     """The leaderboard's metric columns in ``setting``: the primary metric first, then the
     benchmark's other headline metrics that runs of that setting have, in its order; on
     ``split``, only those that mean something there (``Benchmark.on_board``: no multi-turn
-    columns on a single-turn split)."""
+    columns on a single-turn split); the primary metric alone where the Ladder publishes the
+    split's scores, unless ``raw`` (the organisers' raw board)."""
     benchmark = task.declared()
     metrics = [
         m
@@ -56,7 +59,7 @@ def columns(task: Task, setting: str = "", split: Split | None = None) -> list[M
         )
     ]
     primary = [m for m in metrics if m.name == task.primary_metric]
-    if split is not None and laddered(split):  # the Ladder publishes the primary score alone
+    if split is not None and not raw and laddered(split):  # it publishes the primary alone
         return primary
     return primary + [m for m in metrics if m.headline and m.name != task.primary_metric]
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.db.models import F
 from django.db.models.fields.json import KeyTransform
+from django.http import HttpRequest
 
-from leaderboard import board_store, ranking
+from leaderboard import board_store, permissions, public_board, ranking
 from leaderboard.models import Headline, Split
 from leaderboard.views.board_table import RANK, SUBMITTED, Sort, number, ordered
 
@@ -48,10 +49,14 @@ def _sort_values(runs: list[int], key: str) -> list[float | None]:
     return [number(by_run[run]) for run in runs]
 
 
-def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
-    """``board_store.board(split, setting)`` with its entries in ``sort``'s order
+def board(split: Split, setting: str, sort: Sort, raw: bool = False) -> ranking.Board:
+    """``board_store.board(split, setting, raw)`` with its entries in ``sort``'s order
     (``board_table.sorted_entries``) as a ``Listing``: read a page at a time."""
-    stored = board_store.stored(split, setting)
+    stored = (
+        board_store.ranked(split, setting, public_board.Rules())
+        if raw
+        else board_store.stored(split, setting)
+    )
     lines = list(zip(stored.runs, stored.places(), strict=True))
     # a laddered board is read in its order only: any other would follow the raw scores
     if sort.key != RANK and not stored.laddered:
@@ -65,4 +70,15 @@ def board(split: Split, setting: str, sort: Sort) -> ranking.Board:
         derived=derived,
         undefined=undefined,
         statistics=stored.statistics,
+    )
+
+
+def raw_asked(request: HttpRequest, split: Split) -> bool:
+    """Whether the page shows ``split``'s board without its public board's rules (a freeze,
+    the Ladder): an organiser's ``?raw=1`` on a board that has some
+    (``permissions.can_see_raw_board``); anyone else's is ignored."""
+    return (
+        request.GET.get("raw") == "1"
+        and public_board.rules(split) != public_board.Rules()
+        and permissions.can_see_raw_board(request.user, split)
     )

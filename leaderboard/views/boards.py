@@ -25,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from leaderboard import board_cache, pages, permissions, ranking
+from leaderboard import board_cache, pages, permissions, public_board, ranking
 from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split, current_splits
@@ -158,7 +158,8 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     split = results_split(request, slug, task_id, kind)
     setting = board_settings.asked_setting(request, split)
     number = _page_number(request)
-    columns = ranking.columns(split.task, setting, split)
+    raw = board_page.raw_asked(request, split)  # an organiser's view without the public rules
+    columns = ranking.columns(split.task, setting, split, raw)
     sort = board_table.asked_sort(request.GET, columns)
 
     def lacking(name: str) -> Collection[str]:
@@ -169,9 +170,9 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
     shown = board_settings.settings_shown(request, split, setting, lacking)
 
     def render_body() -> str:
-        board = board_page.board(split, setting, sort)  # reads this page's entries only
+        board = board_page.board(split, setting, sort, raw)  # reads this page's entries only
         page = _page(board.entries, number)
-        kept = shown["setting_query"]
+        kept = "&".join(filter(None, (shown["setting_query"], "raw=1" if raw else "")))
         context = {
             "split": split,
             "task": split.task,
@@ -194,13 +195,17 @@ def leaderboard(request: HttpRequest, slug: str, task_id: str, kind: str) -> Htt
         }
         return render_to_string("leaderboard/_leaderboard_body.html", context)
 
-    parts = [number, sort.key, sort.descending]
+    parts = [number, sort.key, sort.descending, raw]
     body = board_cache.fragment(split, setting, "leaderboard", parts, render_body)
     context = {"split": split, "task": split.task, "body": body, **shown}
     context |= board_nav.around(request, split, "leaderboard", setting)
     context |= {  # not cached: an audit finishing changes it, the results do not
         "judge_cards": judge_cards(split, setting),
         "organiser": permissions.is_organiser(request.user, split.task.challenge),
+        "raw": raw,
+        "raw_offered": not raw
+        and public_board.rules(split) != public_board.Rules()
+        and permissions.can_see_raw_board(request.user, split),
     }
     return render(request, "leaderboard/leaderboard.html", context)
 
@@ -315,7 +320,7 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
     version = "" if split.is_current else f"v{split.version}"
     names = (task.challenge.slug, task.task_id, split.kind, version, setting)
     filename = "-".join(filter(None, names))
-    board = board_cache.board(split, setting)
+    board = board_cache.board(split, setting, board_page.raw_asked(request, split))
     records = entry_records(board)
     response: HttpResponse
     if fmt == "json":

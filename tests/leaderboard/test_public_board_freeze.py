@@ -150,3 +150,15 @@ def test_under_the_ladder_a_submission_since_the_cutoff_publishes_nothing(
     assert published.withheld_until is not None
     old = type(runs["old"]).objects.get(pk=runs["old"].pk)
     assert public_board.published(old) == public_board.Published(0.3, True)
+
+
+def test_organisers_read_the_unfrozen_board_on_asking(client, splits, runs, make_user, teams):
+    public = splits["public-test"]
+    for who, shown in (
+        (make_user(team=teams["alpha"]), False),
+        (make_user("org", staff=True), True),
+    ):
+        client.force_login(who)
+        page = client.get(_url(public) + "?raw=1").content.decode()
+        assert ("Raw scores, organisers only" in page) is shown
+        assert ('"new"' in page or ">new<" in page) is shown

@@ -133,6 +133,7 @@ def test_board_pages_and_exports_read_released_scores_only(
     for url in (
         _board_url(public),
         _board_url(public) + "?sort=accuracy&dir=desc",
+        _board_url(public) + "?raw=1",  # an organiser's view: ignored for anyone else
         _board_url(public, "slices") + "?dimension=domain",
         _board_url(public, "entry", runs["alpha"][2].pk),
         _board_url(public, "compare") + f"?a={runs['alpha'][2].pk}&b={runs['beta'].pk}",
@@ -145,7 +146,7 @@ def test_board_pages_and_exports_read_released_scores_only(
         assert not leaked, (url, leaked)
     page = client.get(_board_url(public)).content.decode()
     assert "Scores published by the Ladder" in page
-    exported = client.get(_board_url(public, "export-json")).json()
+    exported = client.get(_board_url(public, "export-json") + "?raw=1").json()
     assert not numbers_in(exported) & raw_numbers()
     assert [e["primary"] for e in exported["entries"]] == [0.5, 0.35, 0.3]
     assert all(e["laddered"] for e in exported["entries"])
@@ -226,3 +227,16 @@ def test_the_overall_board_counts_released_scores(client, challenge, public, run
     found = _api().get(reverse("api:challenge-overall", args=[challenge.slug])).json()
     assert not numbers_in(found) & raw_numbers()
     assert 0.5 in numbers_in(found) and 0.3 in numbers_in(found)
+
+
+def test_organisers_read_the_raw_board_on_asking(client, public, runs, make_user):
+    client.force_login(make_user("org", staff=True))
+    published = client.get(_board_url(public)).content.decode()
+    assert not leaks(published, raw_texts(public)) and "?raw=1" in published
+    page = client.get(_board_url(public) + "?raw=1").content.decode()
+    assert "Raw scores, organisers only" in page
+    shown = public.task.declared().metric("truthfulness").shown
+    assert leaks(page, [shown(0.5237), shown(BETA)])  # the task's entry rule: alpha's best
+    exported = client.get(_board_url(public, "export-json") + "?raw=1").json()
+    assert [e["primary"] for e in exported["entries"]] == [0.5237, BASE, BETA]
+    assert not any(e["laddered"] for e in exported["entries"])
