@@ -24,12 +24,12 @@ from typing import Any
 
 from django.db import transaction
 
-from leaderboard import board_statistics, calibration, ranking
+from leaderboard import board_statistics, calibration, ranking, repeats
 from leaderboard.models import RankedBoard, Split, Task
 
 STORED = (
     "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
-    "calibrated",
+    "calibrated", "repeated",
 )  # fmt: skip
 
 
@@ -49,14 +49,22 @@ class Ranked:
     groups: list[int | None]
     statistics: dict[str, Any]
     calibrated: list[list[float] | None]  # [value, low, high]: ``leaderboard.calibration``
+    # the repeated runs' statistics, or how many are done, or None: ``leaderboard.repeats``
+    repeated: list[dict[str, Any] | None]
 
     def places(self) -> list[ranking.Place]:
         """Each entry's rank, rank interval and group, in the board's order."""
+        repeated = self.repeated or [None] * len(self.runs)  # a board stored before them: []
         beside = zip(self.rank_low, self.rank_high, self.groups, self.calibrated, strict=True)
-        return [
-            ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
-            for rank, (low, high, group, calibrated) in zip(self.ranks, beside, strict=True)
-        ]
+        places = []
+        for rank, (low, high, group, calibrated), again in zip(
+            self.ranks, beside, repeated, strict=True
+        ):
+            value, value_low, value_high = calibrated or (None, None, None)
+            places.append(
+                ranking.Place(rank, low, high, group, value, value_low, value_high, again)
+            )
+        return places
 
 
 def ranked(split: Split, setting: str) -> Ranked:
@@ -81,6 +89,7 @@ def ranked(split: Split, setting: str) -> Ranked:
     runs = [row[0] for row in rows]
     ranks = ranking.ranks(zip(scores, (row[2] for row in rows), strict=True), shared)
     stats = board_statistics.beside(task, runs, ranks, scores, by_people)
+    repeated, about_repeats = repeats.beside(split, setting, runs)
     return Ranked(
         runs=runs,
         ranks=ranks,
@@ -90,8 +99,10 @@ def ranked(split: Split, setting: str) -> Ranked:
         rank_high=stats.rank_high,
         groups=stats.groups,
         statistics=stats.statistics
-        | ({"calibration": about | {"ranks": by_people}} if about else {}),
+        | ({"calibration": about | {"ranks": by_people}} if about else {})
+        | ({"repeats": about_repeats} if about_repeats else {}),
         calibrated=calibrated,
+        repeated=repeated,
     )
 
 

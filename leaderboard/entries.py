@@ -30,6 +30,8 @@ class Place(NamedTuple):
     calibrated: float | None = None  # the score calibrated by people's labels, its interval
     calibrated_low: float | None = None
     calibrated_high: float | None = None
+    # its repeated runs' statistics or how many are done; None: not repeated
+    repeated: dict[str, Any] | None = None  # ``leaderboard.repeats``
 
 
 class Entry(NamedTuple):
@@ -60,6 +62,7 @@ class Entry(NamedTuple):
     calibrated: float | None = None  # ``Place``'s
     calibrated_low: float | None = None
     calibrated_high: float | None = None
+    repeated: dict[str, Any] | None = None  # ``Place``'s
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -86,5 +89,6 @@ class Entry(NamedTuple):
             if self.calibrated is None
             else {"value": self.calibrated, "ci95": [self.calibrated_low, self.calibrated_high]}
         )
+        record["repeated"] = self.repeated
         record["metrics"] = self.metrics
         return record

@@ -97,6 +97,7 @@ def _headline_rows(split: Split, setting: str | None) -> QuerySet[Headline]:
         run__split=split,
         run__state=EvaluationRun.State.DONE,
         run__submission__standing=Submission.Standing.SHOWN,  # not hidden nor disqualified
+        run__trial=0,  # a submission's own run; its repeats rank nowhere (``leaderboard.repeats``)
     )
     return rows if setting is None else rows.filter(setting=setting)
 

@@ -17,7 +17,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from leaderboard import permissions, ranking, run_queue
+from leaderboard import permissions, ranking, repeats, run_queue
 from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_actions import RunActionRefused, cancel_own
@@ -49,6 +49,7 @@ class RunRow:
     run: EvaluationRun
     overall: SliceScore | None
     score_hidden: bool  # a private test's score, not public yet
+    repeat: str = ""  # "repeat 2 of 3 of run #7" (``leaderboard.repeats``); "" for its own run
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,9 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
     with its interval) and board, and "choose for final" where a task ranks chosen entries."""
     whole_split = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
     runs = EvaluationRun.objects.select_related("task", "split__task__challenge").order_by(
-        "task", "split", "setting"
+        "task", "split", "setting", "trial"
     )
+    runs = runs.annotate(repeat_of=repeats.original_run())
     submissions = (
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
@@ -85,7 +87,7 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
             # as the run page: a private test's score only once its results are public
             shown = score_shown(run)
             overall = next(iter(run.slice_scores.all()), None) if shown else None
-            runs_shown.append(RunRow(run, overall, score_hidden=not shown))
+            runs_shown.append(RunRow(run, overall, not shown, repeats.label(run)))
         choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
         rows.append(SubmissionRow(submission, choosable, runs_shown, seen_by_team(submission)))
     return render(request, "leaderboard/my_submissions.html", {"rows": rows})
@@ -133,6 +135,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "leaderboard/run_detail.html",
         {
             "run": run,
+            "repeat": repeats.label(run),
+            "repeat_of": repeats.original_of(run),
             "listed": listed,
             "links": filter_links(listed, wanted) if listed else None,
             "wanted": wanted,

@@ -36,7 +36,7 @@ def test_an_entry_by_hand() -> None:
     # the runs agree on their scores, yet units 1 and 2 change from run to run: the interval
     # still has width (the per-unit means spread 1, 0, 0, -1)
     assert found.low < 0.0 < found.high
-    assert -1.0 <= found.low and found.high <= 1.0
+    assert found.low >= -1.0 and found.high <= 1.0
 
 
 def test_identical_units_give_a_point_interval() -> None:
