@@ -104,7 +104,12 @@ def test_runs_scored_without_units_get_counts_only(public, teams, make_entry):
 
 
 def test_the_action_repeats_ranked_entries_only_and_logs_it(
-    public, teams, make_entry, organiser, sent, django_capture_on_commit_callbacks
+    public,
+    teams,
+    make_entry,
+    organiser,
+    sent,  # noqa: F811 - the fixture imported above
+    django_capture_on_commit_callbacks,
 ):
     alpha = make_entry(teams["alpha"], public, 0.4, units=[1, 0])
     make_entry(Team.objects.create(name="organisers"), public, 0.9, baseline=True)
