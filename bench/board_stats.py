@@ -4,6 +4,7 @@ Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
+    python bench/board_stats.py repeated [--entries 1000] [--units 10000] [--k 3] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
 - Calibrated scores (``evaluator.calibrated``): per board, 10,000 items whose people's grade is
@@ -19,6 +20,10 @@ Usage:
   the true ranks are the skills' order. Reports how often an entry's rank interval holds its
   true rank (and how often a whole board's do).
 ``cost``: ``board_statistics`` on a random board of ``--entries`` x ``--units`` (2 threads).
+``repeated``: ``evaluator.repeats.repeat_statistics`` (the statistics of repeated runs: mean,
+interval, between-run sd, pass^k) on a board of ``--entries`` entries run ``--k`` times each on
+``--units`` units (values in {-1, 0, 1}), and decoding their stored units first, as
+``leaderboard.repeats.beside`` does (float32 bytes, ``entries x k`` of them).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
@@ -40,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluator.board_stats import board_ranks, board_statistics, rank_intervals
 from evaluator.calibrated import calibrated_mean, labels_only
 from evaluator.judge_audit import draw
+from evaluator.repeats import repeat_statistics
 
 GRADES = np.array([1.0, 0.0, -1.0])  # correct, missing, hallucinated
 # the judge's verdict (columns) given the people's grade (rows): agreement ~ 0.9
@@ -122,6 +128,29 @@ def cost(entries: int, units: int, repeats: int) -> None:
     print(f"board_statistics, {entries:,} entries x {units:,} units: {shown} s")
 
 
+def repeated(entries: int, units: int, k: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    unit = np.dtype("<f4")  # as RunUnits keeps them (leaderboard.models.units)
+    stored = [
+        [rng.choice(GRADES, size=units).astype(unit).tobytes() for _ in range(k)]
+        for _ in range(entries)
+    ]
+    for _ in range(repeats):
+        started = time.perf_counter()
+        values = [
+            np.vstack([np.frombuffer(data, dtype=unit).astype(np.float64) for data in runs])
+            for runs in stored
+        ]
+        decoded = time.perf_counter() - started
+        scores = [run.mean(axis=1).tolist() for run in values]
+        found = repeat_statistics(scores, values, passing=1.0)
+        took = time.perf_counter() - started
+        print(
+            f"repeat_statistics, {entries:,} entries x {k} runs x {units:,} units: {took:.2f} s "
+            f"({decoded:.2f} s decoding the units; first entry's pass^k {found[0].pass_k:.4f})"
+        )
+
+
 def rebuild(database: str, units: int, repeats: int) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
@@ -164,6 +193,11 @@ def main() -> None:
     run.add_argument("--entries", type=int, default=1000)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("repeated")
+    run.add_argument("--entries", type=int, default=1000)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--k", type=int, default=3)
+    run.add_argument("--repeats", type=int, default=3)
     run = commands.add_parser("rebuild")
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
@@ -173,6 +207,8 @@ def main() -> None:
         coverage(args.boards, args.seed)
     elif args.command == "cost":
         cost(args.entries, args.units, args.repeats)
+    elif args.command == "repeated":
+        repeated(args.entries, args.units, args.k, args.repeats)
     else:
         rebuild(args.database, args.units, args.repeats)
 

@@ -186,7 +186,7 @@ def _task() -> dict[str, Any]:
             "final_repeats": _count(Task, "final_repeats", 1)
             | {
                 "description": "k: runs of each final entry an organiser's \"repeat the final "
-                "entries\" makes on a split (its own and k - 1 more); 1: never repeated"
+                'entries" makes on a split (its own and k - 1 more); 1: never repeated'
             },
             "timeout_policy": {"enum": Task.TimeoutPolicy.values},
             "error_policy": {"enum": Task.ErrorPolicy.values},

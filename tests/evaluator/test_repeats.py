@@ -100,3 +100,13 @@ def test_benchmarks_declare_their_passing_unit() -> None:
     assert get_benchmark("visual-rag").passing_unit == 100.0
     assert get_benchmark("mrag-suite").passing_unit == 100.0
     assert get_benchmark("m2rag").passing_unit is None  # graded on a scale: no pass
+
+
+def test_the_worked_example_of_the_docs() -> None:
+    """docs/board-statistics.md, "Repeated runs", worked example."""
+    runs = [[1, 1, -1, -1], [1, -1, 1, -1], [1, 1, 1, -1]]
+    (found,) = repeat_statistics([[0.0, 0.0, 0.5]], [runs], passing=1.0)
+    assert found.mean == pytest.approx(1 / 6)
+    assert found.between_sd == pytest.approx(0.2887, abs=1e-4)
+    assert found.pass_k == 0.25
+    assert (found.low, found.high) == pytest.approx((-2 / 3, 5 / 6))

@@ -10,6 +10,7 @@ import io
 
 import numpy as np
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -233,3 +234,19 @@ def test_a_team_cannot_cancel_a_repeat_nor_see_another_teams(
     assert EvaluationRun.objects.get(pk=waiting.pk).state == State.QUEUED
     client.force_login(make_user("be", team=teams["beta"]))
     assert client.get(reverse("leaderboard:run", args=[waiting.pk])).status_code == 404
+
+
+def test_the_command_repeats_a_split(public, teams, make_entry, django_capture_on_commit_callbacks):
+    alpha = make_entry(teams["alpha"], public, 0.4)
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=False):  # no broker here: not sent
+        call_command(
+            "repeat_entries", "crag-mm-2026", "multi-turn-qa", "public-test", "--why", "final",
+            stdout=out,
+        )  # fmt: skip
+    assert out.getvalue() == f"1 entries of {public} repeated up to 3 runs each\n"
+    assert sorted(alpha.submission.runs.values_list("trial", flat=True)) == [0, 1, 2]
+    action = SubmissionAction.objects.get()
+    assert (action.kind, action.why, action.by) == ("repeat", "final", None)
+    with pytest.raises(CommandError, match="no split crag-mm-2026/nope/public-test"):
+        call_command("repeat_entries", "crag-mm-2026", "nope", "public-test", "--why", "x")
