@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from leaderboard import board_store, quotas
@@ -19,18 +20,12 @@ from leaderboard.models import EvaluationRun, RankedBoard, Split, Submission, Su
 from leaderboard.repeat_entries import repeat_final_entries
 from leaderboard.run_actions import RunActionRefused
 from leaderboard.scores import store_scores
+from tests.leaderboard.test_panel import organiser  # noqa: F401 - fixture used by name
 from tests.leaderboard.test_run_actions import sent  # noqa: F401 - fixture used by name
 
 from .factories import scores_dict
 
 State = EvaluationRun.State
-
-
-@pytest.fixture
-def organiser(challenge, make_user):
-    user = make_user("org")
-    challenge.organisers.add(user)
-    return user
 
 
 @pytest.fixture
@@ -108,7 +103,7 @@ def test_the_action_repeats_ranked_entries_only_and_logs_it(
     public,
     teams,
     make_entry,
-    organiser,
+    organiser,  # noqa: F811 - the fixture imported above
     sent,  # noqa: F811 - the fixture imported above
     django_capture_on_commit_callbacks,
 ):
@@ -149,7 +144,14 @@ def test_the_action_repeats_ranked_entries_only_and_logs_it(
     ],
 )
 def test_the_action_is_refused_with_a_reason(
-    public, teams, make_entry, organiser, k, entries, why, message
+    public,
+    teams,
+    make_entry,
+    organiser,  # noqa: F811 - the fixture imported above
+    k,
+    entries,
+    why,
+    message,
 ):
     public.task.final_repeats = k
     public.task.save()
@@ -160,8 +162,21 @@ def test_the_action_is_refused_with_a_reason(
     assert not EvaluationRun.objects.filter(trial__gt=0).exists()
 
 
+def test_a_superseded_split_is_not_repeated(public, teams, make_entry, organiser):  # noqa: F811
+    make_entry(teams["alpha"], public, 0.4)
+    Split.objects.filter(pk=public.pk).update(superseded_at=timezone.now())
+    with pytest.raises(RunActionRefused, match="is superseded"):
+        repeat_final_entries(Split.objects.get(pk=public.pk), organiser, "x")
+
+
 def test_only_organisers_repeat_from_the_panel_and_the_api(
-    client, public, teams, make_entry, make_user, organiser, django_capture_on_commit_callbacks
+    client,
+    public,
+    teams,
+    make_entry,
+    make_user,
+    organiser,  # noqa: F811 - the fixture imported above
+    django_capture_on_commit_callbacks,
 ):
     make_entry(teams["alpha"], public, 0.4)
     member = make_user("al", team=teams["alpha"])
