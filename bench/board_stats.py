@@ -4,6 +4,7 @@ Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
+        [--k 1]
     python bench/board_stats.py repeated [--entries 1000] [--units 10000] [--k 3] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
@@ -27,7 +28,9 @@ interval, between-run sd, pass^k) on a board of ``--entries`` entries run ``--k`
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
-their statistics, storing the board.
+their statistics, storing the board. ``--k 3``: first gives every ranked entry of that board
+two repeats (``trial`` 1 and 2, done, each unit's value drawn again with probability 0.2, their
+headline the units' mean), so the change also computes the repeated runs' statistics.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -151,14 +155,54 @@ def repeated(entries: int, units: int, k: int, repeats: int) -> None:
         )
 
 
-def rebuild(database: str, units: int, repeats: int) -> None:
+def add_repeats(split: Any, k: int, rng: np.random.Generator) -> None:
+    """Trials 1 to k - 1 of every ranked entry of ``split``'s board, done, with units and a
+    headline (Django set up by ``rebuild``)."""
+    from leaderboard import board_store
+    from leaderboard.models import EvaluationRun, Headline, RunUnits
+    from leaderboard.models.units import decode, encode
+
+    board = board_store.stored(split, "")
+    entries = [run for run, rank in zip(board.runs, board.ranks, strict=True) if rank]
+    originals = EvaluationRun.objects.in_bulk(entries)
+    heads = Headline.objects.in_bulk(entries)
+    stored = dict(RunUnits.objects.filter(run_id__in=entries).values_list("run_id", "values"))
+    for trial in range(1, k):
+        runs = EvaluationRun.objects.bulk_create(
+            EvaluationRun(
+                submission_id=originals[run].submission_id, task_id=originals[run].task_id,
+                split_id=originals[run].split_id, setting="", trial=trial,
+                state=EvaluationRun.State.DONE, judge_id=originals[run].judge_id,
+            )
+            for run in entries
+        )  # fmt: skip
+        made, rows = [], []
+        for run, again in zip(entries, runs, strict=True):
+            values = decode(bytes(stored[run]))
+            redrawn = rng.random(values.size) < 0.2
+            values[redrawn] = rng.choice(GRADES, size=int(redrawn.sum()))
+            made.append(RunUnits(run=again, metric="truthfulness", values=encode(values)))
+            head = heads[run]
+            rows.append(
+                Headline(
+                    run=again, split_id=head.split_id, setting="", count=head.count,
+                    primary=float(values.mean()), metrics=head.metrics,
+                    dimensions=head.dimensions,
+                )
+            )  # fmt: skip
+        RunUnits.objects.bulk_create(made, batch_size=200)
+        Headline.objects.bulk_create(rows, batch_size=1000)
+    print(f"repeats written: {len(entries):,} entries x {k - 1}")
+
+
+def rebuild(database: str, units: int, repeats: int, k: int = 1) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     import django
 
     django.setup()
     from leaderboard import board_store
-    from leaderboard.models import Headline, RankedBoard, RunUnits, Split
+    from leaderboard.models import EvaluationRun, Headline, RankedBoard, RunUnits, Split
     from leaderboard.models.units import encode
 
     split = Split.objects.get(task__task_id="multi-turn-qa", kind="public-test")
@@ -174,6 +218,8 @@ def rebuild(database: str, units: int, repeats: int) -> None:
             made.append(RunUnits(run_id=run_id, metric="truthfulness", values=encode(values)))
         RunUnits.objects.bulk_create(made, batch_size=200)
         print(f"units written for {len(made):,} runs")
+    if k > 1 and not EvaluationRun.objects.filter(split=split, trial__gt=0).exists():
+        add_repeats(split, k, rng)
     for _ in range(repeats):
         started = time.perf_counter()
         board_store.results_changed(split.pk)
@@ -202,6 +248,7 @@ def main() -> None:
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
+    run.add_argument("--k", type=int, default=1)
     args = parser.parse_args()
     if args.command == "coverage":
         coverage(args.boards, args.seed)
@@ -210,7 +257,7 @@ def main() -> None:
     elif args.command == "repeated":
         repeated(args.entries, args.units, args.k, args.repeats)
     else:
-        rebuild(args.database, args.units, args.repeats)
+        rebuild(args.database, args.units, args.repeats, args.k)
 
 
 if __name__ == "__main__":

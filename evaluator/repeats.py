@@ -91,17 +91,24 @@ def repeat_statistics(
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
-    runs = [_runs(v) for v in values]
-    for entry, (given, run) in enumerate(zip(scores, runs, strict=True)):
+    # one entry's runs at a time: only their per-unit means are kept (entries x units)
+    shapes: list[tuple[int, int]] = []
+    unit_means: list[np.ndarray] = []
+    passed: list[float | None] = []
+    for entry, (given, value) in enumerate(zip(scores, values, strict=True)):
+        run = _runs(value)
         if len(given) != run.shape[0]:
             raise ValueError(f"entry {entry}: {len(given)} scores for {run.shape[0]} runs")
+        shapes.append(run.shape)
+        unit_means.append(run.mean(axis=0))
+        passed.append(None if passing is None else pass_k(run, passing))
     tail = (1.0 - confidence) / 2.0
     bounds: dict[int, tuple[float, float]] = {}
     by_units: dict[int, list[int]] = {}
-    for entry, run in enumerate(runs):
-        by_units.setdefault(run.shape[1], []).append(entry)
+    for entry, (_, n) in enumerate(shapes):
+        by_units.setdefault(n, []).append(entry)
     for n, entries in by_units.items():
-        means = np.vstack([runs[e].mean(axis=0) for e in entries])  # entries x units
+        means = np.vstack([unit_means[e] for e in entries])  # entries x units
         counts = resample_counts(n, n_boot, np.random.default_rng(seed))
         resampled = counts.astype(np.float64) @ means.T / n  # n_boot x entries
         low = np.quantile(resampled, tail, axis=0)
@@ -110,18 +117,18 @@ def repeat_statistics(
         for position, entry in enumerate(entries):
             bounds[entry] = (low[position] - centre[position], high[position] - centre[position])
     found = []
-    for entry, (given, run) in enumerate(zip(scores, runs, strict=True)):
+    for entry, given in enumerate(scores):
         mean = float(np.mean(np.asarray(given, dtype=np.float64)))
         below, above = bounds[entry]
         found.append(
             RepeatStatistics(
-                runs=run.shape[0],
-                units=run.shape[1],
+                runs=shapes[entry][0],
+                units=shapes[entry][1],
                 mean=mean,
                 low=float(mean + below),
                 high=float(mean + above),
                 between_sd=between_sd(given),
-                pass_k=None if passing is None else pass_k(run, passing),
+                pass_k=passed[entry],
             )
         )
     return found

@@ -21,7 +21,7 @@ from evaluator.repeats import DEFAULT_REPEAT_BOOT, repeat_statistics
 from evaluator.seam import Metric
 from evaluator.stats import CONFIDENCE
 from leaderboard.models import EvaluationRun, Headline, RunUnits, Split
-from leaderboard.models.units import decode
+from leaderboard.models.units import UNIT_DTYPE
 
 DONE = EvaluationRun.State.DONE
 
@@ -114,7 +114,9 @@ def beside(split: Split, setting: str, runs: list[int]) -> tuple[list[Repeated |
         ids = [r for r, _ in trials[runs[position]]]
         if any(r not in units or scores.get(r) is None for r in ids):
             continue  # scored before units were kept, or an incomplete result
-        arrays = [decode(bytes(units[r])) for r in ids]
+        # float32 as stored (exact for the units' values): ``repeat_statistics`` reads one
+        # entry at a time in float64
+        arrays = [np.frombuffer(bytes(units[r]), dtype=UNIT_DTYPE) for r in ids]
         if len({len(a) for a in arrays}) == 1:
             scored.append((position, [float(scores[r] or 0.0) for r in ids]))
             values.append(np.vstack(arrays))
