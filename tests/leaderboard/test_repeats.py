@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard import board_store, quotas
+from leaderboard import board_store, quotas, run_actions
 from leaderboard.models import EvaluationRun, RankedBoard, Split, Submission, SubmissionAction, Team
 from leaderboard.repeat_entries import repeat_final_entries
 from leaderboard.run_actions import RunActionRefused
@@ -265,3 +265,22 @@ def test_the_command_repeats_a_split(public, teams, make_entry, django_capture_o
     assert (action.kind, action.why, action.by) == ("repeat", "final", None)
     with pytest.raises(CommandError, match="no split crag-mm-2026/nope/public-test"):
         call_command("repeat_entries", "crag-mm-2026", "nope", "public-test", "--why", "x")
+
+
+def test_organisers_rejudge_and_cancel_repeats_as_any_run(
+    public,
+    repeated,
+    organiser,  # noqa: F811 - the fixture imported above
+    sent,  # noqa: F811 - the fixture imported above
+    django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_actions.rejudge([repeated["alpha-3"]], organiser, "judge fixed") == []
+    assert [run for _, run, _ in sent] == [repeated["alpha-3"].pk]
+    # out of done: the entry's statistics wait for it again, its board line stays
+    entries = board_store.entries(public)
+    assert entries[0].run_id == repeated["alpha"].pk
+    assert entries[0].repeated == {"runs": 3, "done": 2}
+    assert run_actions.cancel([repeated["alpha-3"]], organiser, "enough") == []
+    assert EvaluationRun.objects.get(pk=repeated["alpha-3"].pk).state == State.CANCELLED
+    assert board_store.entries(public)[0].repeated == {"runs": 3, "done": 2}
