@@ -4,6 +4,8 @@ Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
+        [--k 1]
+    python bench/board_stats.py repeated [--entries 1000] [--units 10000] [--k 3] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
 - Calibrated scores (``evaluator.calibrated``): per board, 10,000 items whose people's grade is
@@ -19,10 +21,16 @@ Usage:
   the true ranks are the skills' order. Reports how often an entry's rank interval holds its
   true rank (and how often a whole board's do).
 ``cost``: ``board_statistics`` on a random board of ``--entries`` x ``--units`` (2 threads).
+``repeated``: ``evaluator.repeats.repeat_statistics`` (the statistics of repeated runs: mean,
+interval, between-run sd, pass^k) on a board of ``--entries`` entries run ``--k`` times each on
+``--units`` units (values in {-1, 0, 1}), and decoding their stored units first, as
+``leaderboard.repeats.beside`` does (float32 bytes, ``entries x k`` of them).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
-their statistics, storing the board.
+their statistics, storing the board. ``--k 3``: first gives every ranked entry of that board
+two repeats (``trial`` 1 and 2, done, each unit's value drawn again with probability 0.2, their
+headline the units' mean), so the change also computes the repeated runs' statistics.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluator.board_stats import board_ranks, board_statistics, rank_intervals
 from evaluator.calibrated import calibrated_mean, labels_only
 from evaluator.judge_audit import draw
+from evaluator.repeats import repeat_statistics
 
 GRADES = np.array([1.0, 0.0, -1.0])  # correct, missing, hallucinated
 # the judge's verdict (columns) given the people's grade (rows): agreement ~ 0.9
@@ -122,14 +132,77 @@ def cost(entries: int, units: int, repeats: int) -> None:
     print(f"board_statistics, {entries:,} entries x {units:,} units: {shown} s")
 
 
-def rebuild(database: str, units: int, repeats: int) -> None:
+def repeated(entries: int, units: int, k: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    unit = np.dtype("<f4")  # as RunUnits keeps them (leaderboard.models.units)
+    stored = [
+        [rng.choice(GRADES, size=units).astype(unit).tobytes() for _ in range(k)]
+        for _ in range(entries)
+    ]
+    for _ in range(repeats):
+        started = time.perf_counter()
+        values = [
+            np.vstack([np.frombuffer(data, dtype=unit).astype(np.float64) for data in runs])
+            for runs in stored
+        ]
+        decoded = time.perf_counter() - started
+        scores = [run.mean(axis=1).tolist() for run in values]
+        found = repeat_statistics(scores, values, passing=1.0)
+        took = time.perf_counter() - started
+        print(
+            f"repeat_statistics, {entries:,} entries x {k} runs x {units:,} units: {took:.2f} s "
+            f"({decoded:.2f} s decoding the units; first entry's pass^k {found[0].pass_k:.4f})"
+        )
+
+
+def add_repeats(split: Any, k: int, rng: np.random.Generator) -> None:
+    """Trials 1 to k - 1 of every ranked entry of ``split``'s board, done, with units and a
+    headline (Django set up by ``rebuild``)."""
+    from leaderboard import board_store
+    from leaderboard.models import EvaluationRun, Headline, RunUnits
+    from leaderboard.models.units import decode, encode
+
+    board = board_store.stored(split, "")
+    entries = [run for run, rank in zip(board.runs, board.ranks, strict=True) if rank]
+    originals = EvaluationRun.objects.in_bulk(entries)
+    heads = Headline.objects.in_bulk(entries)
+    stored = dict(RunUnits.objects.filter(run_id__in=entries).values_list("run_id", "values"))
+    for trial in range(1, k):
+        runs = EvaluationRun.objects.bulk_create(
+            EvaluationRun(
+                submission_id=originals[run].submission_id, task_id=originals[run].task_id,
+                split_id=originals[run].split_id, setting="", trial=trial,
+                state=EvaluationRun.State.DONE, judge_id=originals[run].judge_id,
+            )
+            for run in entries
+        )  # fmt: skip
+        made, rows = [], []
+        for run, again in zip(entries, runs, strict=True):
+            values = decode(bytes(stored[run]))
+            redrawn = rng.random(values.size) < 0.2
+            values[redrawn] = rng.choice(GRADES, size=int(redrawn.sum()))
+            made.append(RunUnits(run=again, metric="truthfulness", values=encode(values)))
+            head = heads[run]
+            rows.append(
+                Headline(
+                    run=again, split_id=head.split_id, setting="", count=head.count,
+                    primary=float(values.mean()), metrics=head.metrics,
+                    dimensions=head.dimensions,
+                )
+            )  # fmt: skip
+        RunUnits.objects.bulk_create(made, batch_size=200)
+        Headline.objects.bulk_create(rows, batch_size=1000)
+    print(f"repeats written: {len(entries):,} entries x {k - 1}")
+
+
+def rebuild(database: str, units: int, repeats: int, k: int = 1) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     import django
 
     django.setup()
     from leaderboard import board_store
-    from leaderboard.models import Headline, RankedBoard, RunUnits, Split
+    from leaderboard.models import EvaluationRun, Headline, RankedBoard, RunUnits, Split
     from leaderboard.models.units import encode
 
     split = Split.objects.get(task__task_id="multi-turn-qa", kind="public-test")
@@ -145,6 +218,8 @@ def rebuild(database: str, units: int, repeats: int) -> None:
             made.append(RunUnits(run_id=run_id, metric="truthfulness", values=encode(values)))
         RunUnits.objects.bulk_create(made, batch_size=200)
         print(f"units written for {len(made):,} runs")
+    if k > 1 and not EvaluationRun.objects.filter(split=split, trial__gt=0).exists():
+        add_repeats(split, k, rng)
     for _ in range(repeats):
         started = time.perf_counter()
         board_store.results_changed(split.pk)
@@ -164,17 +239,25 @@ def main() -> None:
     run.add_argument("--entries", type=int, default=1000)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("repeated")
+    run.add_argument("--entries", type=int, default=1000)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--k", type=int, default=3)
+    run.add_argument("--repeats", type=int, default=3)
     run = commands.add_parser("rebuild")
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
+    run.add_argument("--k", type=int, default=1)
     args = parser.parse_args()
     if args.command == "coverage":
         coverage(args.boards, args.seed)
     elif args.command == "cost":
         cost(args.entries, args.units, args.repeats)
+    elif args.command == "repeated":
+        repeated(args.entries, args.units, args.k, args.repeats)
     else:
-        rebuild(args.database, args.units, args.repeats)
+        rebuild(args.database, args.units, args.repeats, args.k)
 
 
 if __name__ == "__main__":

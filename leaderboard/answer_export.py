@@ -40,6 +40,7 @@ FIELDS = (
     ("split", "run__split__kind"),
     ("split_version", "run__split__version"),
     ("setting", "run__setting"),
+    ("trial", "run__trial"),  # 0: the submission's own run; 1, 2, ...: its repeats
     ("run_state", "run__state"),
     ("group", "group"),
     ("position", "position"),
@@ -61,6 +62,7 @@ PARQUET_TYPES = {
     "run": "int64",
     "submission": "int64",
     "split_version": "int64",
+    "trial": "int64",
     "position": "int64",
     "latency_s": "float64",
 }

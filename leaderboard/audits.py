@@ -56,8 +56,10 @@ class JudgeOnSplit:
 
 
 def split_verdicts(split: Split) -> Any:
+    """The verdicts of the split's done runs; repeats apart, so that an audit samples each
+    entry's answers once (``leaderboard.repeats``)."""
     return ItemVerdict.objects.filter(
-        answer__run__split=split, answer__run__state=EvaluationRun.State.DONE
+        answer__run__split=split, answer__run__state=EvaluationRun.State.DONE, answer__run__trial=0
     )
 
 

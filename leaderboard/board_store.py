@@ -25,12 +25,12 @@ from typing import Any
 
 from django.db import transaction
 
-from leaderboard import board_statistics, calibration, public_board, ranking
+from leaderboard import board_statistics, calibration, public_board, ranking, repeats
 from leaderboard.models import RankedBoard, Split, Task
 
 STORED = (
     "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
-    "calibrated", "released",
+    "calibrated", "released", "repeated",
 )  # fmt: skip
 
 
@@ -52,16 +52,21 @@ class Ranked:
     calibrated: list[list[float] | None]  # [value, low, high]: ``leaderboard.calibration``
     # [released score] on a laddered board, else None (``leaderboard.public_board``)
     released: list[list[float | None] | None] = dataclasses.field(default_factory=list)
+    # the repeated runs' statistics, or how many are done, or None: ``leaderboard.repeats``
+    repeated: list[dict[str, Any] | None] = dataclasses.field(default_factory=list)
 
     def places(self) -> list[ranking.Place]:
         """Each entry's rank, rank interval and group, in the board's order."""
         beside = zip(self.rank_low, self.rank_high, self.groups, self.calibrated, strict=True)
         released = self.released or [None] * len(self.runs)
+        repeated = self.repeated or [None] * len(self.runs)  # a board stored before them: []
         places = []
-        for rank, (low, high, group, calibrated), published in zip(
-            self.ranks, beside, released, strict=True
+        for rank, (low, high, group, calibrated), published, again in zip(
+            self.ranks, beside, released, repeated, strict=True
         ):
-            place = ranking.Place(rank, low, high, group, *(calibrated or (None, None, None)))
+            value, value_low, value_high = calibrated or (None, None, None)
+            place = ranking.Place(rank, low, high, group, value, value_low, value_high)
+            place = place._replace(repeated=again)
             if published is not None:
                 place = place._replace(laddered=True, released=published[0])
             places.append(place)
@@ -100,6 +105,7 @@ def ranked(split: Split, setting: str, public: public_board.Rules | None = None)
     runs = [row[0] for row in rows]
     ranks = ranking.ranks(zip(scores, (row[2] for row in rows), strict=True), shared)
     stats = board_statistics.beside(task, runs, ranks, scores, by_people)
+    repeated, about_repeats = repeats.beside(split, setting, runs)
     return Ranked(
         runs=runs,
         ranks=ranks,
@@ -110,8 +116,10 @@ def ranked(split: Split, setting: str, public: public_board.Rules | None = None)
         groups=stats.groups,
         statistics=stats.statistics
         | ({"calibration": about | {"ranks": by_people}} if about else {})
+        | ({"repeats": about_repeats} if about_repeats else {})
         | public.statistics(),
         calibrated=calibrated,
+        repeated=repeated,
     )
 
 

@@ -65,7 +65,7 @@ def flag_similar_runs(run: EvaluationRun, benchmark: SomeGrading) -> int:
     mine = answer_texts(run, benchmark)
     others = (
         EvaluationRun.objects.filter(
-            split=run.split_id, setting=run.setting, state=EvaluationRun.State.DONE
+            split=run.split_id, setting=run.setting, state=EvaluationRun.State.DONE, trial=0
         )
         .exclude(submission__team=run.submission.team_id)
         .order_by("-finished_at")[:COMPARED_RUNS]

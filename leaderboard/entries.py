@@ -32,6 +32,8 @@ class Place(NamedTuple):
     calibrated_high: float | None = None
     laddered: bool = False  # the Ladder publishes only ``released`` (``leaderboard.public_board``)
     released: float | None = None
+    # its repeated runs' statistics or how many are done; None: not repeated
+    repeated: dict[str, Any] | None = None  # ``leaderboard.repeats``
 
 
 class Entry(NamedTuple):
@@ -64,6 +66,7 @@ class Entry(NamedTuple):
     calibrated_high: float | None = None
     laddered: bool = False  # ``Place``'s
     released: float | None = None
+    repeated: dict[str, Any] | None = None  # ``Place``'s
 
     def released_only(self, primary: str) -> Entry:
         """A laddered entry as anyone reads it: its released score as the primary ``primary``,
@@ -80,6 +83,7 @@ class Entry(NamedTuple):
             calibrated=None,
             calibrated_low=None,
             calibrated_high=None,
+            repeated=None,
         )
 
     @property
@@ -107,6 +111,7 @@ class Entry(NamedTuple):
             if self.calibrated is None
             else {"value": self.calibrated, "ci95": [self.calibrated_low, self.calibrated_high]}
         )
+        record["repeated"] = self.repeated
         record["metrics"] = self.metrics
         record["laddered"] = self.laddered  # primary is the Ladder's released score
         return record

@@ -123,8 +123,9 @@ def visible_runs(user: User) -> QuerySet[EvaluationRun]:
 
 
 def can_cancel_run(user: User, run: EvaluationRun) -> bool:
-    """A team's members cancel its unfinished runs (organisers: ``leaderboard.run_actions``)."""
-    return user_teams(user).filter(pk=run.submission.team_id).exists()
+    """A team's members cancel its unfinished runs (organisers: ``leaderboard.run_actions``),
+    but for the repeats organisers asked for (``leaderboard.repeats``): only they cancel those."""
+    return run.trial == 0 and user_teams(user).filter(pk=run.submission.team_id).exists()
 
 
 def can_see_answers(user: User, run: EvaluationRun) -> bool:

@@ -141,8 +141,9 @@ def usage(team: Team, task: Task, now: datetime | None = None) -> QuotaUsage:
     now = now or timezone.now()
     counted = _on_task(team, task).filter(consumes_quota=True)
     today, next_daily_slot = _daily(counted, now - WINDOW, task.quota_per_day)
+    # an organiser's repeats of a final entry (``leaderboard.repeats``) count against no quota
     unfinished = EvaluationRun.objects.filter(
-        submission=OuterRef("pk"), task=task, state__in=UNFINISHED
+        submission=OuterRef("pk"), task=task, state__in=UNFINISHED, trial=0
     )
     phase = open_phase(task, now)
     phase_today, phase_total, phase_slot = 0, 0, None

@@ -112,6 +112,7 @@ def _headline_rows(
         run__split=split,
         run__state=EvaluationRun.State.DONE,
         run__submission__standing=Submission.Standing.SHOWN,  # not hidden nor disqualified
+        run__trial=0,  # a submission's own run; its repeats rank nowhere (``leaderboard.repeats``)
     )
     if before is not None:
         rows = rows.filter(run__submission__created_at__lt=before)

@@ -59,6 +59,7 @@ DONE: dict[str, str] = {
     Kind.RESTORE: "restored to the boards",
     Kind.REFUND: "given its quota back",
     Kind.EVALUATE: "evaluated on the splits added since",
+    Kind.REPEAT: "run again, as a final entry, to measure the variance between runs",
 }
 
 

@@ -16,6 +16,7 @@ from leaderboard.views import (
     organiser_messages,
     overall,
     panel,
+    panel_repeat,
     participants,
     run_live,
     runs,
@@ -55,6 +56,7 @@ urlpatterns = [
     ),
     path("c/<slug:slug>/panel/", panel.panel, name="panel"),
     path("c/<slug:slug>/panel/act/", panel.panel_action, name="panel-action"),
+    path("c/<slug:slug>/panel/repeat/", panel_repeat.panel_repeat, name="panel-repeat"),
     path("c/<slug:slug>/panel/log/", panel.action_log, name="action-log"),
     path("c/<slug:slug>/participants/", participants.participants_page, name="participants"),
     path(

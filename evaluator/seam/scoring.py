@@ -20,6 +20,9 @@ class Scoring(ABC, Generic[ItemT]):
 
     metrics: ClassVar[tuple[Metric, ...]]
     primary: ClassVar[str]  # the default primary metric (ranks entries, paired comparison)
+    # the value from which a unit (``units``) counts as passed: pass^k of repeated runs is the
+    # share of units passed in all k (``evaluator.repeats``); None: the benchmark has no pass
+    passing_unit: ClassVar[float | None] = None
 
     @abstractmethod
     def aggregate(self, graded: Sequence[ItemT], seed: int = 0) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from evaluator.seam import Metric
+from leaderboard.api.repeat_serializers import RepeatedEntrySerializer, RepeatStatisticsSerializer
 from leaderboard.api.serializers import SplitSerializer
 
 
@@ -63,6 +64,7 @@ class BoardStatisticsSerializer(serializers.Serializer[dict[str, object]]):
     calibration = CalibrationSerializer(required=False)
     frozen = FrozenSerializer(required=False)
     ladder = LadderSerializer(required=False)
+    repeats = RepeatStatisticsSerializer(required=False)
 
 
 class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
@@ -100,6 +102,10 @@ class LeaderboardEntrySerializer(serializers.Serializer[dict[str, object]]):
         allow_null=True,
         help_text="the primary score calibrated by the people's labels of the split's latest "
         "finished judge audit (null: none, or judged by another judge)",
+    )
+    repeated = RepeatedEntrySerializer(
+        allow_null=True,
+        help_text="its repeated runs (an organiser's repeat of the final entries); null: none",
     )
     metrics = serializers.DictField()
     derived = serializers.DictField(child=serializers.FloatField(allow_null=True))

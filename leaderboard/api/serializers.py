@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from leaderboard import permissions, public_board, run_queue
+from leaderboard import permissions, public_board, repeats, run_queue
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -96,6 +96,7 @@ class TaskSerializer(serializers.ModelSerializer[Task]):
             "settings",
             "primary_metric",
             "entry_rule",
+            "final_repeats",
             "quota_per_day",
             "quota_total",
             "quota_concurrent",
@@ -133,9 +134,9 @@ class SplitSerializer(serializers.ModelSerializer[Split]):
 def runs_with_scores() -> QuerySet[EvaluationRun]:
     """Runs as ``RunSerializer`` reads them: task, split, and the overall score row."""
     overall = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
-    return EvaluationRun.objects.select_related("task", "split__task__challenge").prefetch_related(
-        Prefetch("slice_scores", overall, to_attr="overall_scores")
-    )
+    runs = EvaluationRun.objects.select_related("task", "split__task__challenge")
+    runs = runs.annotate(repeat_of=repeats.original_run())  # null for a submission's own run
+    return runs.prefetch_related(Prefetch("slice_scores", overall, to_attr="overall_scores"))
 
 
 class RunScoreSerializer(serializers.Serializer[dict[str, object]]):
@@ -187,6 +188,10 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
     score_hidden = serializers.SerializerMethodField()
     published = serializers.SerializerMethodField()
     queue = serializers.SerializerMethodField()
+    repeat_of = serializers.SerializerMethodField(
+        help_text="the run this one repeats (an organiser's repeat of the final entries: "
+        "``trial`` 1 to k - 1); null for a submission's own run"
+    )
 
     class Meta:
         model = EvaluationRun
@@ -198,6 +203,8 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
             "split",
             "split_kind",
             "setting",
+            "trial",
+            "repeat_of",
             "state",
             "failure_reason",
             "items_done",
@@ -255,6 +262,9 @@ class RunSerializer(serializers.ModelSerializer[EvaluationRun]):
         user = request.user if request is not None else AnonymousUser()
         place = run_queue.place_for(user, run)
         return place.as_dict() if place else None
+
+    def get_repeat_of(self, run: EvaluationRun) -> int | None:
+        return repeats.original_of(run)
 
     def get_score_hidden(self, run: EvaluationRun) -> bool:
         return run.state == EvaluationRun.State.DONE and not self._shown(run)

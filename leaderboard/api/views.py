@@ -12,8 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from leaderboard import board_cache, permissions, run_actions
-from leaderboard.api import board_serializers, serializers
+from leaderboard.api import board_serializers, repeat_serializers, serializers
 from leaderboard.models import Challenge, EvaluationRun, Split, Task
+from leaderboard.repeat_entries import repeat_final_entries
+from leaderboard.run_actions import RunActionRefused
 from leaderboard.views.boards import entry_records
 
 
@@ -108,6 +110,29 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
             "entries": entry_records(board),
         }
         return Response(board_serializers.LeaderboardSerializer(body).data)
+
+    @extend_schema(
+        request=repeat_serializers.RepeatSerializer, responses=repeat_serializers.RepeatedSerializer
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def repeat(self, request: Request, pk: str | None = None) -> Response:
+        """An organiser repeats the split's final entries: every ranked entry (baselines apart)
+        gets runs up to its task's ``final_repeats`` on this split and setting, queued, logged
+        with ``why`` (the teams read it). 200 with how many entries were repeated and those
+        that were not; 400 when refused (k is 1, no entry, no reason); 403 for anyone else."""
+        split = self.get_object()
+        if not permissions.is_organiser(request.user, split.task.challenge):
+            raise PermissionDenied(f"only the organisers of {split.task.challenge} repeat entries")
+        asked = repeat_serializers.RepeatSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        try:
+            acted, refused = repeat_final_entries(
+                split, permissions.signed_in(request.user), asked.validated_data["why"]
+            )
+        except RunActionRefused as exc:
+            return Response({"detail": f"nothing repeated: {exc}"}, status=400)
+        body = {"runs_per_entry": split.task.final_repeats, "repeated": acted, "refused": refused}
+        return Response(repeat_serializers.RepeatedSerializer(body).data)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet[EvaluationRun]):

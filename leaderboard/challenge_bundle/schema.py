@@ -48,6 +48,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("entry_rule",), "entry_rule"),
     (("tie_rule",), "tie_rule"),
     (("ranked_by",), "ranked_by"),
+    (("final_repeats",), "final_repeats"),
     (("timeout_policy",), "timeout_policy"),
     (("error_policy",), "error_policy"),
     (("quotas", "per_day"), "quota_per_day"),
@@ -182,6 +183,11 @@ def _task() -> dict[str, Any]:
             "entry_rule": {"enum": Task.EntryRule.values},
             "tie_rule": {"enum": Task.TieRule.values},
             "ranked_by": {"enum": Task.RankedBy.values},
+            "final_repeats": _count(Task, "final_repeats", 1)
+            | {
+                "description": "k: runs of each final entry an organiser's \"repeat the final "
+                'entries" makes on a split (its own and k - 1 more); 1: never repeated'
+            },
             "timeout_policy": {"enum": Task.TimeoutPolicy.values},
             "error_policy": {"enum": Task.ErrorPolicy.values},
             "quotas": _object(

@@ -45,6 +45,7 @@ class SubmissionAction(models.Model):
         RESTORE = "restore", "restore to the boards"
         REFUND = "refund", "give the quota back"
         EVALUATE = "evaluate", "evaluate on the splits added since"
+        REPEAT = "repeat", "repeat a final entry's run"
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="actions")
     kind = models.CharField(max_length=16, choices=Kind)

@@ -60,9 +60,9 @@ def score_stage(run: EvaluationRun) -> None:
     graded = graded_items(run, benchmark, keys)
     scores = benchmark.score(graded)
     verdicts = Counter(benchmark.item_grade(item) for item in graded)
-    other_ids = [
-        entry.run_id for entry in entries(run.split, run.setting) if entry.run_id != run.pk
-    ]
+    # a repeat ranks on no board: it is compared with none (``leaderboard.repeats``)
+    board = entries(run.split, run.setting) if run.trial == 0 else []
+    other_ids = [entry.run_id for entry in board if entry.run_id != run.pk]
     others = EvaluationRun.objects.filter(pk__in=other_ids).order_by("pk")
     comparisons = []
     for other in others:
@@ -77,6 +77,8 @@ def score_stage(run: EvaluationRun) -> None:
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)
+    if run.trial:  # its submission's own run was checked; a repeat answers as it did
+        return
     try:  # advisory, for organisers: never the run's failure
         flag_similar_runs(run, benchmark)
     except Exception:

@@ -92,18 +92,31 @@ def _new_runs(
 ) -> list[EvaluationRun]:
     """Create and dispatch the runs of (split, setting) pairs not in ``have``."""
     settings = _run_settings(list({split.task_id: split.task for split in splits}.values()))
+    wanted = [
+        (split, setting, 0)
+        for split in splits
+        for setting in settings[split.task_id]
+        if (split.pk, setting) not in have
+    ]
+    return _dispatched(submission, wanted, now)
+
+
+def _dispatched(
+    submission: Submission, wanted: list[tuple[Split, str, int]], now: datetime
+) -> list[EvaluationRun]:
+    """Create the runs of ``submission`` on these (split, setting, trial) and send their first
+    stage once the transaction commits (the image is built or reused there)."""
     runs = EvaluationRun.objects.bulk_create(
         EvaluationRun(
             submission=submission,
             task=split.task,
             split=split,
             setting=setting,
+            trial=trial,
             items_total=split.items,
             created_at=now,
         )
-        for split in splits
-        for setting in settings[split.task_id]
-        if (split.pk, setting) not in have
+        for split, setting, trial in wanted
     )
     for run in runs:
         dispatch_stage(run, EvaluationRun.State.BUILDING)
@@ -123,6 +136,20 @@ def add_missing_runs(
     wanted = [s for s in wanted_splits(submission) if only is None or s.pk == only.pk]
     with transaction.atomic():
         return _new_runs(submission, wanted, have, now or timezone.now())
+
+
+def add_repeats(
+    submission: Submission, split: Split, setting: str, k: int, now: datetime | None = None
+) -> list[EvaluationRun]:
+    """The repeats of ``submission``'s run on ``split`` in ``setting`` it lacks, trials 1 to
+    ``k - 1`` (``Task.final_repeats``; an organiser's "repeat the final entries"), sent on
+    commit as any run; none for a failed or cancelled submission."""
+    if submission.state in (*Submission.FAILED_STATES, Submission.State.CANCELLED):
+        return []
+    have = set(submission.runs.filter(split=split, setting=setting).values_list("trial", flat=True))
+    wanted = [(split, setting, trial) for trial in range(1, k) if trial not in have]
+    with transaction.atomic():
+        return _dispatched(submission, wanted, now or timezone.now())
 
 
 def runs_on_new_version(old: Split, new: Split) -> list[EvaluationRun]:

@@ -20,6 +20,7 @@ from django.http import Http404, QueryDict
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.seam import Metric
+from leaderboard import repeats
 from leaderboard.charts import cell_interval, cell_value
 from leaderboard.ranking import Entry, SliceCell, SliceTable
 
@@ -132,6 +133,7 @@ class Row:
     submitted: str
     href: str = ""
     calibrated: str | None = None  # the calibrated score's cell text; None: no such column
+    repeated: str = ""  # its repeated runs' mean, interval, sd, pass^k (``leaderboard.repeats``)
 
     @property
     def submitted_iso(self) -> str:
@@ -156,6 +158,8 @@ class Row:
         )
         if not entry.complete:
             links += f'<span class="badge failed">incomplete: {entry.unjudged} unjudged</span>'
+        if self.repeated:
+            links += f'<div class="muted repeated">{escape(self.repeated)}</div>'
         group = (
             f' data-group="{entry.group}" class="group-{entry.group % 2}"' if entry.group else ""
         )
@@ -245,6 +249,8 @@ def statistics_note(statistics: dict[str, Any], primary: Metric) -> str:
             "inference, 95 % interval); "
             + ("it ranks the board." if calibration["ranks"] else "the judge's score ranks.")
         )
+    if "repeats" in statistics:
+        parts.append(repeats.note(statistics["repeats"]))
     return " ".join(parts)
 
 
@@ -274,6 +280,7 @@ def rows(
                 submitted,
                 href,
                 _calibrated(entry, primary) if calibrated else None,
+                repeats.shown(entry.repeated, primary),
             )
         )
     return result

@@ -48,6 +48,8 @@ EXPORT_HEAD = (
     "judge_id",
 )
 EXPORT_TAIL = ("paper_url", "code_url", "submission_id", "run_id", "submitted_at")
+# an entry's repeated runs (``leaderboard.repeats``), as ``repeated_<name>``: empty when none
+REPEATED_COLUMNS = ("runs", "done", "mean", "low", "high", "sd", "pass_k")
 
 
 def _challenge(request: HttpRequest, slug: str) -> Challenge:
@@ -310,6 +312,8 @@ def _csv_row(record: dict[str, Any], primary: str) -> dict[str, object]:
     row |= {name: record[name] for name in (*EXPORT_HEAD, *EXPORT_TAIL) if name in record}
     row[f"{primary}_ci_low"], row[f"{primary}_ci_high"] = record["primary_ci95"]
     row["rank_low"], row["rank_high"] = record["rank_ci95"]
+    repeated = record.get("repeated") or {}
+    row |= {f"repeated_{name}": repeated.get(name) for name in REPEATED_COLUMNS}
     return row
 
 
@@ -350,6 +354,8 @@ def export(request: HttpRequest, slug: str, task_id: str, kind: str, fmt: str) -
         ]
         fields = [*EXPORT_HEAD, *metrics[:1], f"{primary}_ci_low", f"{primary}_ci_high"]
         fields += [*metrics[1:], *board_settings.derived_names(board), *EXPORT_TAIL]
+        if any(record["repeated"] for record in records):
+            fields += [f"repeated_{name}" for name in REPEATED_COLUMNS]
         writer = csv.DictWriter(response, fieldnames=fields, extrasaction="ignore", restval="")
         writer.writeheader()
         writer.writerows(_csv_row(r, primary) for r in records)

@@ -17,7 +17,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from leaderboard import permissions, public_board, ranking, run_queue
+from leaderboard import permissions, public_board, ranking, repeats, run_queue
 from leaderboard.models import EvaluationRun, SliceScore, Submission, SubmissionTask, Task
 from leaderboard.models.results import ALL
 from leaderboard.run_actions import RunActionRefused, cancel_own
@@ -50,6 +50,7 @@ class RunRow:
     overall: SliceScore | None
     score_hidden: bool  # a private test's score, not public yet
     published: public_board.Published | None = None  # what its public board published
+    repeat: str = ""  # "repeat 2 of 3 of run #7" (``leaderboard.repeats``); "" for its own run
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,9 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
     with its interval) and board, and "choose for final" where a task ranks chosen entries."""
     whole_split = SliceScore.objects.filter(dimension=ALL[0], value=ALL[1])
     runs = EvaluationRun.objects.select_related("task", "split__task__challenge").order_by(
-        "task", "split", "setting"
+        "task", "split", "setting", "trial"
     )
+    runs = runs.annotate(repeat_of=repeats.original_run())
     submissions = (
         permissions.visible_submissions(request.user)
         .select_related("team", "challenge")
@@ -87,7 +89,9 @@ def my_submissions(request: HttpRequest) -> HttpResponse:
             shown = score_shown(run)
             overall = next(iter(run.slice_scores.all()), None) if shown else None
             published = None if shown else public_board.published(run)
-            runs_shown.append(RunRow(run, overall, not shown and not published, published))
+            runs_shown.append(
+                RunRow(run, overall, not shown and not published, published, repeats.label(run))
+            )
         choosable = any(row.run.task.entry_rule == Task.EntryRule.CHOSEN for row in runs_shown)
         rows.append(SubmissionRow(submission, choosable, runs_shown, seen_by_team(submission)))
     return render(request, "leaderboard/my_submissions.html", {"rows": rows})
@@ -137,6 +141,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "leaderboard/run_detail.html",
         {
             "run": run,
+            "repeat": repeats.label(run),
+            "repeat_of": repeats.original_of(run),
             "listed": listed,
             "links": filter_links(listed, wanted) if listed else None,
             "wanted": wanted,

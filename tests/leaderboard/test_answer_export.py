@@ -99,13 +99,13 @@ def test_the_csv_of_the_whole_challenge_row_by_row(runs, challenge, make_user):
     a, b = alpha.submission_id, beta.submission_id
     transcript = f"/runs/{alpha.pk}/transcript.jsonl"
     assert table[1:] == [
-        [str(alpha.pk), "alpha", str(a), "rag, v1", "multi-turn-qa", "validation", "1", "",
+        [str(alpha.pk), "alpha", str(a), "rag, v1", "multi-turn-qa", "validation", "1", "", "0",
          "done", "s1", "0", "i1", "answered", "", "1.5", 'A "red" bus', "correct", "rules@1",
          "v2", "abc", "2026-11-30T12:00:00+00:00", transcript],
-        [str(alpha.pk), "alpha", str(a), "rag, v1", "multi-turn-qa", "validation", "1", "",
+        [str(alpha.pk), "alpha", str(a), "rag, v1", "multi-turn-qa", "validation", "1", "", "0",
          "done", "s1", "1", "i2", "answered", "", "1.5", "no idea\nreally", "missing",
          "rules@1", "v2", "abc", "2026-11-30T12:00:00+00:00", transcript],
-        [str(beta.pk), "beta", str(b), "baseline", "multi-turn-qa", "public-test", "1", "",
+        [str(beta.pk), "beta", str(b), "baseline", "multi-turn-qa", "public-test", "1", "", "0",
          "done", "s9", "0", "i9", "timeout", "", "", "", "", "", "", "", "", ""],
     ]  # fmt: skip
 
@@ -121,7 +121,8 @@ def test_json_lines_of_one_split_and_bad_requests(runs, challenge, make_user):
     assert rows[1] == {
         "run": alpha.pk, "team": "alpha", "submission": alpha.submission_id,
         "method": "rag, v1", "task": "multi-turn-qa", "split": "validation",
-        "split_version": 1, "setting": "", "run_state": "done", "group": "s1", "position": 1,
+        "split_version": 1, "setting": "", "trial": 0, "run_state": "done", "group": "s1",
+        "position": 1,
         "item_key": "i2", "outcome": "answered", "problem": "", "latency_s": 1.5,
         "response": "no idea\nreally", "verdict": "missing", "judge_id": "rules@1",
         "prompt_version": "v2", "prompt_hash": "abc", "judged_at": "2026-11-30T12:00:00+00:00",
@@ -157,7 +158,7 @@ def test_parquet_of_the_whole_challenge_has_the_same_rows_typed(runs, challenge,
     assert rows[2] == {
         "run": beta.pk, "team": "beta", "submission": beta.submission_id, "method": "baseline",
         "task": "multi-turn-qa", "split": "public-test", "split_version": 1, "setting": "",
-        "run_state": "done", "group": "s9", "position": 0, "item_key": "i9",
+        "trial": 0, "run_state": "done", "group": "s9", "position": 0, "item_key": "i9",
         "outcome": "timeout", "problem": "", "latency_s": None, "response": "", "verdict": None,
         "judge_id": None, "prompt_version": None, "prompt_hash": None, "judged_at": None,
         "transcript": None,

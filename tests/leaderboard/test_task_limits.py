@@ -58,8 +58,8 @@ def test_the_admin_and_the_api_show_the_limits_as_before():
         "id", "challenge", "task_id", "name", "description", "protocol", "readiness_s",
         "per_item_s", "max_batch_size", "total_wall_s", "timeout_policy", "error_policy",
         "image_search_enabled", "web_search_enabled", "judge", "settings", "primary_metric",
-        "entry_rule", "quota_per_day", "quota_total", "quota_concurrent", "max_artifact_bytes",
-        "splits_selectable",
+        "entry_rule", "final_repeats", "quota_per_day", "quota_total", "quota_concurrent",
+        "max_artifact_bytes", "splits_selectable",
     )  # fmt: skip
 
 

@@ -94,6 +94,7 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
         Metric("conversations", "Conversations", scale="count"),
     )  # fmt: skip
     primary = "truthfulness"
+    passing_unit = 1.0  # a correct answer (a conversation: every turn correct)
     # What only conversations of several turns have: not columns of a single-turn split.
     multi_turn_metrics = frozenset(
         {"early_stop_rate", "avg_successful_turns", "conversation_score"}

@@ -89,6 +89,7 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
         Metric(GAP, "GPD - GO accuracy gap", scale="ratio", where="gap"),
     )
     primary = "accuracy"
+    passing_unit = 100.0  # a correct answer (units are x100)
     settings_schema: ClassVar[dict[str, Any]] = SETTINGS_SCHEMA
 
     def __init__(

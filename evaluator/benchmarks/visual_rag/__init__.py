@@ -109,6 +109,7 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
         Metric("gcue", "gCUE", scale="ratio", where="gcue"),
     )  # fmt: skip
     primary = "accuracy"
+    passing_unit = 100.0  # a query answered fully right (units are x100)
     settings_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
