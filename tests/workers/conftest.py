@@ -21,6 +21,7 @@ from workers.images import AgentImage
 from workers.janitor import listed_containers
 from workers.limits import Limits
 from workers.outcomes import ItemResult
+from workers.runtimes import RUNTIMES, offered
 from workers.sandbox import LABEL_IMAGE, LABEL_RUN, MiB, SandboxPolicy
 
 HERE = Path(__file__).parent
@@ -60,6 +61,15 @@ def docker_client():
         required.unavailable(f"no Docker engine: {exc}")
     yield client
     client.close()
+
+
+@pytest.fixture(params=RUNTIMES)
+def agent_runtime(request, docker_client) -> str:
+    """Each runtime agents run under (``workers.runtimes``), where this engine offers it;
+    unavailable where not (skipped here, failed in CI: its engine registers runsc)."""
+    if request.param not in offered(docker_client):
+        required.unavailable(f"the engine does not offer the {request.param} runtime")
+    return request.param
 
 
 @pytest.fixture(scope="session")
