@@ -127,6 +127,7 @@ class SandboxPolicy:
             memory_bytes=self.memory_bytes,
             pids_limit=self.pids_limit,
             log_max_bytes=self.log_max_bytes,
+            runtime=self.runtime,
         )
         return {
             **protections,

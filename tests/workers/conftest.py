@@ -29,8 +29,10 @@ REPO = HERE.parent.parent
 BASE_IMAGE = "podium/agent-base:py3.11"
 TEST_PREFIX = "podium-test/"
 
-# Small and quick: what most docker tests run under.
+# Small and quick: what most docker tests run under; under runc whatever the engine offers (the
+# tests of a runtime's sandbox take each one: ``agent_runtime``, test_sandbox_conformance.py).
 TEST_POLICY = SandboxPolicy(
+    runtime="runc",
     memory_bytes=256 * MiB,
     cpus=1.0,
     pids_limit=64,
