@@ -5,18 +5,16 @@ check must fail."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.workers import sandbox_gvisor
+from tests.workers.sandbox_gvisor import SandboxEnded
 from workers.build_engine import interfaces
-from workers.hardening import pids_limit_for
-from workers.sandbox import LABEL_RUN
 
 PROBE = (Path(__file__).parent / "sandbox_probe.py").read_text()
 SETUID_BINARY = "/usr/local/bin/id-setuid"  # root's, setuid: prints the effective uid
@@ -37,20 +35,7 @@ DOCKER_INIT = ("/sbin/docker-init", "/usr/sbin/docker-init")  # where "init": Tr
 INITS = ("docker-init", "tini", "tini-static")  # ... the engine's init binary
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/hostname", "/etc/hosts")  # from Docker's own folder
 ROOT_PATHS = ("/", "/usr", "/usr/lib", "/etc", "/var/tmp", "/agent", "/opt/venv")
-CGROUP_ROOT = "/sys/fs/cgroup"
 EXEC_POLL_S = 5.0
-# What gVisor mounts in every container, by type: its own pseudo filesystems, and through its
-# file proxy (9p, no host path shown) the image's root, Docker's files and volumes
-# (``only_its_own_mounts`` then reads Docker's own list of the container's mounts).
-GVISOR_OWN = {
-    "/": "9p",
-    "/proc": "proc",
-    "/sys": "sysfs",
-    "/dev": "tmpfs",
-    "/dev/pts": "devpts",
-    "/dev/shm": "tmpfs",
-}
-GVISOR_PROXIED = "9p"
 KNOWN_SOCKETS = (
     "/var/run/docker.sock",
     "/run/docker.sock",
@@ -82,28 +67,6 @@ class Configuration:
         if self.shows_failing:
             return [name for name in CHECKS if name in self.shows_failing]
         return [name for name in CHECKS if name not in self.not_applicable]
-
-
-def host_cgroup(container_id: str, controller: str, name: str) -> str | None:
-    """The container's cgroup file ``name`` as the host sees it (v1: under ``controller``; v2:
-    the unified tree), or None: gVisor shows the agent none of them, the host's still hold."""
-    for pattern in (
-        f"{controller}/**/{container_id}/{name}",
-        f"{controller}/**/docker-{container_id}.scope/{name}",
-        f"**/{container_id}/{name}",
-        f"**/docker-{container_id}.scope/{name}",
-    ):
-        for path in Path(CGROUP_ROOT).glob(pattern):
-            return path.read_text().strip()
-    return None
-
-
-class SandboxEnded(RuntimeError):
-    """The container ended while a probe ran (gVisor's sandbox meeting its host limits)."""
-
-    def __init__(self, state: dict) -> None:
-        super().__init__(f"the container ended: {state}")
-        self.state = state
 
 
 @dataclass
@@ -251,18 +214,7 @@ def only_declared_places_writable(s: Subject) -> None:
 def memory_limited(s: Subject) -> None:
     limit = s.configuration.memory_bytes
     if s.configuration.runtime == "runsc":
-        # the limit is the whole sandbox's (gVisor's kernel with the agent's memory in it):
-        # meeting it, the host's OOM killer ends the sandbox; no cgroup file inside: the host's
-        seen = {
-            "limit": host_cgroup(s.container.id, "memory", "memory.limit_in_bytes")
-            or host_cgroup(s.container.id, "memory", "memory.max"),
-            "with_swap": host_cgroup(s.container.id, "memory", "memory.memsw.limit_in_bytes")
-            or host_cgroup(s.container.id, "memory", "memory.swap.max"),
-        }  # read first: the cgroup goes with the sandbox
-        with contextlib.suppress(SandboxEnded):
-            s.probe("memory", bytes=limit + 64 * 1024 * 1024)
-        s.container.reload()
-        assert s.container.attrs["State"]["OOMKilled"], s.container.attrs["State"]
+        seen = sandbox_gvisor.memory_seen(s)
     else:
         seen = s.probe("memory", bytes=limit + 64 * 1024 * 1024)
         assert seen["returncode"] == -9 or "MemoryError" in seen["stderr"], seen
@@ -277,32 +229,14 @@ def pids_limited(s: Subject) -> None:
         assert seen["error"] == "EAGAIN" and seen["forked"] < limit, seen
         assert seen["max"] == str(limit), seen
         return
-    # gVisor: the engine's limit bounds the sandbox's host threads (workers.hardening's
-    # allowance for its own); a fork loop meets it as the sandbox's end, or as EAGAIN
-    expected = str(pids_limit_for(limit, "runsc"))
-    assert host_cgroup(s.container.id, "pids", "pids.max") == expected
-    try:
-        seen = s.probe("pids", at_most=4 * int(expected))
-    except SandboxEnded:
-        seen = {"error": None, "forked": 0}
-    s.container.reload()
-    ended = s.container.status != "running"
-    assert ended or (seen["error"] == "EAGAIN" and seen["forked"] < int(expected)), seen
+    sandbox_gvisor.pids_held(s)
 
 
 def cpu_quota_holds(s: Subject) -> None:
     cpus = s.configuration.cpus
     assert cpus is not None, "a configuration with no CPU quota declares this check not applicable"
     if s.configuration.runtime == "runsc":
-        # gVisor shows no cgroup file and reports CPU time of its own: the host's cgroup says
-        # the quota, and how much CPU the sandbox used while the probe spun
-        used_before = _host_cpu_s(s.container.id)
-        started = time.monotonic()
-        seen = s.probe("cpu", processes=2, seconds=1.0)
-        seen["wall_s"] = time.monotonic() - started
-        seen["cpu_s"] = _host_cpu_s(s.container.id) - used_before
-        seen["v1"] = [host_cgroup(s.container.id, "cpu", f"cpu.cfs_{n}_us") for n in QUOTA]
-        seen["v2"] = host_cgroup(s.container.id, "cpu", "cpu.max")
+        seen = sandbox_gvisor.cpu_seen(s)
     else:
         seen = s.probe("cpu", processes=2, seconds=1.0)
     quota, period = seen["v1"] if seen["v2"] is None else seen["v2"].split()
@@ -311,25 +245,12 @@ def cpu_quota_holds(s: Subject) -> None:
     assert seen["cpu_s"] <= cpus * seen["wall_s"] + 0.2, seen
 
 
-QUOTA = ("quota", "period")
-
-
-def _host_cpu_s(container_id: str) -> float:
-    """The CPU time the container's processes used, from the host's cgroup (v1 or v2)."""
-    usage_ns = host_cgroup(container_id, "cpuacct", "cpuacct.usage")
-    if usage_ns is not None:
-        return int(usage_ns) / 1e9
-    stat = host_cgroup(container_id, "cpu", "cpu.stat") or ""
-    fields = dict(line.split() for line in stat.splitlines())
-    return int(fields["usage_usec"]) / 1e6
-
-
 # -- no other team's data
 
 
 def only_its_own_mounts(s: Subject) -> None:
     if s.configuration.runtime == "runsc":
-        _only_its_own_mounts_under_gvisor(s)
+        sandbox_gvisor.only_its_own_mounts(s, (*NETWORK_FILES, *DOCKER_INIT))
         return
     container_id = s.container.id
     declared = s.configuration.mounts
@@ -350,36 +271,6 @@ def only_its_own_mounts(s: Subject) -> None:
         else:  # Docker's masks over /proc and /sys: empty, read-only or /dev/null
             masked = kind in ("proc", "tmpfs") and root in ("/", "/null", target[len("/proc") :])
             assert target.startswith(("/proc/", "/sys/")) and masked, f"not its own: {mount}"
-
-
-def _only_its_own_mounts_under_gvisor(s: Subject) -> None:
-    """gVisor shows what comes from the host as 9p, with no host path: each mount it shows is
-    declared (as declared, or proxied), gVisor's own, or Docker's files; and Docker's own list
-    of the container's mounts (on the host) holds the declared ones alone, from this
-    container's volumes of the declared kind or the host folders made for it."""
-    declared = s.configuration.mounts
-    docker_files = {*NETWORK_FILES, *DOCKER_INIT}
-    for mount in s.filesystem()["mounts"]:
-        target, kind, root = mount["target"], mount["type"], mount["root"]
-        assert root == "/", mount
-        if target in declared:
-            assert kind in (declared[target], GVISOR_PROXIED), mount
-        elif target in GVISOR_OWN:
-            assert kind == GVISOR_OWN[target], mount
-        else:
-            assert target in docker_files and kind == GVISOR_PROXIED, f"not its own: {mount}"
-    s.container.reload()
-    for mount in s.container.attrs["Mounts"]:
-        target = mount["Destination"]
-        assert target in declared, f"not declared: {mount}"
-        if mount["Type"] == "bind":
-            assert declared[target] == "bind" and s.bound.get(target) == mount["Source"], mount
-        else:
-            assert mount["Type"] == "volume", mount
-            volume = s.container.client.volumes.get(mount["Name"])
-            labels = volume.attrs.get("Labels") or {}
-            assert (volume.attrs.get("Options") or {}).get("type") == declared[target], volume
-            assert labels.get(LABEL_RUN) == s.container.labels.get(LABEL_RUN), (mount, labels)
 
 
 def no_docker_socket(s: Subject) -> None:

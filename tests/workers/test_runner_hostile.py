@@ -106,12 +106,18 @@ def test_fork_bomb_is_held_by_the_pids_limit(agent_image, tmp_path, recorder, no
         )
 
     report = alongside(agent_image, tmp_path / "n", attack, policy)
+    subprocess.run(["true"], check=True)  # the host can still start processes
+    if policy.runtime == "runsc" and report.status == "failed":
+        # gVisor: the loop meets the whole sandbox's limits (the memory gVisor's kernel holds
+        # for its tasks, the host threads the pids limit counts) and the sandbox ends: held,
+        # the run fails with Podium's reason, nothing filed; the neighbour completed
+        assert recorder.results == [] and report.failure_reason, report
+        return
     assert report.status == "completed", report.failure_reason
     answer = recorder.results[0].response
     children = int(answer.split()[1])
     assert 0 < children < TEST_POLICY.pids_limit
     assert "Resource temporarily unavailable" in answer
-    subprocess.run(["true"], check=True)  # the host can still start processes
 
 
 def test_memory_hog_is_oom_killed_with_a_readable_reason(
