@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import stat
@@ -16,7 +17,13 @@ import pytest
 from docker.types import Mount
 
 from agentkit.protocol import IMAGE_DIR
-from tests.workers.conftest import TEST_POLICY
+from evaluator.benchmarks.crag_mm.agent import TurnPlan
+from tests.workers.conftest import (
+    TEST_LIMITS,
+    TEST_POLICY,
+    IdentityTruncator,
+    make_split,
+)
 from workers.image_volume import (
     ImageDirFull,
     ImageFile,
@@ -24,6 +31,8 @@ from workers.image_volume import (
     Stager,
     read_image,
 )
+from workers.runner import run_agent
+from workers.runtimes import check
 
 
 def test_images_are_named_by_content_with_their_suffix(tmp_path):
@@ -262,3 +271,22 @@ def test_the_space_of_batches_an_agent_mapped_comes_back_under_each_runtime(
             result = container.exec_run(["python3", "-c", mapper, *paths], user="10001:10001")
             assert result.exit_code == 0, result.output
             images.answered()
+
+
+@pytest.mark.docker
+def test_a_long_run_never_fills_the_image_directory(
+    agent_image, tmp_path, recorder, no_leftovers, agent_runtime
+):
+    """The runner tells the volume of each batch answered, so the batches before are emptied
+    and removed: a run of many more batches than the directory's room (three batches and a
+    margin of 64 pages) completes with no restart, under each runtime."""
+    split = make_split(tmp_path / "s", [1] * 160)  # 80 batches of two, a page of image each
+    plan = TurnPlan(split, "multi-source-augmentation", IdentityTruncator().truncate)
+    assert plan.volume_bytes(2) < 80 * 2 * 4096
+    policy = dataclasses.replace(TEST_POLICY, runtime=check(agent_runtime))
+    report = run_agent(
+        agent_image("agents/recorder"), plan, "multi-source-augmentation", TEST_LIMITS,
+        recorder, policy=policy,
+    )  # fmt: skip
+    assert report.status == "completed", report.failure_reason
+    assert report.restarts == 0 and len(recorder.results) == 160
