@@ -231,6 +231,7 @@ def breakdown_ms(image: AgentImage, split: Split) -> tuple[float, float, float, 
             sent = time.perf_counter()
             reply = box.agent.batch(body, 160.0)
             call += time.perf_counter() - sent
+            box.images.answered()
             stage += staging_done - started
             show += sent - staging_done
             server += reply.body["elapsed_s"]

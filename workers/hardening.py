@@ -40,9 +40,34 @@ class Hardened(TypedDict):
     log_config: LogConfig
 
 
-def hardened(*, memory_bytes: int, pids_limit: int, log_max_bytes: int = 64 * 1024) -> Hardened:
+# Under gVisor (runsc) the engine's pids limit counts the sandbox's own host threads, not the
+# agent's tasks: gVisor's kernel, its file proxy and, on the ptrace platform, a traced stub
+# process and tracing threads per task (measured with Debian's runsc 0.0~20221219: about 56
+# idle, then 7-8 more per agent process: docs/security.md, "Agent runtime: gVisor"). The limit
+# it is given allows that many per task the agent may have, so that the host's threads stay
+# bounded and an agent within its own limit is not ended by gVisor's.
+RUNSC_OWN_THREADS = 64
+RUNSC_THREADS_PER_TASK = 8
+
+
+def pids_limit_for(pids_limit: int, runtime: str | None) -> int:
+    """The engine's pids limit for a container whose processes and threads ``pids_limit``
+    bounds, under ``runtime`` (None: the engine's default, runc)."""
+    if runtime == "runsc":
+        return RUNSC_OWN_THREADS + RUNSC_THREADS_PER_TASK * pids_limit
+    return pids_limit
+
+
+def hardened(
+    *,
+    memory_bytes: int,
+    pids_limit: int,
+    log_max_bytes: int = 64 * 1024,
+    runtime: str | None = None,
+) -> Hardened:
     """The arguments of a hardened container: ``memory_bytes`` of memory and no swap, at most
-    ``pids_limit`` processes and threads, a json-file log of at most ``log_max_bytes``."""
+    ``pids_limit`` processes and threads (``pids_limit_for`` its ``runtime``), a json-file log
+    of at most ``log_max_bytes``."""
     if memory_bytes <= 0 or pids_limit <= 0 or log_max_bytes <= 0:
         raise ValueError(
             f"hardened: sizes must be positive (memory {memory_bytes}, pids {pids_limit}, "
@@ -56,7 +81,7 @@ def hardened(*, memory_bytes: int, pids_limit: int, log_max_bytes: int = 64 * 10
         security_opt=[NO_NEW_PRIVILEGES],
         privileged=False,
         ipc_mode="private",
-        pids_limit=pids_limit,
+        pids_limit=pids_limit_for(pids_limit, runtime),
         mem_limit=memory_bytes,
         memswap_limit=memory_bytes,  # the same: no swap
         log_config=LogConfig(

@@ -17,17 +17,26 @@ read-only at ``IMAGE_DIR`` in the container; the runner writes through the volum
    (0755) and closes the one shown before (0700): two ``chmod`` calls.
 
 So the agent can only ever read the images of the batch being asked: no image of a later item,
-never any ground truth. The volume is sized by the benchmark's plan
-(``evaluator.seam.agent_plan.AgentPlan.volume_bytes``) for two batches of the largest
-items, so it cannot overflow while only the runner writes; it could only fill up if the agent
-kept removed files open or mapped (their space is freed when the last descriptor or mapping
-goes). agentkit maps a batch's files and copies what the agent keeps just after answering it,
-so staging waits a moment for that before it reports :class:`ImageDirFull`.
+never any ground truth.
+
+A removed file's space comes back only once nothing holds it: under runc, once agentkit has let
+go of it (it maps a batch's files and copies what the agent keeps just after answering it);
+under gVisor (runsc), never by itself, since gVisor's dentry cache keeps a host descriptor of
+every file the agent opened, removed or not. So the runner gives the space back itself: it
+empties (truncates) a batch's files before removing them, which frees a tmpfs file's pages
+whoever holds it. It does so only for batches agentkit has surely let go of: those before the
+last batch answered (:meth:`ImageVolume.answered`: agentkit releases a batch's files before it
+reads the next request) and those never shown; a batch shown since stays, hidden, until then.
+The volume is sized by the benchmark's plan (``evaluator.seam.agent_plan.AgentPlan.volume_bytes``)
+for three batches of the largest items (the one answered last, the one shown, the one staged
+ahead), so it cannot overflow while the agent answers in time; after a time-out (the agent may
+still hold older batches) staging waits a moment, then reports :class:`ImageDirFull`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import errno
 import hashlib
 import itertools
@@ -87,6 +96,9 @@ class ImageVolume:
         self.host_dir = host_dir
         self.full_wait_s = full_wait_s
         self.shown: StagedBatch | None = None
+        # the directories shown since the last batch answered, that one included: agentkit may
+        # still hold their files (replaced whole: ``stage`` may read it on another thread)
+        self.unreleased: tuple[str, ...] = ()
         self._numbers = itertools.count(1)
 
     def stage(self, images: Sequence[Sequence[ImageFile]]) -> StagedBatch:
@@ -104,7 +116,7 @@ class ImageVolume:
                 time.sleep(FULL_POLL_S)
 
     def _stage(self, images: Sequence[Sequence[ImageFile]]) -> StagedBatch:
-        self._remove_all_but(self.shown)
+        self._remove_released()
         staged = StagedBatch(
             f"{next(self._numbers):06d}",
             tuple(tuple(image.name for image in files) for files in images),
@@ -126,7 +138,7 @@ class ImageVolume:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ImageDirFull(
                     f"the image directory is full ({len(unique)} images to stage): "
-                    "the agent keeps removed images open"
+                    "the agent still holds the images of batches before"
                 ) from None
             raise
         return staged
@@ -138,13 +150,23 @@ class ImageVolume:
         if self.shown is not None and self.shown != staged:
             os.chmod(self.host_dir / self.shown.directory, HIDDEN)
         self.shown = staged
+        if staged.directory not in self.unreleased:
+            self.unreleased = (*self.unreleased, staged.directory)
         return [
             [f"{IMAGE_DIR}/{staged.directory}/{name}" for name in names] for names in staged.names
         ]
 
-    def _remove_all_but(self, keep: StagedBatch | None) -> None:
+    def answered(self) -> None:
+        """The agent answered the shown batch: agentkit has let go of every batch before it."""
+        if self.shown is not None:
+            self.unreleased = (self.shown.directory,)
+
+    def _remove_released(self) -> None:
+        """Empty and remove every directory but those agentkit may still hold."""
+        unreleased = self.unreleased
         for entry in os.scandir(self.host_dir):
-            if keep is None or entry.name != keep.directory:
+            if entry.name not in unreleased:
+                _empty(entry.path)
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
@@ -226,6 +248,19 @@ def _drop(ahead: _Ahead[Any]) -> None:
     ahead.start_now.set()
     if not ahead.staged.cancel():
         concurrent.futures.wait([ahead.staged])
+
+
+def _empty(directory: str) -> None:
+    """Truncate each file of ``directory`` that no other directory links: its pages are freed
+    now, even while gVisor (or a careless agent) still holds it."""
+    with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:
+        for entry in entries:
+            if (
+                entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_nlink == 1
+            ):
+                os.chmod(entry.path, 0o600)  # the runner's own file, written 0444
+                os.truncate(entry.path, 0)
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -17,7 +17,8 @@ so an interrupted run resumes from ``answered`` without asking anything twice. D
   fails when ``error_policy`` is "abort" (as the official evaluation);
 - a reply that breaks the benchmark's schema for one item: that item is ``invalid`` (no answer),
   the rest of the batch and the run go on;
-- the image directory full (only if the agent keeps removed images open): a fresh container;
+- the image directory full (only while the agent holds batches unanswered, after a time-out):
+  a fresh container;
 - out of memory, load failure, readiness time-out, protocol errors, total wall time: the run
   fails with a reason the participant can read (never a query or answer from the split).
 
@@ -305,6 +306,7 @@ class _Run:
         if reply.status in PROTOCOL_STATUSES:
             reason = f"protocol error: /batch answered HTTP {reply.status}"
             raise RunFailed(reason, reply_text(reply.body))
+        box.images.answered()  # agentkit read this batch: it let go of the ones before
         if reply.status != 200:
             if self.limits.error_policy == "abort":
                 raise RunFailed(

@@ -11,8 +11,8 @@ fresh for every container start:
 - the socket directory at ``/podium/sock``, owned by the agent's uid, so a hostile agent cannot
   fill the host disk through it: it holds at most ``socket_dir_bytes`` of memory;
 - the image directory at ``/podium/images``, mounted read-only and owned by the runner, sized
-  by the runner for two batches of the split's images: the one the agent may read and the next
-  one, staged where it may not (see ``workers/image_volume.py``).
+  by the runner for three batches of the split's images: the one answered last, the one the
+  agent may read and the next one, staged where it may not (see ``workers/image_volume.py``).
 
 Docker mounts each tmpfs at the volume's host ``Mountpoint`` while the container runs; the
 runner (root on the Docker host) reaches ``agent.sock`` there, places ``search.sock`` next to it
@@ -127,6 +127,7 @@ class SandboxPolicy:
             memory_bytes=self.memory_bytes,
             pids_limit=self.pids_limit,
             log_max_bytes=self.log_max_bytes,
+            runtime=self.runtime,
         )
         return {
             **protections,

@@ -29,6 +29,9 @@ MARGIN_BYTES = 256 * 1024  # directory entries and inodes
 RagContext = Callable[[str, Path | None], str]
 
 
+BATCHES_HELD = 3  # batches the image directory holds at once (volume_bytes)
+
+
 class BatchRefused(Exception):
     """A reply the benchmark cannot take (the message is Podium's words, never the agent's)."""
 
@@ -117,13 +120,16 @@ class AgentPlan(ABC, Generic[RefT]):
         (CRAG-MM's histories); nothing by default."""
 
     def volume_bytes(self, batch_size: int) -> int:
-        """The image directory's size: room for two batches (the one shown and the one staged
-        ahead) of the largest items' images, and never more than every image of the run; each
-        file in whole pages, plus a margin. (A size is a limit, not a reservation: the volume
-        only holds what is written.)"""
+        """The image directory's size: room for three batches (the one answered last, which
+        agentkit may still be letting go of, the one shown and the one staged ahead:
+        ``workers.image_volume``) of the largest items' images, and never more than every image
+        of the run; each file in whole pages, plus a margin. (A size is a limit, not a
+        reservation: the volume only holds what is written.)"""
         refs = [ref for batch in self.batches(1, ()) for ref in batch]
         files = [set(self.image_files(ref)) for ref in refs]
-        largest = heapq.nlargest(2 * batch_size, (sum(map(page_bytes, f)) for f in files))
+        largest = heapq.nlargest(
+            BATCHES_HELD * batch_size, (sum(map(page_bytes, f)) for f in files)
+        )
         every = sum(map(page_bytes, set().union(*files)))
         return min(sum(largest), every) + MARGIN_BYTES
 

@@ -272,7 +272,8 @@ def test_an_image_the_agent_keeps_outlives_its_file(start_agent, tmp_path):
 
 def test_a_kept_undecoded_image_holds_no_removed_file(start_agent, tmp_path):
     """Files are mapped while a batch is answered; what the agent keeps is copied after, so a
-    removed file's space is never held (the image directory is sized for two batches)."""
+    removed file's space is never held (under runc; the runner empties
+    the batches agentkit let go of, for gVisor)."""
     source = """
         class Agent:
             def __init__(self, search_pipeline):

@@ -36,15 +36,16 @@ def test_cap_text_cuts_on_a_character_boundary_and_replaces_what_is_not_utf8() -
     assert cap_text("a\udcffb\x00", 100) == "a?b\ufffd"
 
 
-def test_the_turn_plan_sizes_the_image_directory_for_two_batches_of_the_largest(
+def test_the_turn_plan_sizes_the_image_directory_for_three_batches_of_the_largest(
     tmp_path: Path,
 ) -> None:
-    split = crag_split(tmp_path, {"a": 10, "b": 5000, "c": 4096, "d": 1})
+    split = crag_split(tmp_path, {"a": 10, "b": 5000, "c": 4096, "d": 1, "e": 1})
     plan = TurnPlan(split, "multi-turn-qa", str)
-    # per turn its conversation's image; two batches of one: the two largest turns (b, b)
-    assert plan.volume_bytes(1) == 8192 + 8192 + MARGIN_BYTES
-    # never more than every image once: 8192 + 4096 + 4096 + 4096
-    assert plan.volume_bytes(16) == 8192 + 3 * 4096 + MARGIN_BYTES
+    # per turn its conversation's image; three batches of one (the one answered last, the one
+    # shown, the one staged ahead): the three largest turns (b, b, then one of a page)
+    assert plan.volume_bytes(1) == 8192 + 8192 + 4096 + MARGIN_BYTES
+    # never more than every image once: 8192 + 4096 + 4096 + 4096 + 4096
+    assert plan.volume_bytes(16) == 8192 + 4 * 4096 + MARGIN_BYTES
     (tmp_path / "d").unlink()
     with pytest.raises(FileNotFoundError):
         plan.volume_bytes(16)

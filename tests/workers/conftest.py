@@ -21,6 +21,7 @@ from workers.images import AgentImage
 from workers.janitor import listed_containers
 from workers.limits import Limits
 from workers.outcomes import ItemResult
+from workers.runtimes import RUNTIMES, offered
 from workers.sandbox import LABEL_IMAGE, LABEL_RUN, MiB, SandboxPolicy
 
 HERE = Path(__file__).parent
@@ -28,8 +29,10 @@ REPO = HERE.parent.parent
 BASE_IMAGE = "podium/agent-base:py3.11"
 TEST_PREFIX = "podium-test/"
 
-# Small and quick: what most docker tests run under.
+# Small and quick: what most docker tests run under; under runc whatever the engine offers (the
+# tests of a runtime's sandbox take each one: ``agent_runtime``, test_sandbox_conformance.py).
 TEST_POLICY = SandboxPolicy(
+    runtime="runc",
     memory_bytes=256 * MiB,
     cpus=1.0,
     pids_limit=64,
@@ -60,6 +63,15 @@ def docker_client():
         required.unavailable(f"no Docker engine: {exc}")
     yield client
     client.close()
+
+
+@pytest.fixture(params=RUNTIMES)
+def agent_runtime(request, docker_client) -> str:
+    """Each runtime agents run under (``workers.runtimes``), where this engine offers it;
+    unavailable where not (skipped here, failed in CI: its engine registers runsc)."""
+    if request.param not in offered(docker_client):
+        required.unavailable(f"the engine does not offer the {request.param} runtime")
+    return request.param
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import time
 SKIPPED_TREES = ("/proc", "/sys")
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 APPEND = os.O_WRONLY | os.O_APPEND
+PR_GET_NO_NEW_PRIVS, SYS_CAPGET, CAPABILITY_VERSION_3 = 39, 125, 0x20080522
 
 
 def attempt(action):
@@ -47,6 +48,24 @@ def status(pid):
             fields[key] = value.strip()
     keys = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")
     return {key: fields.get(key) for key in keys}
+
+
+def no_new_privs():
+    """prctl(PR_GET_NO_NEW_PRIVS): gVisor's /proc status has no NoNewPrivs line."""
+    return ctypes.CDLL(None, use_errno=True).prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+
+
+def capget():
+    """capget(2) of this process: {effective, permitted, inheritable} as hex, both 32-bit halves
+    (gVisor's /proc status has no CapAmb line: an ambient capability must be permitted and
+    inheritable, so these bound it)."""
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_CAPGET, header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    names = ("effective", "permitted", "inheritable")
+    return {n: f"{data[i + 3] << 32 | data[i]:016x}" for i, n in enumerate(names)}
 
 
 def mountinfo():
@@ -91,6 +110,8 @@ def privileges(args):
     return {
         "self": status("self"),
         "init": status(1),
+        "no_new_privs": no_new_privs(),
+        "capget": capget(),
         "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()],
         "groups": os.getgroups(),
         "mount": attempt(lambda: libc_call("mount", b"none", b"/tmp", b"tmpfs", 0, None)),

@@ -3,10 +3,17 @@ image; ``test_sandbox_conformance.py`` checks in real containers that it holds."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from workers.build_notices import check_container
-from workers.hardening import hardened
+from workers.hardening import (
+    RUNSC_OWN_THREADS,
+    RUNSC_THREADS_PER_TASK,
+    hardened,
+    pids_limit_for,
+)
 from workers.package_index import gate_container
 from workers.sandbox import SandboxPolicy
 
@@ -44,3 +51,16 @@ def test_every_container_of_a_teams_image_takes_the_hardening(tmp_path):
                 assert kwargs[key] == value, (name, key)
         assert kwargs["memswap_limit"] == kwargs["mem_limit"] > 0, name
         assert kwargs["pids_limit"] > 0 and kwargs["log_config"]["Type"] == "json-file", name
+
+
+def test_under_runsc_the_pids_limit_allows_for_the_sandboxs_own_threads():
+    """gVisor's kernel, file proxy and ptrace stubs are host threads the engine's limit counts."""
+    assert pids_limit_for(64, None) == pids_limit_for(64, "runc") == 64
+    assert pids_limit_for(64, "runsc") == RUNSC_OWN_THREADS + RUNSC_THREADS_PER_TASK * 64
+    assert hardened(memory_bytes=1, pids_limit=64, runtime="runsc")["pids_limit"] > 8 * 64
+    policy = SandboxPolicy(pids_limit=100)
+    assert policy.container_kwargs("i", "multi-turn-qa", "v", "w", "r")["pids_limit"] == 100
+    runsc = dataclasses.replace(policy, runtime="runsc")
+    assert runsc.container_kwargs("i", "multi-turn-qa", "v", "w", "r")["pids_limit"] == (
+        pids_limit_for(100, "runsc")
+    )
