@@ -3,6 +3,7 @@
 Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
+    python bench/board_stats.py slices [--entries 1000] [--units 10000] [--values 20]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
@@ -19,6 +20,10 @@ Usage:
   the true ranks are the skills' order. Reports how often an entry's rank interval holds its
   true rank (and how often a whole board's do).
 ``cost``: ``board_statistics`` on a random board of ``--entries`` x ``--units`` (2 threads).
+``slices``: the same board cut into ``--values`` slice values (the units shared out at random
+over ``--dimensions`` dimensions, each a partition of the units, as CRAG-MM's domain, query type,
+image quality and ego are): times every value's statistics (``slice_statistics.value_statistics``,
+the arithmetic a slice table's first view computes per dimension), per dimension and in all.
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
@@ -122,6 +127,29 @@ def cost(entries: int, units: int, repeats: int) -> None:
     print(f"board_statistics, {entries:,} entries x {units:,} units: {shown} s")
 
 
+def slices(entries: int, units: int, values: int, dimensions: int, repeats: int) -> None:
+    from leaderboard.slice_statistics import value_statistics
+
+    rng = np.random.default_rng(0)
+    scores = np.sort(rng.uniform(0.2, 0.8, entries))[::-1]
+    board = (rng.random((entries, units)) < scores[:, None]).astype(np.float64)
+    per_dimension = np.full(dimensions, values // dimensions)
+    per_dimension[: values % dimensions] += 1
+    cuts = [rng.integers(0, k, size=units) for k in per_dimension]
+    for _ in range(repeats):
+        times = []
+        for cut, k in zip(cuts, per_dimension, strict=True):
+            started = time.perf_counter()
+            for value in range(k):
+                value_statistics(board[:, cut == value], True, True)
+            times.append(time.perf_counter() - started)
+        shown = ", ".join(f"{t:.2f}" for t in times)
+        print(
+            f"slices, {entries:,} entries x {units:,} units, {values} values in {dimensions} "
+            f"dimensions: per dimension {shown} s; all {sum(times):.2f} s"
+        )
+
+
 def rebuild(database: str, units: int, repeats: int) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
@@ -164,6 +192,12 @@ def main() -> None:
     run.add_argument("--entries", type=int, default=1000)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("slices")
+    run.add_argument("--entries", type=int, default=1000)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--values", type=int, default=20)
+    run.add_argument("--dimensions", type=int, default=4)
+    run.add_argument("--repeats", type=int, default=3)
     run = commands.add_parser("rebuild")
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
@@ -173,6 +207,8 @@ def main() -> None:
         coverage(args.boards, args.seed)
     elif args.command == "cost":
         cost(args.entries, args.units, args.repeats)
+    elif args.command == "slices":
+        slices(args.entries, args.units, args.values, args.dimensions, args.repeats)
     else:
         rebuild(args.database, args.units, args.repeats)
 

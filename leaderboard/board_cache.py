@@ -31,6 +31,7 @@ from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard import board_store, ranking, scores
+from leaderboard import slice_statistics as slice_stats
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -42,6 +43,7 @@ from leaderboard.models import (
     Team,
 )
 from leaderboard.models.submission import run_moved
+from leaderboard.slice_statistics import SliceStatistics
 
 T = TypeVar("T")
 
@@ -77,10 +79,12 @@ def _cached(key: str, compute: Callable[[], T]) -> T:
     return cast(T, cache.get_or_set(key, compute, FRAGMENT_TIMEOUT_S))
 
 
-def derived(split: Split, setting: str, name: str, compute: Callable[[], T]) -> T:
-    """``compute()``, a value derived from ``split``'s results in ``setting`` alone, computed
-    once per version of those results (then cached under ``name``)."""
-    return _cached(_key(split, name, setting), compute)
+def derived(
+    split: Split, setting: str, name: str, compute: Callable[[], T], parts: Iterable[object] = ()
+) -> T:
+    """``compute()``, a value derived from ``split``'s results in ``setting`` alone (and
+    ``parts``), computed once per version of those results (then cached under ``name``)."""
+    return _cached(_key(split, name, setting, parts), compute)
 
 
 def across(
@@ -97,6 +101,19 @@ def across(
 def board(split: Split, setting: str = "") -> ranking.Board:
     """``board_store.board(split, setting)``, read once per version of the split's results."""
     return derived(split, setting, "board", lambda: board_store.board(split, setting))
+
+
+def slice_statistics(split: Split, setting: str, dimension: str) -> SliceStatistics:
+    """``slice_statistics.slice_statistics``: computed on the first read of the dimension
+    after the split's results change (~0.3 s a slice value for 1,000 entries x 10,000
+    units), then read from the cache."""
+    return derived(
+        split,
+        setting,
+        "slice-statistics",
+        lambda: slice_stats.slice_statistics(split, setting, dimension),
+        [dimension],
+    )
 
 
 def fragment(

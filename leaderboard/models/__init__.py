@@ -30,7 +30,7 @@ from leaderboard.models.submission import (
 )
 from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
-from leaderboard.models.units import RunUnits
+from leaderboard.models.units import RunUnits, UnitSlices
 
 __all__ = [
     "AnswerSimilarity",
@@ -73,5 +73,6 @@ __all__ = [
     "Task",
     "Team",
     "TermsAcceptance",
+    "UnitSlices",
     "current_splits",
 ]
