@@ -30,6 +30,7 @@ from leaderboard.models import (
     SubmissionAction,
     SubmissionTask,
     TermsAcceptance,
+    UnitSlices,
 )
 
 
@@ -60,7 +61,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run and submission actions: by acting on them (the panel);
-        # headlines: by storing scores;
+        # headlines, units and their slices: by storing scores;
         # ranked boards: by a change of results; challenge versions, kit files: by importing a
         # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
@@ -84,6 +85,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             Headline,
             RankedBoard,
             RunUnits,
+            UnitSlices,
             RunAction,
             SubmissionAction,
             TermsAcceptance,

@@ -11,7 +11,7 @@ from leaderboard.unit_slices import slice_units
 from .test_fake_engine import broker, drive, fake_run, pytestmark  # noqa: F401 (fixtures)
 
 
-def test_the_scoring_stage_keeps_the_units_slices_and_verdicts(fake_run):
+def test_the_scoring_stage_keeps_the_units_slices_and_verdicts(fake_run):  # noqa: F811
     drive(fake_run)
     fake_run.refresh_from_db()
     assert fake_run.state == EvaluationRun.State.DONE
