@@ -4,6 +4,7 @@ Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
     python bench/board_stats.py slices [--entries 1000] [--units 10000] [--values 20]
+    python bench/board_stats.py slice-view --database boards_bench [--units 10000]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
@@ -24,6 +25,10 @@ Usage:
 over ``--dimensions`` dimensions, each a partition of the units, as CRAG-MM's domain, query type,
 image quality and ego are): times every value's statistics (``slice_statistics.value_statistics``,
 the arithmetic a slice table's first view computes per dimension), per dimension and in all.
+``slice-view``: in the database ``rebuild`` fills, gives the units 21 slice values in three
+dimensions (``VIEW_SLICES``, drawn at random) and times ``slice_statistics`` of each dimension
+on the board: what the first view of a dimension's table computes (reading the entries' units
+and their slices, every value's statistics, the calibrated scores).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
@@ -37,6 +42,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluator.board_stats import board_ranks, board_statistics, rank_intervals
 from evaluator.calibrated import calibrated_mean, labels_only
 from evaluator.judge_audit import draw
+
+if TYPE_CHECKING:
+    from leaderboard.models import Split
 
 GRADES = np.array([1.0, 0.0, -1.0])  # correct, missing, hallucinated
 # the judge's verdict (columns) given the people's grade (rows): agreement ~ 0.9
@@ -150,14 +159,17 @@ def slices(entries: int, units: int, values: int, dimensions: int, repeats: int)
         )
 
 
-def rebuild(database: str, units: int, repeats: int) -> None:
+def _database(database: str) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     import django
 
     django.setup()
-    from leaderboard import board_store
-    from leaderboard.models import Headline, RankedBoard, RunUnits, Split
+
+
+def _board_split(units: int) -> Split:
+    """The seeded multi-turn board's split, its runs given ``units`` units once."""
+    from leaderboard.models import Headline, RunUnits, Split
     from leaderboard.models.units import encode
 
     split = Split.objects.get(task__task_id="multi-turn-qa", kind="public-test")
@@ -173,6 +185,15 @@ def rebuild(database: str, units: int, repeats: int) -> None:
             made.append(RunUnits(run_id=run_id, metric="truthfulness", values=encode(values)))
         RunUnits.objects.bulk_create(made, batch_size=200)
         print(f"units written for {len(made):,} runs")
+    return split
+
+
+def rebuild(database: str, units: int, repeats: int) -> None:
+    _database(database)
+    from leaderboard import board_store
+    from leaderboard.models import RankedBoard
+
+    split = _board_split(units)
     for _ in range(repeats):
         started = time.perf_counter()
         board_store.results_changed(split.pk)
@@ -180,6 +201,44 @@ def rebuild(database: str, units: int, repeats: int) -> None:
         board = RankedBoard.objects.get(split=split, setting="")
         ranked = sum(rank is not None for rank in board.ranks)
         print(f"results_changed: {elapsed:.2f} s ({ranked} ranked entries; {board.statistics})")
+
+
+# the slice values of ``slice-view``: 21 in three dimensions, named as CRAG-MM's labels
+VIEW_SLICES = {
+    "domain": 13,
+    "query_category": 6,
+    "is_ego": 2,
+}
+
+
+def slice_view(database: str, units: int, repeats: int) -> None:
+    _database(database)
+    from leaderboard import board_store, unit_slices
+    from leaderboard.models import RunUnits
+    from leaderboard.slice_statistics import slice_statistics
+
+    split = _board_split(units)
+    rng = np.random.default_rng(1)
+    drawn = {
+        name: [f"{name}-{v}" for v in rng.integers(0, count, size=units)]
+        for name, count in VIEW_SLICES.items()
+    }
+    digest = unit_slices.keep(drawn)
+    RunUnits.objects.filter(run__split=split).update(slices=digest)
+    board_store.results_changed(split.pk)
+    for _ in range(repeats):
+        times = []
+        for dimension in VIEW_SLICES:
+            started = time.perf_counter()
+            found = slice_statistics(split, "", dimension)
+            times.append(time.perf_counter() - started)
+            assert not found.unavailable, found.unavailable
+        entries = len(next(iter(found.values.values())).places)
+        shown = ", ".join(f"{d} {t:.2f}" for d, t in zip(VIEW_SLICES, times, strict=True))
+        print(
+            f"slice_statistics, {entries} entries x {units:,} units: {shown} s; "
+            f"all {sum(times):.2f} s"
+        )
 
 
 def main() -> None:
@@ -198,6 +257,10 @@ def main() -> None:
     run.add_argument("--values", type=int, default=20)
     run.add_argument("--dimensions", type=int, default=4)
     run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("slice-view")
+    run.add_argument("--database", required=True)
+    run.add_argument("--units", type=int, default=10_000)
+    run.add_argument("--repeats", type=int, default=3)
     run = commands.add_parser("rebuild")
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
@@ -209,6 +272,8 @@ def main() -> None:
         cost(args.entries, args.units, args.repeats)
     elif args.command == "slices":
         slices(args.entries, args.units, args.values, args.dimensions, args.repeats)
+    elif args.command == "slice-view":
+        slice_view(args.database, args.units, args.repeats)
     else:
         rebuild(args.database, args.units, args.repeats)
 

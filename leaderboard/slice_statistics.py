@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.board_stats import POWER, BoardStatistics, board_ranks, board_statistics
+from evaluator.board_stats import BoardStatistics, board_ranks, board_statistics
 from leaderboard import board_store, slice_calibration
+from leaderboard.board_statistics import described
 from leaderboard.entries import Place
 from leaderboard.models import RunUnits, Split, Task
 from leaderboard.models.units import decode
@@ -101,17 +102,7 @@ def _value(task: Task, runs: list[int], values: np.ndarray) -> SliceValue:
         runs[i]: Place(int(observed[k]), found.rank_low[k], found.rank_high[k], found.groups[k])
         for k, i in enumerate(order)
     }
-    statistics = {
-        "units": found.units,
-        "confidence": found.confidence,
-        "alpha": found.alpha,
-        "correction": found.correction,
-        "n_boot": found.n_boot,
-        "power": POWER,
-        "minimum_detectable_effect": found.minimum_detectable_effect,
-        "metric": benchmark.primary,
-    }
-    return SliceValue(places, statistics)
+    return SliceValue(places, described(found, benchmark.primary))
 
 
 def slice_statistics(split: Split, setting: str, dimension: str) -> SliceStatistics:
