@@ -239,6 +239,29 @@ def slice_view(database: str, units: int, repeats: int) -> None:
             f"slice_statistics, {entries} entries x {units:,} units: {shown} s; "
             f"all {sum(times):.2f} s"
         )
+    _page_views(split, repeats)
+
+
+def _page_views(split: Split, repeats: int) -> None:
+    """The domain table's page after a results change (its statistics computed) and again."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from leaderboard import board_store
+
+    args = (split.task.challenge.slug, split.task.task_id, split.kind)
+    url = reverse("leaderboard:slices", args=args) + "?dimension=domain"
+    client = Client(HTTP_HOST="localhost")
+    for _ in range(repeats):
+        board_store.results_changed(split.pk)
+        split.refresh_from_db()
+        took = []
+        for _ in range(2):
+            started = time.perf_counter()
+            response = client.get(url)
+            took.append(time.perf_counter() - started)
+            assert response.status_code == 200, response.status_code
+        print(f"slice page (domain): first view {took[0]:.2f} s, then {took[1] * 1000:.1f} ms")
 
 
 def main() -> None:
