@@ -35,7 +35,10 @@ def keep(slices: Mapping[str, Sequence[str | None]]) -> str:
         return ""
     dimensions = encoded(slices)
     digest = hashlib.sha256(json.dumps(dimensions, sort_keys=True).encode()).hexdigest()
-    UnitSlices.objects.get_or_create(digest=digest, defaults={"dimensions": dimensions})
+    # runs of a split scored at once store the same row: the first one stays
+    UnitSlices.objects.bulk_create(
+        [UnitSlices(digest=digest, dimensions=dimensions)], ignore_conflicts=True
+    )
     return digest
 
 
