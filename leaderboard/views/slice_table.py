@@ -17,9 +17,12 @@ from leaderboard.charts import cell_interval, cell_value
 from leaderboard.entries import Place
 from leaderboard.ranking import SliceCell, SliceTable
 from leaderboard.slice_statistics import SliceStatistics
-from leaderboard.views.board_table import RANK_TITLE, rank_td
+from leaderboard.views.board_table import rank_td
 
 GROUP_TITLE = "entries of one group cannot be told apart in this slice value"
+SLICE_RANK_TITLE = (
+    "its rank in this slice value, and the range of ranks it takes in the value's bootstrap (95 %)"
+)
 
 
 class CellText(NamedTuple):
@@ -66,7 +69,7 @@ def beside(place: Place | None, metric: Metric) -> str:
             else f"{place.rank_low}–{place.rank_high}"
         )
         parts.append(
-            f'<span class="rank-interval" title="{RANK_TITLE}">#{place.rank} ({ranks})</span>'
+            f'<span class="rank-interval" title="{SLICE_RANK_TITLE}">#{place.rank} ({ranks})</span>'
             f' <span class="slice-group group-{place.group % 2 if place.group else 0}" '
             f'title="{GROUP_TITLE}">g{place.group}</span>'
         )
