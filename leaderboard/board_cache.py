@@ -30,8 +30,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard import board_store, ranking, scores
-from leaderboard import slice_statistics as slice_stats
+from leaderboard import board_store, ranking, scores, slice_store
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -104,14 +103,14 @@ def board(split: Split, setting: str = "") -> ranking.Board:
 
 
 def slice_statistics(split: Split, setting: str, dimension: str) -> SliceStatistics:
-    """``slice_statistics.slice_statistics``: computed on the first read of the dimension
-    after the split's results change (~0.3 s a slice value for 1,000 entries x 10,000
-    units), then read from the cache."""
+    """``slice_statistics.slice_statistics`` for the split's results version: as the task a
+    results change sends stored them (``slice_store.read``; computed and stored there when
+    it has not run yet), then read from the cache."""
     return derived(
         split,
         setting,
         "slice-statistics",
-        lambda: slice_stats.slice_statistics(split, setting, dimension),
+        lambda: slice_store.read(split, setting, dimension),
         [dimension],
     )
 

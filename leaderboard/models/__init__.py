@@ -10,6 +10,7 @@ from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.mail import Mailing, MailPreference
 from leaderboard.models.participation import Ban, Registration
+from leaderboard.models.ranked_slices import RankedSlices
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -61,6 +62,7 @@ __all__ = [
     "PreviewFlip",
     "PreviewRun",
     "RankedBoard",
+    "RankedSlices",
     "Registration",
     "RunAction",
     "RunUnits",

@@ -273,7 +273,7 @@ class Task(models.Model):
         default=1,
         validators=[MinValueValidator(1)],
         help_text="k: how many runs of each final entry an organiser's \"repeat the final "
-        "entries\" makes on a split (its own and k - 1 more); the board then shows their mean, "
+        'entries" makes on a split (its own and k - 1 more); the board then shows their mean, '
         "an interval with the variance between runs, and pass^k (leaderboard.repeats).",
     )
     # quotas per team (blank: unlimited)

@@ -1,0 +1,142 @@
+"""Every slice dimension's statistics (``leaderboard.slice_statistics``) stored per version of
+a split's results, so that no view computes them.
+
+A results change (``board_store.results_changed``) of a split whose runs' units carry slice
+values sends, once it commits, the task ``boards.store_slice_statistics``
+(``leaderboard.tasks``, on the ``default`` queue) with the split's new ``results_version``;
+the task (``store_all``) computes every dimension of every setting's board for that version and
+stores them (``RankedSlices``, one row per split, setting and dimension). A task whose version
+is no longer the split's does nothing: the later change sent its own.
+
+The slice page, API and exports read them through ``board_cache.slice_statistics`` -> ``read``:
+the stored row when its version is the split's, else (the task has not run yet, its message
+was lost, the broker was down) computed there as before and stored. A stale version is never
+shown: a row counts only while its version is the split's.
+
+Storing takes the split's row lock without waiting (``SKIP LOCKED``) and stores only while
+the version is still the one computed for: a change in progress holds that lock (it will send
+its own task), a committed one changed the version; either way the numbers are dropped, never
+written over newer ones. The rows are written by insert-or-update on (split, setting,
+dimension): two tasks of one split at once each write whole rows, the last one's stand.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from leaderboard import board_store
+from leaderboard.entries import Place
+from leaderboard.models import RankedSlices, Split
+from leaderboard.slice_statistics import SliceStatistics, SliceValue, slice_statistics
+
+STORED = ("results_version", "statistics", "seconds")
+# what one computation gives: (setting, dimension) -> (its statistics, the seconds it took)
+Computed = dict[tuple[str, str], tuple[SliceStatistics, float]]
+
+
+def encoded(found: SliceStatistics) -> dict[str, Any]:
+    """``found`` as ``RankedSlices.statistics``: per value, its places as rows
+    ``[run, *Place]`` and its statistics."""
+    return {
+        "unavailable": found.unavailable,
+        "values": {
+            value: {
+                "places": [[run, *place] for run, place in there.places.items()],
+                "statistics": there.statistics,
+            }
+            for value, there in found.values.items()
+        },
+    }
+
+
+def decoded(dimension: str, stored: dict[str, Any]) -> SliceStatistics:
+    """The ``SliceStatistics`` of ``dimension`` that ``encoded`` stored."""
+    values = {
+        value: SliceValue({row[0]: Place(*row[1:]) for row in there["places"]}, there["statistics"])
+        for value, there in stored["values"].items()
+    }
+    return SliceStatistics(dimension, values, stored["unavailable"])
+
+
+def _computed(split: Split, setting: str, dimension: str) -> tuple[SliceStatistics, float]:
+    started = time.perf_counter()
+    found = slice_statistics(split, setting, dimension)
+    return found, time.perf_counter() - started
+
+
+def read(split: Split, setting: str, dimension: str) -> SliceStatistics:
+    """The statistics of ``dimension`` on the board of ``split`` in ``setting`` for the
+    split's ``results_version``: stored, else computed now (and stored)."""
+    row = (
+        RankedSlices.objects.filter(
+            split=split,
+            setting=setting,
+            dimension=dimension,
+            results_version=split.results_version,
+        )
+        .values_list("statistics", flat=True)
+        .first()
+    )
+    if row is not None:
+        return decoded(dimension, row)
+    computed = _computed(split, setting, dimension)
+    _store(split.pk, split.results_version, {(setting, dimension): computed})
+    return computed[0]
+
+
+def store_all(split_id: int, results_version: str) -> dict[str, Any]:
+    """Compute and store every dimension's statistics of every setting's board of the split
+    for ``results_version``; nothing when that is no longer its version. Rows of other
+    versions (dimensions or settings its boards no longer have) go."""
+    split = (
+        Split.objects.filter(pk=split_id, results_version=results_version)
+        .select_related("task")
+        .first()
+    )
+    if split is None:
+        return {"stored": 0, "why": "the split's results changed since, or it went"}
+    computed: Computed = {
+        (setting, dimension): _computed(split, setting, dimension)
+        for setting in split.task.run_settings()
+        for dimension in board_store.stored(split, setting).dimensions
+    }
+    if not _store(split.pk, split.results_version, computed, prune=True):
+        return {"stored": 0, "why": "the split's results changed while they were computed"}
+    return {"stored": len(computed), "seconds": round(sum(t for _, t in computed.values()), 3)}
+
+
+def _store(
+    split_id: int, version: uuid.UUID | str, computed: Computed, prune: bool = False
+) -> bool:
+    """Store ``computed`` for ``version`` if it is still the split's and no change holds the
+    split's row; with ``prune``, remove the split's rows of other versions. Whether it did."""
+    with transaction.atomic():
+        locked = Split.objects.select_for_update(skip_locked=True).filter(
+            pk=split_id, results_version=version
+        )
+        if not list(locked.values_list("pk", flat=True)):
+            return False
+        rows = [
+            RankedSlices(
+                split_id=split_id,
+                setting=setting,
+                dimension=dimension,
+                results_version=version,
+                statistics=encoded(found),
+                seconds=seconds,
+            )
+            for (setting, dimension), (found, seconds) in computed.items()
+        ]
+        RankedSlices.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["split", "setting", "dimension"],
+            update_fields=STORED,
+        )
+        if prune:
+            RankedSlices.objects.filter(split_id=split_id).exclude(results_version=version).delete()
+    return True
