@@ -27,8 +27,11 @@ image quality and ego are): times every value's statistics (``slice_statistics.v
 the arithmetic a slice table's first view computes per dimension), per dimension and in all.
 ``slice-view``: in the database ``rebuild`` fills, gives the units 21 slice values in three
 dimensions (``VIEW_SLICES``, drawn at random) and times ``slice_statistics`` of each dimension
-on the board: what the first view of a dimension's table computes (reading the entries' units
-and their slices, every value's statistics, the calibrated scores).
+on the board (reading the entries' units and their slices, every value's statistics, the
+calibrated scores); then, after each results change, the task it sends
+(``slice_store.store_all``: every dimension of the board), the domain table's first view once
+the task stored them, and its first view without (the view computes them, as when the task has
+not run yet).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
@@ -243,25 +246,41 @@ def slice_view(database: str, units: int, repeats: int) -> None:
 
 
 def _page_views(split: Split, repeats: int) -> None:
-    """The domain table's page after a results change (its statistics computed) and again."""
+    """The domain table's page after a results change: once the task it sends has stored the
+    statistics (timed too), and without it (the view computes them); then again (cached)."""
     from django.test import Client
     from django.urls import reverse
 
-    from leaderboard import board_store
+    from leaderboard import board_store, dispatch, slice_store
+    from leaderboard.models import RankedSlices
 
+    sent: list[dict] = []  # the task's messages, run here instead of by a worker
+    dispatch.app.send_task = lambda name, kwargs, queue: sent.append(kwargs)  # type: ignore[method-assign]
     args = (split.task.challenge.slug, split.task.task_id, split.kind)
     url = reverse("leaderboard:slices", args=args) + "?dimension=domain"
     client = Client(HTTP_HOST="localhost")
-    for _ in range(repeats):
-        board_store.results_changed(split.pk)
-        split.refresh_from_db()
+
+    def views() -> str:
         took = []
         for _ in range(2):
             started = time.perf_counter()
             response = client.get(url)
             took.append(time.perf_counter() - started)
             assert response.status_code == 200, response.status_code
-        print(f"slice page (domain): first view {took[0]:.2f} s, then {took[1] * 1000:.1f} ms")
+        return f"first view {took[0] * 1000:.1f} ms, then {took[1] * 1000:.1f} ms"
+
+    for _ in range(repeats):
+        sent.clear()
+        board_store.results_changed(split.pk)
+        started = time.perf_counter()
+        outcome = slice_store.store_all(**sent[0])
+        took = time.perf_counter() - started
+        each = RankedSlices.objects.filter(split=split).values_list("dimension", "seconds")
+        shown = ", ".join(f"{d} {t:.2f}" for d, t in sorted(each) if t >= 0.01)
+        print(f"task: {took:.2f} s for {outcome['stored']} dimensions ({shown} s; the rest < 0.01)")
+        print(f"slice page (domain), the task's row stored: {views()}")
+        board_store.results_changed(split.pk)  # its task not run: the view computes them
+        print(f"slice page (domain), no row for this version: {views()}")
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard import board_store, ranking, scores, slice_store
+from leaderboard import board_store, ranking, scores
 from leaderboard.models import (
     Challenge,
     EvaluationRun,
@@ -42,7 +42,6 @@ from leaderboard.models import (
     Team,
 )
 from leaderboard.models.submission import run_moved
-from leaderboard.slice_statistics import SliceStatistics
 
 T = TypeVar("T")
 
@@ -100,19 +99,6 @@ def across(
 def board(split: Split, setting: str = "") -> ranking.Board:
     """``board_store.board(split, setting)``, read once per version of the split's results."""
     return derived(split, setting, "board", lambda: board_store.board(split, setting))
-
-
-def slice_statistics(split: Split, setting: str, dimension: str) -> SliceStatistics:
-    """``slice_statistics.slice_statistics`` for the split's results version: as the task a
-    results change sends stored them (``slice_store.read``; computed and stored there when
-    it has not run yet), then read from the cache."""
-    return derived(
-        split,
-        setting,
-        "slice-statistics",
-        lambda: slice_store.read(split, setting, dimension),
-        [dimension],
-    )
 
 
 def fragment(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderboard import board_cache
+from leaderboard import slice_store
 from leaderboard.entries import Entry, Place
 from leaderboard.models import Split
 from leaderboard.slices import SliceCell, slice_table
@@ -37,7 +37,7 @@ def slice_records(
     """The table of ``dimension`` on the board of ``split`` in ``setting`` (``entries``:
     its entries, in its order) as plain data."""
     table = slice_table(entries, dimension)
-    statistics = board_cache.slice_statistics(split, setting, dimension)
+    statistics = slice_store.read(split, setting, dimension)
     return {
         "dimension": dimension,
         "values": table.values,

@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 ("setting", models.CharField(blank=True, max_length=32)),
                 ("dimension", models.CharField(max_length=100)),
                 ("results_version", models.UUIDField()),
-                ("statistics", models.JSONField(default=dict)),
+                ("statistics", models.BinaryField()),
                 ("seconds", models.FloatField(default=0.0)),
                 (
                     "split",

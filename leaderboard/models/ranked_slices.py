@@ -19,7 +19,7 @@ class RankedSlices(models.Model):
     setting = models.CharField(max_length=32, blank=True)
     dimension = models.CharField(max_length=100)
     results_version = models.UUIDField()
-    statistics = models.JSONField(default=dict)
+    statistics = models.BinaryField()  # ``slice_store.encoded``
     seconds = models.FloatField(default=0.0)  # how long computing them took
 
     class Meta:

@@ -25,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from leaderboard import board_cache, pages, permissions, ranking
+from leaderboard import board_cache, pages, permissions, ranking, slice_store
 from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split, current_splits
@@ -234,7 +234,7 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             f"&{shown['setting_query']}" if shown["setting_query"] else ""
         )
         statistics = (  # computed on the primary metric: shown beside it
-            board_cache.slice_statistics(split, setting, dimension)
+            slice_store.read(split, setting, dimension)
             if table and metric.name == split.task.primary_metric
             else None
         )

@@ -23,6 +23,7 @@ from leaderboard.models import (
     PreviewFlip,
     PreviewRun,
     RankedBoard,
+    RankedSlices,
     RunAction,
     RunUnits,
     SearchCorpus,
@@ -62,8 +63,9 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run and submission actions: by acting on them (the panel);
         # headlines, units and their slices: by storing scores;
-        # ranked boards: by a change of results; challenge versions, kit files: by importing a
-        # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
+        # ranked boards, their slices' statistics: by a change of results; challenge versions,
+        # kit files: by importing a bundle; corpora: on the challenge's page or by a bundle;
+        # judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
         # by inviting them to an audit; API tokens: by their owners (the key is shown once);
         # mailings: by the messages page and runs' ends
@@ -84,6 +86,7 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             JudgeAudit,
             Headline,
             RankedBoard,
+            RankedSlices,
             RunUnits,
             UnitSlices,
             RunAction,

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard import board_cache
+from leaderboard import board_cache, slice_store
 from leaderboard.models import AuditItem, EvaluationRun, Split, Team
 from leaderboard.scores import ScoresError, store_scores
 from leaderboard.slice_statistics import slice_statistics
@@ -97,13 +97,13 @@ def test_a_board_without_intervals_gives_its_reason(board, make_entry):
 
 
 def test_a_change_of_results_computes_them_again(board):
-    before = board_cache.slice_statistics(board, "", "domain")
-    assert before == board_cache.slice_statistics(board, "", "domain")
+    before = slice_store.read(board, "", "domain")
+    assert before == slice_store.read(board, "", "domain")
     z = next(e for e in board_cache.board(board).entries if e.method_name == "z")
     store_scores(_run(z.run_id), scores_dict(1.0), units=np.array([1.0] * 4),
                  unit_slices=UNIT_SLICES)  # fmt: skip
     board.refresh_from_db()
-    after = board_cache.slice_statistics(board, "", "domain")
+    after = slice_store.read(board, "", "domain")
     assert after.values["food"].places[z.run_id].rank == 1
 
 

@@ -97,23 +97,23 @@ def test_a_stale_row_is_never_shown(board, request):
     old = str(board.results_version)
     z = _change(board)  # the task of this change is never run here
     assert str(board.results_version) != old
-    found = board_cache.slice_statistics(board, "", "domain")
+    found = slice_store.read(board, "", "domain")
     assert found.values["food"].places[z].rank == 1  # computed afresh, not the old row's 3
     # the row is replaced by the new version's (one per split, setting and dimension)
     rows = _rows(board)
     assert rows[("", "domain")] == str(board.results_version)
     assert rows[("", "turn_idx")] == old  # not read since: left for the next task or view
     request.getfixturevalue("no_computing")
-    assert board_cache.slice_statistics(board, "", "domain") == found
+    assert slice_store.read(board, "", "domain") == found
 
 
 def test_without_a_row_the_view_computes_and_stores_it(board, request):
     assert _rows(board) == {}
-    found = board_cache.slice_statistics(board, "", "domain")
+    found = slice_store.read(board, "", "domain")
     assert found.values["food"].places and not found.unavailable
     assert _rows(board) == {("", "domain"): str(board.results_version)}
     request.getfixturevalue("no_computing")
-    assert board_cache.slice_statistics(board, "", "domain") == found
+    assert slice_store.read(board, "", "domain") == found
 
 
 def test_a_task_for_an_old_version_does_nothing(board):
@@ -167,10 +167,13 @@ def test_the_message_is_sent_after_the_commit_only(
     kwargs = {"split_id": board.pk, "results_version": str(board.results_version)}
     assert sent(broker, DEFAULT_QUEUE) == [(TASK, kwargs)]
     broker.flushdb()
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(RuntimeError), transaction.atomic():
-            board_store.results_changed(board.pk)
-            raise RuntimeError("rolled back")
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        board_store.results_changed(board.pk)
+        raise RuntimeError("rolled back")
     assert callbacks == [] and sent(broker, DEFAULT_QUEUE) == []
 
 
