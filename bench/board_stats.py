@@ -278,6 +278,9 @@ def _page_views(split: Split, repeats: int) -> None:
         each = RankedSlices.objects.filter(split=split).values_list("dimension", "seconds")
         shown = ", ".join(f"{d} {t:.2f}" for d, t in sorted(each) if t >= 0.01)
         print(f"task: {took:.2f} s for {outcome['stored']} dimensions ({shown} s; the rest < 0.01)")
+        started = time.perf_counter()
+        slice_store.read(split, "", "domain")  # what the view spends on them (never cached)
+        print(f"its domain row read: {(time.perf_counter() - started) * 1000:.1f} ms")
         print(f"slice page (domain), the task's row stored: {views()}")
         board_store.results_changed(split.pk)  # its task not run: the view computes them
         print(f"slice page (domain), no row for this version: {views()}")

@@ -10,8 +10,8 @@ score (the task's tie rule; equal ones keep the board's order), and the groups f
 order. A dimension whose units do not nest (a multi-turn split's ``turn``: a conversation has
 turns of several values) has none, and says why.
 
-Computed once per version of the split's results, on the first view of the dimension's table,
-and cached (``board_cache.slice_statistics``): ~0.3 s a value for 1,000 entries x 10,000
+Computed once per version of the split's results, off the request, by the task a results change
+sends, and stored (``leaderboard.slice_store``): ~0.3 s a value for 1,000 entries x 10,000
 units (``docs/benchmarks.md``).
 """
 
@@ -54,9 +54,12 @@ class SliceStatistics:
         return found.places.get(run) if found else None
 
 
-def _units(split: Split, setting: str) -> tuple[list[int], np.ndarray, str] | str:
-    """The board's taking-part runs, their units (entries x units), and the digest of their
-    units' slices; or why there are none."""
+# the board's taking-part runs, their units (entries x units) and their slices' digest
+Units = tuple[list[int], np.ndarray, str]
+
+
+def board_units(split: Split, setting: str) -> Units | str:
+    """The ``Units`` of the board of ``split`` in ``setting``; or why there are none."""
     board = board_store.stored(split, setting)
     if "unavailable" in board.statistics:
         return str(board.statistics["unavailable"])
@@ -105,11 +108,14 @@ def _value(task: Task, runs: list[int], values: np.ndarray) -> SliceValue:
     return SliceValue(places, described(found, benchmark.primary))
 
 
-def slice_statistics(split: Split, setting: str, dimension: str) -> SliceStatistics:
+def slice_statistics(
+    split: Split, setting: str, dimension: str, known: Units | str | None = None
+) -> SliceStatistics:
     """The statistics of every value of ``dimension`` on the board of ``split`` in
-    ``setting``, with the calibrated scores of its values."""
+    ``setting``, with the calibrated scores of its values; ``known``: the board's units
+    (``board_units``), when already read for another dimension."""
     calibrated = slice_calibration.calibrated(split, setting, dimension)
-    read = _units(split, setting)
+    read = board_units(split, setting) if known is None else known
     if isinstance(read, str):
         return SliceStatistics(dimension, _with({}, calibrated), read)
     runs, units, digest = read

@@ -34,7 +34,13 @@ from django.db import transaction
 from leaderboard import board_store
 from leaderboard.entries import Place
 from leaderboard.models import RankedSlices, Split
-from leaderboard.slice_statistics import SliceStatistics, SliceValue, slice_statistics
+from leaderboard.slice_statistics import (
+    SliceStatistics,
+    SliceValue,
+    Units,
+    board_units,
+    slice_statistics,
+)
 
 STORED = ("results_version", "statistics", "seconds")
 # ``Place._make`` without its Python frame: 13,000 places (1,000 entries x 13 values) in ~2 ms
@@ -72,9 +78,11 @@ def decoded(dimension: str, stored: bytes) -> SliceStatistics:
     return SliceStatistics(dimension, values, data["unavailable"])
 
 
-def _computed(split: Split, setting: str, dimension: str) -> tuple[SliceStatistics, float]:
+def _computed(
+    split: Split, setting: str, dimension: str, units: Units | str | None = None
+) -> tuple[SliceStatistics, float]:
     started = time.perf_counter()
-    found = slice_statistics(split, setting, dimension)
+    found = slice_statistics(split, setting, dimension, units)
     return found, time.perf_counter() - started
 
 
@@ -109,11 +117,11 @@ def store_all(split_id: int, results_version: str) -> dict[str, Any]:
     )
     if split is None:
         return {"stored": 0, "why": "the split's results changed since, or it went"}
-    computed: Computed = {
-        (setting, dimension): _computed(split, setting, dimension)
-        for setting in split.task.run_settings()
-        for dimension in board_store.stored(split, setting).dimensions
-    }
+    computed: Computed = {}
+    for setting in split.task.run_settings():
+        units = board_units(split, setting)  # read once for all of its dimensions
+        for dimension in board_store.stored(split, setting).dimensions:
+            computed[setting, dimension] = _computed(split, setting, dimension, units)
     if not _store(split.pk, split.results_version, computed, prune=True):
         return {"stored": 0, "why": "the split's results changed while they were computed"}
     return {"stored": len(computed), "seconds": round(sum(t for _, t in computed.values()), 3)}

@@ -132,8 +132,8 @@ def test_a_task_for_an_old_version_does_nothing(board):
 def test_numbers_of_a_version_that_moved_on_while_computing_are_dropped(board, monkeypatch):
     computing = slice_store.slice_statistics
 
-    def meanwhile(split: Split, setting: str, dimension: str):
-        found = computing(split, setting, dimension)
+    def meanwhile(split: Split, setting: str, dimension: str, known: object = None):
+        found = computing(split, setting, dimension, known)
         Split.objects.filter(pk=split.pk).update(results_version=uuid.uuid4())  # a change
         return found
 
