@@ -5,12 +5,14 @@ stores it; a task for an old version does nothing."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import numpy as np
 import pytest
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -185,3 +187,67 @@ def test_no_message_for_a_split_without_unit_slices(
     with django_capture_on_commit_callbacks(execute=True):
         board_store.results_changed(split.pk)
     assert sent(broker, DEFAULT_QUEUE) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_tasks_of_one_split_at_once_leave_whole_rows(teams, splits, make_entry, monkeypatch):
+    split = _board(splits["public-test"], teams, make_entry)
+    split.refresh_from_db()
+    version = str(split.results_version)
+    expected = slice_statistics(split, "", "domain")
+    computing, both = slice_store.slice_statistics, threading.Barrier(2, timeout=10)
+
+    def together(split: Split, setting: str, dimension: str, known: object = None):
+        if dimension == "domain":
+            both.wait()  # the two tasks compute at once, then both store
+        return computing(split, setting, dimension, known)
+
+    monkeypatch.setattr(slice_store, "slice_statistics", together)
+    outcomes: list[dict] = []
+
+    def task() -> None:
+        try:
+            outcomes.append(store_slice_statistics(split.pk, version))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=task) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(outcomes) == 2 and all(o["stored"] > 0 for o in outcomes), outcomes
+    assert set(_rows(split).values()) == {version}
+    assert RankedSlices.objects.filter(split=split).count() == len(_rows(split))
+    assert slice_store.read(split, "", "domain") == expected
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_in_progress_makes_the_task_drop_its_numbers_without_waiting(
+    teams, splits, make_entry
+):
+    split = _board(splits["public-test"], teams, make_entry)
+    split.refresh_from_db()
+    holding, release = threading.Event(), threading.Event()
+
+    def change() -> None:
+        try:
+            with transaction.atomic():
+                board_store.results_changed(split.pk)  # holds the split's row until commit
+                holding.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    changing = threading.Thread(target=change)
+    changing.start()
+    try:
+        assert holding.wait(10)
+        started = time.monotonic()
+        outcome = store_slice_statistics(split.pk, str(split.results_version))
+        assert time.monotonic() - started < 10  # did not wait for the change's commit
+    finally:
+        release.set()
+        changing.join(10)
+    assert outcome["stored"] == 0 and "while they were computed" in outcome["why"]
+    assert _rows(split) == {}
