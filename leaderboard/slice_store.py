@@ -88,7 +88,8 @@ def _computed(
 
 def read(split: Split, setting: str, dimension: str) -> SliceStatistics:
     """The statistics of ``dimension`` on the board of ``split`` in ``setting`` for the
-    split's ``results_version``: stored, else computed now (and stored)."""
+    split's ``results_version``: stored, else computed now (and stored). Read from the row
+    every time, not kept in the fragment cache: unpickling its places costs as much."""
     row = (
         RankedSlices.objects.filter(
             split=split,
