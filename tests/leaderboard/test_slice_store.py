@@ -8,11 +8,13 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+import zlib
 
 import numpy as np
 import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -251,3 +253,32 @@ def test_a_change_in_progress_makes_the_task_drop_its_numbers_without_waiting(
         changing.join(10)
     assert outcome["stored"] == 0 and "while they were computed" in outcome["why"]
     assert _rows(split) == {}
+
+
+def test_a_private_splits_stored_statistics_reach_no_team_before_its_reveal(
+    teams, splits, make_entry, make_user, request
+):
+    private = _board(splits["private-test"], teams, make_entry)
+    finished_audit(private, make_user(staff=True))
+    private.refresh_from_db()
+    assert store_slice_statistics(private.pk, str(private.results_version))["stored"] > 0
+    stored = b"".join(
+        zlib.decompress(bytes(row))
+        for row in RankedSlices.objects.filter(split=private).values_list("statistics", flat=True)
+    ).decode()
+    for secret in ("the hidden question", "an answer", '"i3"', "hallucinated"):
+        assert secret not in stored  # aggregates only: no label, item or verdict
+    request.getfixturevalue("no_computing")
+    query = "?dimension=domain"
+    paths = (
+        reverse("leaderboard:slices", args=_args(private)) + query,
+        reverse("leaderboard:slices-export-json", args=_args(private)) + query,
+        reverse("api:split-slices", args=[private.pk]) + query,
+    )
+    team, organiser = Client(), Client()
+    team.force_login(make_user("member", team=teams["alpha"]))
+    organiser.force_login(make_user("organiser", staff=True))
+    for path in paths:
+        assert Client().get(path).status_code == 403  # anonymous
+        assert team.get(path).status_code == 403
+        assert organiser.get(path).status_code == 200  # read from the stored row
