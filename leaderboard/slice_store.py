@@ -13,11 +13,12 @@ the stored row when its version is the split's, else (the task has not run yet, 
 was lost, the broker was down) computed there as before and stored. A stale version is never
 shown: a row counts only while its version is the split's.
 
-Storing takes the split's row lock without waiting (``SKIP LOCKED``) and stores only while
-the version is still the one computed for: a change in progress holds that lock (it will send
-its own task), a committed one changed the version; either way the numbers are dropped, never
-written over newer ones. The rows are written by insert-or-update on (split, setting,
-dimension): two tasks of one split at once each write whole rows, the last one's stand.
+Storing takes a share lock on the split's row without waiting (``FOR SHARE SKIP LOCKED``) and
+stores only while the version is still the one computed for: a change in progress holds the
+row (its update; it will send its own task), a committed one changed the version; either way
+the numbers are dropped, never written over newer ones. Two stores of one split share the
+lock; the rows are written by insert-or-update on (split, setting, dimension), so each writes
+whole rows and the last one's stand.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import uuid
 import zlib
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from leaderboard import board_store
 from leaderboard.entries import Place
@@ -133,11 +134,15 @@ def _store(
 ) -> bool:
     """Store ``computed`` for ``version`` if it is still the split's and no change holds the
     split's row; with ``prune``, remove the split's rows of other versions. Whether it did."""
-    with transaction.atomic():
-        locked = Split.objects.select_for_update(skip_locked=True).filter(
-            pk=split_id, results_version=version
+    with transaction.atomic(), connection.cursor() as cursor:
+        # a share lock, not waiting: a change in progress (its update holds the row) makes
+        # this skip it; another store of the split shares it
+        cursor.execute(
+            f"SELECT 1 FROM {Split._meta.db_table} WHERE id = %s AND results_version = %s "
+            "FOR SHARE SKIP LOCKED",
+            [split_id, uuid.UUID(str(version))],
         )
-        if not list(locked.values_list("pk", flat=True)):
+        if cursor.fetchone() is None:
             return False
         rows = [
             RankedSlices(

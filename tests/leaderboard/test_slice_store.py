@@ -282,3 +282,32 @@ def test_a_private_splits_stored_statistics_reach_no_team_before_its_reveal(
         assert Client().get(path).status_code == 403  # anonymous
         assert team.get(path).status_code == 403
         assert organiser.get(path).status_code == 200  # read from the stored row
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_store_in_progress_does_not_make_another_drop_its_numbers(teams, splits, make_entry):
+    split = _board(splits["public-test"], teams, make_entry)
+    split.refresh_from_db()
+    holding, release = threading.Event(), threading.Event()
+
+    def storing() -> None:  # what another task's store holds on the split while it writes
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT 1 FROM leaderboard_split WHERE id = %s FOR SHARE", [split.pk]
+                )
+                holding.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    other = threading.Thread(target=storing)
+    other.start()
+    try:
+        assert holding.wait(10)
+        outcome = store_slice_statistics(split.pk, str(split.results_version))
+    finally:
+        release.set()
+        other.join(10)
+    assert outcome["stored"] > 0, outcome
+    assert set(_rows(split).values()) == {str(split.results_version)}
