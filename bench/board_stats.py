@@ -30,8 +30,8 @@ dimensions (``VIEW_SLICES``, drawn at random) and times ``slice_statistics`` of 
 on the board (reading the entries' units and their slices, every value's statistics, the
 calibrated scores); then, after each results change, the task it sends
 (``slice_store.store_all``: every dimension of the board), the domain table's first view once
-the task stored them, and its first view without (the view computes them, as when the task has
-not run yet).
+the task stored them (and, beside it, the same table of a metric that shows no statistics), and
+its first view without (the view computes them, as when the task has not run yet).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
@@ -261,11 +261,11 @@ def _page_views(split: Split, repeats: int) -> None:
     url = reverse("leaderboard:slices", args=args) + "?dimension=domain"
     client = Client(HTTP_HOST="localhost")
 
-    def views() -> str:
+    def views(query: str = "") -> str:
         took = []
         for _ in range(2):
             started = time.perf_counter()
-            response = client.get(url)
+            response = client.get(url + query)
             took.append(time.perf_counter() - started)
             assert response.status_code == 200, response.status_code
         return f"first view {took[0] * 1000:.1f} ms, then {took[1] * 1000:.1f} ms"
@@ -281,11 +281,12 @@ def _page_views(split: Split, repeats: int) -> None:
         each = RankedSlices.objects.filter(split=split).values_list("dimension", "seconds")
         shown = ", ".join(f"{d} {t:.2f}" for d, t in sorted(each) if t >= 0.01)
         print(f"task: {took:.2f} s for {outcome['stored']} dimensions ({shown} s; the rest < 0.01)")
+        gc.collect()  # the task's garbage: a worker's, never the web process's
         started = time.perf_counter()
         slice_store.read(split, "", "domain")  # what the view spends on them (never cached)
         print(f"its domain row read: {(time.perf_counter() - started) * 1000:.1f} ms")
-        gc.collect()  # the task's garbage: a worker's, never the web process's
         print(f"slice page (domain), the task's row stored: {views()}")
+        print(f"  beside it, accuracy (no statistics shown): {views('&metric=accuracy')}")
         board_store.results_changed(split.pk)  # its task not run: the view computes them
         print(f"slice page (domain), no row for this version: {views()}")
 
