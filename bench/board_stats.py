@@ -3,9 +3,9 @@
 Usage:
     python bench/board_stats.py coverage [--boards 1000] [--seed 0]
     python bench/board_stats.py cost [--entries 1000] [--units 10000] [--repeats 3]
+    python bench/board_stats.py slices [--entries 1000] [--units 10000] [--values 20]
+    python bench/board_stats.py slice-view --database boards_bench [--units 10000]
     python bench/board_stats.py rebuild --database boards_bench [--units 10000] [--repeats 3]
-        [--k 1]
-    python bench/board_stats.py repeated [--entries 1000] [--units 10000] [--k 3] [--repeats 3]
 
 ``coverage``: simulated boards with known true scores.
 - Calibrated scores (``evaluator.calibrated``): per board, 10,000 items whose people's grade is
@@ -21,26 +21,32 @@ Usage:
   the true ranks are the skills' order. Reports how often an entry's rank interval holds its
   true rank (and how often a whole board's do).
 ``cost``: ``board_statistics`` on a random board of ``--entries`` x ``--units`` (2 threads).
-``repeated``: ``evaluator.repeats.repeat_statistics`` (the statistics of repeated runs: mean,
-interval, between-run sd, pass^k) on a board of ``--entries`` entries run ``--k`` times each on
-``--units`` units (values in {-1, 0, 1}), and decoding their stored units first, as
-``leaderboard.repeats.beside`` does (float32 bytes, ``entries x k`` of them).
+``slices``: the same board cut into ``--values`` slice values (the units shared out at random
+over ``--dimensions`` dimensions, each a partition of the units, as CRAG-MM's domain, query type,
+image quality and ego are): times every value's statistics (``slice_statistics.value_statistics``,
+the arithmetic a slice table's first view computes per dimension), per dimension and in all.
+``slice-view``: in the database ``rebuild`` fills, gives the units 21 slice values in three
+dimensions (``VIEW_SLICES``, drawn at random) and times ``slice_statistics`` of each dimension
+on the board (reading the entries' units and their slices, every value's statistics, the
+calibrated scores); then, after each results change, the task it sends
+(``slice_store.store_all``: every dimension of the board), the domain table's first view once
+the task stored them (and, beside it, the same table of a metric that shows no statistics), and
+its first view without (the view computes them, as when the task has not run yet).
 ``rebuild``: in a database seeded by ``bench/seed_leaderboard.py``, gives every run of the
 multi-turn board's split ``--units`` units (values in {-1, 0, 1} whose mean is its score) and
 times ``board_store.results_changed`` of that split: ranking, reading the entries' units and
-their statistics, storing the board. ``--k 3``: first gives every ranked entry of that board
-two repeats (``trial`` 1 and 2, done, each unit's value drawn again with probability 0.2, their
-headline the units' mean), so the change also computes the repeated runs' statistics.
+their statistics, storing the board.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,7 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluator.board_stats import board_ranks, board_statistics, rank_intervals
 from evaluator.calibrated import calibrated_mean, labels_only
 from evaluator.judge_audit import draw
-from evaluator.repeats import repeat_statistics
+
+if TYPE_CHECKING:
+    from leaderboard.models import Split
 
 GRADES = np.array([1.0, 0.0, -1.0])  # correct, missing, hallucinated
 # the judge's verdict (columns) given the people's grade (rows): agreement ~ 0.9
@@ -132,77 +140,40 @@ def cost(entries: int, units: int, repeats: int) -> None:
     print(f"board_statistics, {entries:,} entries x {units:,} units: {shown} s")
 
 
-def repeated(entries: int, units: int, k: int, repeats: int) -> None:
+def slices(entries: int, units: int, values: int, dimensions: int, repeats: int) -> None:
+    from leaderboard.slice_statistics import value_statistics
+
     rng = np.random.default_rng(0)
-    unit = np.dtype("<f4")  # as RunUnits keeps them (leaderboard.models.units)
-    stored = [
-        [rng.choice(GRADES, size=units).astype(unit).tobytes() for _ in range(k)]
-        for _ in range(entries)
-    ]
+    scores = np.sort(rng.uniform(0.2, 0.8, entries))[::-1]
+    board = (rng.random((entries, units)) < scores[:, None]).astype(np.float64)
+    per_dimension = np.full(dimensions, values // dimensions)
+    per_dimension[: values % dimensions] += 1
+    cuts = [rng.integers(0, k, size=units) for k in per_dimension]
     for _ in range(repeats):
-        started = time.perf_counter()
-        values = [
-            np.vstack([np.frombuffer(data, dtype=unit).astype(np.float64) for data in runs])
-            for runs in stored
-        ]
-        decoded = time.perf_counter() - started
-        scores = [run.mean(axis=1).tolist() for run in values]
-        found = repeat_statistics(scores, values, passing=1.0)
-        took = time.perf_counter() - started
+        times = []
+        for cut, k in zip(cuts, per_dimension, strict=True):
+            started = time.perf_counter()
+            for value in range(k):
+                value_statistics(board[:, cut == value], True, True)
+            times.append(time.perf_counter() - started)
+        shown = ", ".join(f"{t:.2f}" for t in times)
         print(
-            f"repeat_statistics, {entries:,} entries x {k} runs x {units:,} units: {took:.2f} s "
-            f"({decoded:.2f} s decoding the units; first entry's pass^k {found[0].pass_k:.4f})"
+            f"slices, {entries:,} entries x {units:,} units, {values} values in {dimensions} "
+            f"dimensions: per dimension {shown} s; all {sum(times):.2f} s"
         )
 
 
-def add_repeats(split: Any, k: int, rng: np.random.Generator) -> None:
-    """Trials 1 to k - 1 of every ranked entry of ``split``'s board, done, with units and a
-    headline (Django set up by ``rebuild``)."""
-    from leaderboard import board_store
-    from leaderboard.models import EvaluationRun, Headline, RunUnits
-    from leaderboard.models.units import decode, encode
-
-    board = board_store.stored(split, "")
-    entries = [run for run, rank in zip(board.runs, board.ranks, strict=True) if rank]
-    originals = EvaluationRun.objects.in_bulk(entries)
-    heads = Headline.objects.in_bulk(entries)
-    stored = dict(RunUnits.objects.filter(run_id__in=entries).values_list("run_id", "values"))
-    for trial in range(1, k):
-        runs = EvaluationRun.objects.bulk_create(
-            EvaluationRun(
-                submission_id=originals[run].submission_id, task_id=originals[run].task_id,
-                split_id=originals[run].split_id, setting="", trial=trial,
-                state=EvaluationRun.State.DONE, judge_id=originals[run].judge_id,
-            )
-            for run in entries
-        )  # fmt: skip
-        made, rows = [], []
-        for run, again in zip(entries, runs, strict=True):
-            values = decode(bytes(stored[run]))
-            redrawn = rng.random(values.size) < 0.2
-            values[redrawn] = rng.choice(GRADES, size=int(redrawn.sum()))
-            made.append(RunUnits(run=again, metric="truthfulness", values=encode(values)))
-            head = heads[run]
-            rows.append(
-                Headline(
-                    run=again, split_id=head.split_id, setting="", count=head.count,
-                    primary=float(values.mean()), metrics=head.metrics,
-                    dimensions=head.dimensions,
-                )
-            )  # fmt: skip
-        RunUnits.objects.bulk_create(made, batch_size=200)
-        Headline.objects.bulk_create(rows, batch_size=1000)
-    print(f"repeats written: {len(entries):,} entries x {k - 1}")
-
-
-def rebuild(database: str, units: int, repeats: int, k: int = 1) -> None:
+def _database(database: str) -> None:
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "podium.settings")
     import django
 
     django.setup()
-    from leaderboard import board_store
-    from leaderboard.models import EvaluationRun, Headline, RankedBoard, RunUnits, Split
+
+
+def _board_split(units: int) -> Split:
+    """The seeded multi-turn board's split, its runs given ``units`` units once."""
+    from leaderboard.models import Headline, RunUnits, Split
     from leaderboard.models.units import encode
 
     split = Split.objects.get(task__task_id="multi-turn-qa", kind="public-test")
@@ -218,8 +189,15 @@ def rebuild(database: str, units: int, repeats: int, k: int = 1) -> None:
             made.append(RunUnits(run_id=run_id, metric="truthfulness", values=encode(values)))
         RunUnits.objects.bulk_create(made, batch_size=200)
         print(f"units written for {len(made):,} runs")
-    if k > 1 and not EvaluationRun.objects.filter(split=split, trial__gt=0).exists():
-        add_repeats(split, k, rng)
+    return split
+
+
+def rebuild(database: str, units: int, repeats: int) -> None:
+    _database(database)
+    from leaderboard import board_store
+    from leaderboard.models import RankedBoard
+
+    split = _board_split(units)
     for _ in range(repeats):
         started = time.perf_counter()
         board_store.results_changed(split.pk)
@@ -227,6 +205,90 @@ def rebuild(database: str, units: int, repeats: int, k: int = 1) -> None:
         board = RankedBoard.objects.get(split=split, setting="")
         ranked = sum(rank is not None for rank in board.ranks)
         print(f"results_changed: {elapsed:.2f} s ({ranked} ranked entries; {board.statistics})")
+
+
+# the slice values of ``slice-view``: 21 in three dimensions, named as CRAG-MM's labels
+VIEW_SLICES = {
+    "domain": 13,
+    "query_category": 6,
+    "is_ego": 2,
+}
+
+
+def slice_view(database: str, units: int, repeats: int) -> None:
+    _database(database)
+    from leaderboard import board_store, unit_slices
+    from leaderboard.models import RunUnits
+    from leaderboard.slice_statistics import slice_statistics
+
+    split = _board_split(units)
+    rng = np.random.default_rng(1)
+    drawn = {
+        name: [f"{name}-{v}" for v in rng.integers(0, count, size=units)]
+        for name, count in VIEW_SLICES.items()
+    }
+    digest = unit_slices.keep(drawn)
+    RunUnits.objects.filter(run__split=split).update(slices=digest)
+    board_store.results_changed(split.pk)
+    for _ in range(repeats):
+        times = []
+        for dimension in VIEW_SLICES:
+            started = time.perf_counter()
+            found = slice_statistics(split, "", dimension)
+            times.append(time.perf_counter() - started)
+            assert not found.unavailable, found.unavailable
+        entries = len(next(iter(found.values.values())).places)
+        shown = ", ".join(f"{d} {t:.2f}" for d, t in zip(VIEW_SLICES, times, strict=True))
+        print(
+            f"slice_statistics, {entries} entries x {units:,} units: {shown} s; "
+            f"all {sum(times):.2f} s"
+        )
+    _page_views(split, repeats)
+
+
+def _page_views(split: Split, repeats: int) -> None:
+    """The domain table's page after a results change: once the task it sends has stored the
+    statistics (timed too), and without it (the view computes them); then again (cached)."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from leaderboard import board_store, dispatch, slice_store
+    from leaderboard.models import RankedSlices
+
+    sent: list[dict] = []  # the task's messages, run here instead of by a worker
+    dispatch.app.send_task = lambda name, kwargs, queue: sent.append(kwargs)  # type: ignore[method-assign]
+    args = (split.task.challenge.slug, split.task.task_id, split.kind)
+    url = reverse("leaderboard:slices", args=args) + "?dimension=domain"
+    client = Client(HTTP_HOST="localhost")
+
+    def views(query: str = "") -> str:
+        took = []
+        for _ in range(2):
+            started = time.perf_counter()
+            response = client.get(url + query)
+            took.append(time.perf_counter() - started)
+            assert response.status_code == 200, response.status_code
+        return f"first view {took[0] * 1000:.1f} ms, then {took[1] * 1000:.1f} ms"
+
+    views()  # a warm process: its first request compiles the templates
+    for _ in range(repeats):
+        sent.clear()
+        board_store.results_changed(split.pk)
+        split.refresh_from_db()
+        started = time.perf_counter()
+        outcome = slice_store.store_all(**sent[0])
+        took = time.perf_counter() - started
+        each = RankedSlices.objects.filter(split=split).values_list("dimension", "seconds")
+        shown = ", ".join(f"{d} {t:.2f}" for d, t in sorted(each) if t >= 0.01)
+        print(f"task: {took:.2f} s for {outcome['stored']} dimensions ({shown} s; the rest < 0.01)")
+        gc.collect()  # the task's garbage: a worker's, never the web process's
+        started = time.perf_counter()
+        slice_store.read(split, "", "domain")  # what the view spends on them (never cached)
+        print(f"its domain row read: {(time.perf_counter() - started) * 1000:.1f} ms")
+        print(f"slice page (domain), the task's row stored: {views()}")
+        print(f"  beside it, accuracy (no statistics shown): {views('&metric=accuracy')}")
+        board_store.results_changed(split.pk)  # its task not run: the view computes them
+        print(f"slice page (domain), no row for this version: {views()}")
 
 
 def main() -> None:
@@ -239,25 +301,31 @@ def main() -> None:
     run.add_argument("--entries", type=int, default=1000)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
-    run = commands.add_parser("repeated")
+    run = commands.add_parser("slices")
     run.add_argument("--entries", type=int, default=1000)
     run.add_argument("--units", type=int, default=10_000)
-    run.add_argument("--k", type=int, default=3)
+    run.add_argument("--values", type=int, default=20)
+    run.add_argument("--dimensions", type=int, default=4)
+    run.add_argument("--repeats", type=int, default=3)
+    run = commands.add_parser("slice-view")
+    run.add_argument("--database", required=True)
+    run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
     run = commands.add_parser("rebuild")
     run.add_argument("--database", required=True)
     run.add_argument("--units", type=int, default=10_000)
     run.add_argument("--repeats", type=int, default=3)
-    run.add_argument("--k", type=int, default=1)
     args = parser.parse_args()
     if args.command == "coverage":
         coverage(args.boards, args.seed)
     elif args.command == "cost":
         cost(args.entries, args.units, args.repeats)
-    elif args.command == "repeated":
-        repeated(args.entries, args.units, args.k, args.repeats)
+    elif args.command == "slices":
+        slices(args.entries, args.units, args.values, args.dimensions, args.repeats)
+    elif args.command == "slice-view":
+        slice_view(args.database, args.units, args.repeats)
     else:
-        rebuild(args.database, args.units, args.repeats, args.k)
+        rebuild(args.database, args.units, args.repeats)
 
 
 if __name__ == "__main__":

@@ -79,10 +79,12 @@ def _cached(key: str, compute: Callable[[], T]) -> T:
     return cast(T, cache.get_or_set(key, compute, FRAGMENT_TIMEOUT_S))
 
 
-def derived(split: Split, setting: str, name: str, compute: Callable[[], T]) -> T:
-    """``compute()``, a value derived from ``split``'s results in ``setting`` alone, computed
-    once per version of those results (then cached under ``name``)."""
-    return _cached(_key(split, name, setting), compute)
+def derived(
+    split: Split, setting: str, name: str, compute: Callable[[], T], parts: Iterable[object] = ()
+) -> T:
+    """``compute()``, a value derived from ``split``'s results in ``setting`` alone (and
+    ``parts``), computed once per version of those results (then cached under ``name``)."""
+    return _cached(_key(split, name, setting, parts), compute)
 
 
 def across(

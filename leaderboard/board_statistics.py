@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.board_stats import POWER, board_statistics
+from evaluator.board_stats import POWER, BoardStatistics, board_statistics
 from leaderboard.models import RunUnits, Task
 from leaderboard.models.units import decode
 
@@ -89,18 +89,19 @@ def beside(
     for position, i in enumerate(taking_part):
         low[i], high[i] = found.rank_low[position], found.rank_high[position]
         groups[i] = found.groups[position]
-    return Beside(
-        low,
-        high,
-        groups,
-        {
-            "units": found.units,
-            "confidence": found.confidence,
-            "alpha": found.alpha,
-            "correction": found.correction,
-            "n_boot": found.n_boot,
-            "power": POWER,
-            "minimum_detectable_effect": found.minimum_detectable_effect,
-            "metric": benchmark.primary,
-        },
-    )
+    return Beside(low, high, groups, described(found, benchmark.primary))
+
+
+def described(found: BoardStatistics, metric: str) -> dict[str, Any]:
+    """How a board's (or a slice value's) statistics were computed, with its minimum
+    detectable effect: what its ``statistics`` say."""
+    return {
+        "units": found.units,
+        "confidence": found.confidence,
+        "alpha": found.alpha,
+        "correction": found.correction,
+        "n_boot": found.n_boot,
+        "power": POWER,
+        "minimum_detectable_effect": found.minimum_detectable_effect,
+        "metric": metric,
+    }

@@ -8,6 +8,10 @@ in the same transaction, after that update has locked the split's row. Two chang
 split thus rank one after the other, each seeing what the other committed, and a board is
 never older than the scores it ranks.
 
+Once the change commits, a split whose runs' units carry slice values gets the task that
+computes and stores its per-slice statistics for the new version (``SLICE_STATISTICS_TASK``,
+``leaderboard.slice_store``): seconds at 1,000 entries, too slow for this transaction.
+
 A board is one row (``RankedBoard``): its entries' runs in the board's order with their ranks,
 and the slice dimensions and judges behind them. Ranking it is ``ranking.narrow_board_rows``
 (one run per team by the task's rule, every baseline, in the board's order) and
@@ -26,12 +30,15 @@ from typing import Any
 from django.db import transaction
 
 from leaderboard import board_statistics, calibration, public_board, ranking, repeats
-from leaderboard.models import RankedBoard, Split, Task
+from leaderboard.dispatch import send_after_commit
+from leaderboard.models import RankedBoard, RunUnits, Split, Task
 
 STORED = (
     "runs", "ranks", "dimensions", "judges", "rank_low", "rank_high", "groups", "statistics",
     "calibrated", "released", "repeated",
 )  # fmt: skip
+# computes and stores a split's per-slice statistics (``slice_store.store_all``); the default queue
+SLICE_STATISTICS_TASK = "boards.store_slice_statistics"
 
 
 @dataclass(frozen=True)
@@ -153,10 +160,25 @@ def _store(split: Split, boards: dict[str, Ranked], replace: bool) -> None:
 def results_changed(*split_ids: int) -> None:
     """Give these splits a new ``results_version`` (pages render their results afresh) and
     rank their stored boards again, in the caller's transaction: the update locks the
-    splits' rows, so changes of one split rank one after the other."""
+    splits' rows, so changes of one split rank one after the other. After the commit, the
+    task storing their per-slice statistics is sent for those with slice values."""
+    version = uuid.uuid4()
     with transaction.atomic():
-        Split.objects.filter(pk__in=split_ids).update(results_version=uuid.uuid4())
+        Split.objects.filter(pk__in=split_ids).update(results_version=version)
         rebuild(*split_ids)
+        sliced = (
+            RunUnits.objects.filter(run__split_id__in=split_ids)
+            .exclude(slices="")
+            .order_by()
+            .values_list("run__split_id", flat=True)
+            .distinct()
+        )
+        for split_id in sliced:
+            send_after_commit(
+                SLICE_STATISTICS_TASK,
+                {"split_id": split_id, "results_version": str(version)},
+                f"split #{split_id}'s slice statistics (their first view computes them)",
+            )
 
 
 def rebuild(*split_ids: int) -> None:

@@ -14,7 +14,7 @@ when an audit finishes (``audit_results.finish`` changes the split's results).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,21 @@ class Rectifier:
     verdicts: list[str]
     judge: list[float]
     people: list[float]
+    slices: list[dict[str, str]]  # each labelled item's slice values, by dimension
+
+    def within(self, dimension: str, value: str) -> Rectifier | None:
+        """The labelled items of one slice value (None: the audit labelled none there)."""
+        kept = [i for i, found in enumerate(self.slices) if found.get(dimension) == value]
+        if not kept:
+            return None
+        return Rectifier(
+            self.audit_id,
+            self.judge_id,
+            [self.verdicts[i] for i in kept],
+            [self.judge[i] for i in kept],
+            [self.people[i] for i in kept],
+            [self.slices[i] for i in kept],
+        )
 
 
 def rectifier(split: Split) -> Rectifier | None:
@@ -50,7 +65,7 @@ def rectifier(split: Split) -> Rectifier | None:
     if audit is None:
         return None
     benchmark = split.task.declared()
-    verdicts, judge, people = [], [], []
+    verdicts, judge, people, slices = [], [], [], []
     for labelled in labelled_items(audit):
         if labelled.people in (None, CONTESTED):
             continue
@@ -61,9 +76,32 @@ def rectifier(split: Split) -> Rectifier | None:
         verdicts.append(labelled.item.judge_verdict)
         judge.append(said)
         people.append(truth)
+        slices.append({str(k): str(v) for k, v in (labelled.item.slices or {}).items()})
     if not people:
         return None
-    return Rectifier(audit.pk, audit.judge_id, verdicts, judge, people)
+    return Rectifier(audit.pk, audit.judge_id, verdicts, judge, people, slices)
+
+
+def estimate(
+    found: Rectifier,
+    score: float,
+    interval: tuple[float | None, float | None],
+    verdicts: Mapping[str, int],
+) -> list[float] | None:
+    """``[value, low, high]``: a judge's ``score`` (with its 95 % ``interval``) over items
+    the judge gave these ``verdicts`` (counts), corrected by ``found``'s labels; None without
+    a verdict."""
+    total = sum(verdicts.values())
+    if not total:
+        return None
+    shares: dict[Hashable, float] = {verdict: n / total for verdict, n in verdicts.items()}
+    shares |= {verdict: 0.0 for verdict in found.verdicts if verdict not in shares}
+    low, high = interval
+    error = (high - low) / (2 * _Z) if low is not None and high is not None else 0.0
+    fixed = corrected_score(
+        score, error, found.judge, found.people, found.verdicts, shares, CONFIDENCE
+    )
+    return [fixed.value, *fixed.ci]
 
 
 def calibrated(
@@ -87,18 +125,10 @@ def calibrated(
     }
     result: list[list[float] | None] = []
     for run, score in zip(runs, scores, strict=True):
-        low, high = intervals.get(run, (None, None))
-        verdicts: dict[str, int] = counts.get(run) or {}
-        total = sum(verdicts.values())
-        if score is None or not total or run not in wanted:
+        if score is None or run not in wanted:
             result.append(None)
             continue
-        shares: dict[Hashable, float] = {verdict: n / total for verdict, n in verdicts.items()}
-        shares |= {verdict: 0.0 for verdict in found.verdicts if verdict not in shares}
-        error = (high - low) / (2 * _Z) if low is not None and high is not None else 0.0
-        estimate = corrected_score(
-            score, error, found.judge, found.people, found.verdicts, shares, CONFIDENCE
-        )
-        result.append([estimate.value, *estimate.ci])
+        interval = intervals.get(run, (None, None))
+        result.append(estimate(found, score, interval, counts.get(run) or {}))
     about = {"audit": found.audit_id, "judge_id": found.judge_id, "labels": len(found.people)}
     return result, about

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -17,6 +17,7 @@ from django.utils import timezone
 from evaluator.benchmarks import get_benchmark
 from evaluator.seam import Comparison, Metric, Score, ScoreBlock
 from leaderboard import board_store
+from leaderboard import unit_slices as unit_slices_store
 from leaderboard.models import EntryComparison, EvaluationRun, Headline, RunUnits, SliceScore, Task
 from leaderboard.models.results import ALL
 from leaderboard.models.units import encode
@@ -70,6 +71,8 @@ def store_scores(
     scored_with: Mapping[str, Any] | None = None,
     units: np.ndarray | None = None,
     verdicts: Mapping[str, int] | None = None,
+    unit_slices: Mapping[str, Sequence[str | None]] | None = None,
+    slice_verdicts: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
 ) -> int:
     """Replace the run's SliceScore rows with its benchmark's blocks of ``scores`` (the
     benchmark's ``score``, or a scores document as scores.json holds it); returns the row count.
@@ -77,7 +80,10 @@ def store_scores(
     is checked before anything is written, so bad input leaves the earlier rows in place.
     ``units``: the run's values of the benchmark's paired metric per unit (``Scoring.units``),
     kept for its boards' rank intervals and groups (none: the run has none there), with
-    ``verdicts``: how many items the judge gave each verdict (``leaderboard.calibration``)."""
+    ``verdicts``: how many items the judge gave each verdict (``leaderboard.calibration``), and
+    ``slice_verdicts`` the same per slice value; ``unit_slices``: which slice value each unit
+    belongs to (``Scoring.unit_slices``, kept once per split's units: ``leaderboard.
+    unit_slices``)."""
     if isinstance(scores, Score):
         scores = scores.document
     if not isinstance(scores, Mapping):
@@ -98,10 +104,20 @@ def store_scores(
         raise ScoresError(f"scores.unjudged: expected a count, got {unjudged!r}")
     if units is not None and (units.ndim != 1 or not np.all(np.isfinite(units))):
         raise ScoresError("units: expected a list of finite numbers, one per unit")
+    for dimension, per_unit in (unit_slices or {}).items():
+        if units is None or len(per_unit) != units.size:
+            raise ScoresError(f"unit slices of {dimension}: not one value per unit")
     drop_scores(run)
     if units is not None:
         RunUnits.objects.create(
-            run=run, metric=benchmark.primary, values=encode(units), verdicts=dict(verdicts or {})
+            run=run,
+            metric=benchmark.primary,
+            values=encode(units),
+            verdicts=dict(verdicts or {}),
+            slice_verdicts={
+                d: {v: dict(n) for v, n in by.items()} for d, by in (slice_verdicts or {}).items()
+            },
+            slices=unit_slices_store.keep(unit_slices or {}),
         )
     SliceScore.objects.bulk_create(rows, batch_size=1000)
     whole = rows[0]

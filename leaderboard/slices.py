@@ -43,7 +43,7 @@ class SliceTable:
     rows: list[tuple[Entry, dict[str, SliceCell]]]  # per entry: slice value -> its cell
 
 
-def _numbers(metric: str) -> tuple[RawSQL, RawSQL, RawSQL]:
+def metric_numbers(metric: str) -> tuple[RawSQL, RawSQL, RawSQL]:
     """The metric's value and its interval's low and high ends as numbers (NULL when not
     stored so)."""
     interval = f"{metric}_ci95"
@@ -65,7 +65,7 @@ def slice_table(
             by_run[run_id][value] = {"run_id": run_id, "value": value, "count": count}
             by_run[run_id][value]["metrics"] = stored
     else:
-        number_sql, low_sql, high_sql = _numbers(metric)
+        number_sql, low_sql, high_sql = metric_numbers(metric)
         read = rows.annotate(number=number_sql, low=low_sql, high=high_sql)
         interval = f"{metric}_ci95"
         for run_id, value, count, number, low, high in read.values_list(

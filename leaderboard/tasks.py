@@ -1,6 +1,7 @@
 """Housekeeping tasks of the ``default`` queue: the reaper, and the sweep of agent images'
-archives no run needs any more (``leaderboard.image_retention``); and e-mail
-(``leaderboard.mailing``): an organisers' message, a run's end (``leaderboard.run_mail``).
+archives no run needs any more (``leaderboard.image_retention``); e-mail
+(``leaderboard.mailing``): an organisers' message, a run's end (``leaderboard.run_mail``); and
+a split's per-slice statistics, stored after its results change (``leaderboard.slice_store``).
 
 A worker working on a run sends heartbeats (``EvaluationRun.beat``). When a worker dies the
 heartbeats stop; the reaper moves such a run back to ``queued`` and sends the task of the stage
@@ -28,7 +29,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard import image_retention, mailing
+from leaderboard import board_store, image_retention, mailing, slice_store
 from leaderboard.dispatch import send_after_commit
 from leaderboard.models import EvaluationRun, Submission
 from podium.celery import queue_for
@@ -169,3 +170,10 @@ def _deliver(task: CeleryTask[..., None], mailing_id: int) -> None:
 @shared_task(name="mail.deliver", bind=True, max_retries=None)
 def deliver_mailing(self: CeleryTask[[int], None], mailing_id: int) -> None:
     _deliver(self, mailing_id)
+
+
+@shared_task(name=board_store.SLICE_STATISTICS_TASK)
+def store_slice_statistics(split_id: int, results_version: str) -> dict[str, object]:
+    """Every slice dimension's statistics of the split for ``results_version``, stored
+    (``slice_store.store_all``; nothing when its results changed since)."""
+    return slice_store.store_all(split_id, results_version)

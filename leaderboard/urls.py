@@ -21,6 +21,7 @@ from leaderboard.views import (
     run_live,
     runs,
     site,
+    slice_export,
     submit,
     teams,
 )
@@ -106,6 +107,15 @@ urlpatterns = [
     ),
     path(f"{board}export.csv", boards.export, {"fmt": "csv"}, name="export-csv"),
     path(f"{board}export.json", boards.export, {"fmt": "json"}, name="export-json"),
+    path(
+        f"{board}slices/export.csv", slice_export.export, {"fmt": "csv"}, name="slices-export-csv"
+    ),
+    path(
+        f"{board}slices/export.json",
+        slice_export.export,
+        {"fmt": "json"},
+        name="slices-export-json",
+    ),
     path("submissions/", runs.my_submissions, name="my-submissions"),
     path("submissions/<int:submission_id>/final/", runs.choose_for_final, name="choose-final"),
     path("account/", teams.account, name="account"),

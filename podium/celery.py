@@ -1,7 +1,8 @@
 """The Celery app: queues, routing by task-name prefix, reliability settings, beat schedule.
 
 Queues: ``build`` (load/build and validate an image), ``gpu-<class>`` (run an agent; one per GPU
-class in ``PODIUM_GPU_CLASSES``), ``judge`` and ``default`` (aggregation, reveal, housekeeping).
+class in ``PODIUM_GPU_CLASSES``), ``judge`` and ``default`` (aggregation, reveal, housekeeping,
+a board's per-slice statistics: ``boards.*``).
 A task's name says where it goes: ``build.*`` -> build, ``gpu.*`` -> the queue of its GPU class,
 ``judge.*`` -> judge, anything else -> default. In Redis every queue, and every other key of the
 broker and the results, begins with the install's prefix (``podium.install``, set in

@@ -12,6 +12,9 @@ import numpy as np
 from evaluator.seam.scores import Comparison, Metric, Score, ScoreBlock
 
 ItemT = TypeVar("ItemT")
+# Per slice dimension, each unit's slice value in ``Scoring.units``' order; None where the
+# unit's items have several values of it (a conversation's turns: the ``turn`` dimension).
+UnitSlices = dict[str, list[str | None]]
 
 
 class Scoring(ABC, Generic[ItemT]):
@@ -54,6 +57,13 @@ class Scoring(ABC, Generic[ItemT]):
         rank intervals and groups resample (``evaluator.board_stats``). None when the run
         cannot be paired (unjudged items), or for a benchmark that does not say."""
         return None
+
+    def unit_slices(self, graded: Sequence[ItemT]) -> UnitSlices:
+        """Which slice value each of ``units(graded)``' units belongs to, per dimension, as
+        the scores' slices name them: what a slice's rank intervals and groups resample (a
+        slice value's units are a subset of the board's). Empty for a benchmark that does not
+        say."""
+        return {}
 
     def compare(self, a: Sequence[ItemT], b: Sequence[ItemT], seed: int = 0) -> Comparison:
         """Paired comparison of two runs on the same items, on the primary metric."""

@@ -31,6 +31,7 @@ from leaderboard.models import (
     SubmissionAction,
     SubmissionTask,
     Task,
+    UnitSlices,
 )
 from leaderboard.run_actions import RunActionRefused
 
@@ -287,6 +288,16 @@ class RunUnitsAdmin(ReadOnly[RunUnits]):
     list_display = ("run", "metric", "__str__")
     raw_id_fields = ("run",)
     exclude = ("values",)
+
+
+@admin.register(UnitSlices)
+class UnitSlicesAdmin(ReadOnly[UnitSlices]):
+    """Which slice value each unit of a split belongs to, kept by the scoring stage
+    (``leaderboard.unit_slices``): read-only."""
+
+    list_display = ("__str__",)
+    search_fields = ("digest",)
+    exclude = ("dimensions",)
 
 
 @admin.register(EntryComparison)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -16,6 +17,7 @@ from leaderboard.api import board_serializers, repeat_serializers, serializers
 from leaderboard.models import Challenge, EvaluationRun, Split, Task
 from leaderboard.repeat_entries import repeat_final_entries
 from leaderboard.run_actions import RunActionRefused
+from leaderboard.slice_records import slice_records
 from leaderboard.views.boards import entry_records
 
 
@@ -74,6 +76,18 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
             splits = splits.filter(task__task_id=task_id)
         return splits
 
+    def _board(self, request: Request) -> tuple[Split, str]:
+        """The split asked for and the setting of its board; 403 if its results are hidden."""
+        split = self.get_object()
+        if not permissions.can_see_results(request.user, split):
+            raise PermissionDenied(f"the results of {split} are not public yet")
+        split = board_cache.current(split)  # ranked again if a freeze began or ended since
+        try:
+            setting = board_cache.chosen_setting(split, request.query_params.get("setting"))
+        except board_cache.UnknownSetting as exc:
+            raise ValidationError({"setting": [str(exc)]}) from None
+        return split, setting
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
@@ -89,14 +103,7 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
         """The split's ranked entries in one setting (one per team by the task's rule, plus
         baselines), each with its submission's scores across settings (``derived``)."""
-        split = self.get_object()
-        if not permissions.can_see_results(request.user, split):
-            raise PermissionDenied(f"the results of {split} are not public yet")
-        split = board_cache.current(split)
-        try:
-            setting = board_cache.chosen_setting(split, request.query_params.get("setting"))
-        except board_cache.UnknownSetting as exc:
-            raise ValidationError({"setting": [str(exc)]}) from None
+        split, setting = self._board(request)
         board = board_cache.board(split, setting)
         body = {
             "split": split,
@@ -133,6 +140,32 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
             return Response({"detail": f"nothing repeated: {exc}"}, status=400)
         body = {"runs_per_entry": split.task.final_repeats, "repeated": acted, "refused": refused}
         return Response(repeat_serializers.RepeatedSerializer(body).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("setting", str, description="as the leaderboard's"),
+            OpenApiParameter(
+                "dimension",
+                str,
+                description="a slice dimension of the board (the split's; the first by default)",
+            ),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"])
+    def slices(self, request: Request, pk: str | None = None) -> Response:
+        """The board's table of one slice dimension: per entry, its scores on each slice value
+        with its rank there, the range of ranks it takes in the value's paired bootstrap, its
+        group and its score calibrated by people's labels (where the split's audit labelled
+        items of that value); per value, its minimum detectable effect, or why none."""
+        split, setting = self._board(request)
+        board = board_cache.board(split, setting)
+        dimension = request.query_params.get("dimension") or next(iter(board.dimensions), "")
+        if dimension not in board.dimensions:
+            known = ", ".join(board.dimensions) or "none"
+            raise ValidationError({"dimension": [f"{dimension!r}: the board's are {known}"]})
+        body = slice_records(split, setting, dimension, board.entries)
+        return Response({"split": split.pk, "setting": setting} | body)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet[EvaluationRun]):

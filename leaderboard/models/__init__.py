@@ -10,6 +10,7 @@ from leaderboard.models.image_archive import ImageArchive
 from leaderboard.models.judge_preview import JudgePreview, PreviewFlip, PreviewRun
 from leaderboard.models.mail import Mailing, MailPreference
 from leaderboard.models.participation import Ban, Registration
+from leaderboard.models.ranked_slices import RankedSlices
 from leaderboard.models.results import (
     AnswerSimilarity,
     EntryComparison,
@@ -30,7 +31,7 @@ from leaderboard.models.submission import (
 )
 from leaderboard.models.team import Invitation, Membership, Team
 from leaderboard.models.terms import TermsAcceptance
-from leaderboard.models.units import RunUnits
+from leaderboard.models.units import RunUnits, UnitSlices
 
 __all__ = [
     "AnswerSimilarity",
@@ -61,6 +62,7 @@ __all__ = [
     "PreviewFlip",
     "PreviewRun",
     "RankedBoard",
+    "RankedSlices",
     "Registration",
     "RunAction",
     "RunUnits",
@@ -73,5 +75,6 @@ __all__ = [
     "Task",
     "Team",
     "TermsAcceptance",
+    "UnitSlices",
     "current_splits",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 
 from django.db import transaction
 
@@ -53,6 +54,19 @@ def graded_items(
     return graded
 
 
+def slice_verdicts(
+    benchmark: Benchmark[SplitT, PredictionT, ItemT], graded: Sequence[ItemT]
+) -> dict[str, dict[str, Counter[str]]]:
+    """How many items of each slice value the judge gave each verdict: what a slice's
+    calibrated score weighs (``leaderboard.slice_calibration``)."""
+    found: dict[str, dict[str, Counter[str]]] = {}
+    for item in graded:
+        grade = benchmark.item_grade(item)
+        for dimension, value in benchmark.item_slices(benchmark.to_row(item)).items():
+            found.setdefault(dimension, {}).setdefault(value, Counter())[grade] += 1
+    return found
+
+
 def score_stage(run: EvaluationRun) -> None:
     """Stage ``scoring``: store slice scores and comparisons, then the run is done."""
     benchmark = benchmark_for_run(run)
@@ -73,7 +87,15 @@ def score_stage(run: EvaluationRun) -> None:
             continue
         comparisons.append((other, result))
     with transaction.atomic():
-        store_scores(run, scores, benchmark.settings(), benchmark.units(graded), verdicts)
+        store_scores(
+            run,
+            scores,
+            benchmark.settings(),
+            benchmark.units(graded),
+            verdicts,
+            benchmark.unit_slices(graded),
+            slice_verdicts(benchmark, graded),
+        )
         for other, result in comparisons:
             store_comparison(run, other, result)
         run.move_to(State.DONE)

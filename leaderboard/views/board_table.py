@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.http import Http404, QueryDict
@@ -21,8 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.seam import Metric
 from leaderboard import repeats
-from leaderboard.charts import cell_interval, cell_value
-from leaderboard.ranking import Entry, SliceCell, SliceTable
+from leaderboard.ranking import Entry
 
 RANK = "rank"  # the board's own order
 SUBMITTED = "submitted"  # by submission date
@@ -164,7 +163,7 @@ class Row:
             f' data-group="{entry.group}" class="group-{entry.group % 2}"' if entry.group else ""
         )
         return mark_safe(
-            f'<tr data-team="{entry.team_id}"{group}>{_rank_td(entry)}'
+            f'<tr data-team="{entry.team_id}"{group}>{rank_td(entry)}'
             f'<td class="team">{escape(entry.team)}</td>'
             f'<td><a class="entry" href="{escape(self.href)}" title="{ENTRY_TITLE}">'
             f"{escape(entry.method_name)}</a>{links}</td>"
@@ -180,7 +179,7 @@ def _calibrated(entry: Entry, primary: Metric) -> str:
     return f"{primary.shown(entry.calibrated)} [{low}, {high}]"
 
 
-def _rank_td(entry: Entry) -> str:
+def rank_td(entry: Entry) -> str:
     if not entry.rank:
         return '<td><span class="badge baseline">baseline</span></td>'
     if entry.rank_low is None or entry.rank_high is None:
@@ -284,50 +283,3 @@ def rows(
             )
         )
     return result
-
-
-class CellText(NamedTuple):
-    """A slice cell as shown: ``value`` for ``data-value`` ("" when none), the metric's text,
-    its interval's, the items behind it (None: no cell). A tuple: ~1,300 a slice page."""
-
-    value: str
-    shown: str
-    interval: str
-    count: int | None  # type: ignore[assignment]  # the items behind it; shadows tuple.count
-
-    def td(self) -> str:
-        """The cell of the slice table as HTML: built here, not by template lookups, as a
-        table has a cell per entry and slice value (~1,300). Its texts are numbers formatted by
-        ``cell_text`` (``repr``, ``Metric.shown``, a dash): nothing in them to escape."""
-        count = f' <span class="muted">n={self.count}</span>' if self.count is not None else ""
-        title = f' title="95 % interval {self.interval}"' if self.interval != "–" else ""
-        return f'<td class="num" data-value="{self.value}"{title}>{self.shown}{count}</td>'
-
-
-def cell_text(cell: SliceCell | None, metric: Metric) -> CellText:
-    if cell is None:
-        return CellText("", metric.shown(None), "–", None)
-    number = cell_value(cell, metric)
-    ends = cell_interval(cell, metric)
-    interval = f"[{metric.shown(ends[0])}, {metric.shown(ends[1])}]" if ends else "–"
-    return CellText(
-        "" if number is None else repr(number), metric.shown(number), interval, cell["count"]
-    )
-
-
-def slice_lines(table: SliceTable, metric: Metric, entry_href: str) -> list[SafeString]:
-    """The slice table's rows as HTML, escaped: per entry, a link to its page (``rows``'
-    ``entry_href``) and a cell per slice value (``CellText.td``); built here, not by template
-    lookups, as a page has a cell per entry and slice value."""
-    lines = []
-    for entry, cells in table.rows:
-        href = escape(entry_href.format(entry.run_id))
-        tds = "".join(cell_text(cells.get(value), metric).td() for value in table.values)
-        lines.append(
-            mark_safe(
-                f'<tr data-team="{entry.team_id}">{_rank_td(entry)}<td class="team">'
-                f'<a class="entry" href="{href}">{escape(entry.method_name)}</a> '
-                f'<span class="muted">({escape(entry.team)})</span></td>{tds}</tr>\n'
-            )
-        )
-    return lines

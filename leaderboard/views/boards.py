@@ -25,12 +25,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from leaderboard import board_cache, pages, permissions, public_board, ranking
+from leaderboard import board_cache, pages, permissions, public_board, ranking, slice_store
 from leaderboard.audit_results import judge_cards
 from leaderboard.charts import slice_chart
 from leaderboard.models import Challenge, Split, current_splits
 from leaderboard.task_environment import task_environment
-from leaderboard.views import board_nav, board_page, board_settings, board_table
+from leaderboard.views import board_nav, board_page, board_settings, board_table, slice_table
 
 # Leaderboard and slice pages list this many entries a page; exports and the API list them all.
 ENTRIES_PER_PAGE = 100
@@ -240,6 +240,11 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
         query = urlencode({"dimension": dimension, "metric": metric.name}) + (
             f"&{shown['setting_query']}" if shown["setting_query"] else ""
         )
+        statistics = (  # computed on the primary metric: shown beside it
+            slice_store.read(split, setting, dimension)
+            if table and metric.name == split.task.primary_metric
+            else None
+        )
         context = {
             "split": split,
             "task": split.task,
@@ -252,9 +257,11 @@ def slices(request: HttpRequest, slug: str, task_id: str, kind: str) -> HttpResp
             "setting_query": shown["setting_query"],
             "columns": columns,
             "table": table,
-            "lines": board_table.slice_lines(table, metric, _entry_href(split, query))
+            "lines": slice_table.slice_lines(table, metric, _entry_href(split, query), statistics)
             if table
             else [],
+            "headers": slice_table.value_headers(table, metric, statistics) if table else [],
+            "notes": slice_table.statistics_notes(statistics, metric),
             "chart": slice_chart(table, metric) if table and table.values else None,
         }
         return render_to_string("leaderboard/_slices_body.html", context)

@@ -18,16 +18,16 @@ from django.shortcuts import render
 from evaluator.seam import Metric, SomeBenchmark
 from leaderboard import board_cache, ranking
 from leaderboard.charts import NUMBER, Chart, Point, bar_chart, slice_chart
-from leaderboard.views import board_nav, board_settings, board_table
+from leaderboard.views import board_nav, board_settings, board_table, slice_table
 from leaderboard.views.boards import results_split
 
 
 def _slice(
     table: ranking.SliceTable, metric: Metric
-) -> tuple[str, Chart | None, list[tuple[str, board_table.CellText]]]:
+) -> tuple[str, Chart | None, list[tuple[str, slice_table.CellText]]]:
     """A dimension of the entry: its chart (one bar per slice value) and its lines."""
     ((_, cells),) = table.rows
-    lines = [(value, board_table.cell_text(cells[value], metric)) for value in table.values]
+    lines = [(value, slice_table.cell_text(cells[value], metric)) for value in table.values]
     return table.dimension, slice_chart(table, metric) if table.values else None, lines
 
 

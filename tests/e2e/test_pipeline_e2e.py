@@ -27,6 +27,7 @@ from leaderboard.models import (
     Team,
 )
 from leaderboard.pipeline.bundles import store_corpus
+from leaderboard.slice_statistics import slice_statistics
 from leaderboard.splits import import_split_dir
 from tests.e2e.harness import REPO, make_task, pipeline, submit_through_form, team_member
 
@@ -183,3 +184,10 @@ def test_submissions_from_the_web_form_reach_the_leaderboard(
     entries = board_store.entries(split)
     assert all(e.rank_low is not None and e.rank_low <= e.rank <= e.rank_high for e in entries)
     assert board_store.board(split).statistics["units"] == units.array().size
+    # and which slice value each unit belongs to: the slice tables have theirs too
+    domains = units.slice_verdicts["domain"]
+    assert units.slices and sum(n for v in domains.values() for n in v.values()) == split.items
+    by_domain = slice_statistics(split, "", "domain")
+    assert not by_domain.unavailable, by_domain.unavailable
+    assert set(by_domain.values) == set(domains)
+    assert all(p.rank_low for v in by_domain.values.values() for p in v.places.values())

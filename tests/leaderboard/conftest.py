@@ -86,7 +86,8 @@ def splits(task) -> dict[str, Split]:
 def make_entry(db):
     """A submission of ``team`` with a done run on ``split`` and stored scores (CRAG-MM's
     from ``truthfulness`` and ``slices``, else the ``scores`` given: another benchmark's),
-    with its per-unit ``units`` and its judge's ``verdicts`` counts when given."""
+    with its per-unit ``units`` and its judge's ``verdicts`` counts when given (and the units'
+    ``unit_slices``, the verdicts per slice value: ``slice_verdicts``)."""
 
     def make(
         team: Team,
@@ -102,6 +103,8 @@ def make_entry(db):
         scores: dict | None = None,
         units: list[float] | None = None,
         verdicts: dict[str, int] | None = None,
+        unit_slices: dict[str, list[str | None]] | None = None,
+        slice_verdicts: dict[str, dict[str, dict[str, int]]] | None = None,
     ) -> EvaluationRun:
         submission = Submission.objects.create(
             team=team,
@@ -119,7 +122,12 @@ def make_entry(db):
         )
         document = scores if scores is not None else scores_dict(truthfulness, slices)
         store_scores(
-            run, document, units=None if units is None else np.array(units), verdicts=verdicts
+            run,
+            document,
+            units=None if units is None else np.array(units),
+            verdicts=verdicts,
+            unit_slices=unit_slices,
+            slice_verdicts=slice_verdicts,
         )
         return run
 

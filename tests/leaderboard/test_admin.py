@@ -23,6 +23,7 @@ from leaderboard.models import (
     PreviewFlip,
     PreviewRun,
     RankedBoard,
+    RankedSlices,
     RunAction,
     RunUnits,
     SearchCorpus,
@@ -30,6 +31,7 @@ from leaderboard.models import (
     SubmissionAction,
     SubmissionTask,
     TermsAcceptance,
+    UnitSlices,
 )
 
 
@@ -60,9 +62,10 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
         assert listing.status_code == 200, model
         # HubModel: added by manage.py register_model on the nodes, which copies the files;
         # runs: by submitting; run and submission actions: by acting on them (the panel);
-        # headlines: by storing scores;
-        # ranked boards: by a change of results; challenge versions, kit files: by importing a
-        # bundle; corpora: on the challenge's page or by a bundle; judge audits: on their pages;
+        # headlines, units and their slices: by storing scores;
+        # ranked boards, their slices' statistics: by a change of results; challenge versions,
+        # kit files: by importing a bundle; corpora: on the challenge's page or by a bundle;
+        # judge audits: on their pages;
         # image archives: by the workers that build and run agents; a challenge's labellers:
         # by inviting them to an audit; API tokens: by their owners (the key is shown once);
         # mailings: by the messages page and runs' ends
@@ -83,7 +86,9 @@ def test_admin_pages_render_with_data(client, superuser, teams, splits, make_ent
             JudgeAudit,
             Headline,
             RankedBoard,
+            RankedSlices,
             RunUnits,
+            UnitSlices,
             RunAction,
             SubmissionAction,
             TermsAcceptance,

@@ -157,6 +157,7 @@ def test_bad_settings_name_the_variable(tmp_path, env, message):
         ("housekeeping.reap_stale_runs", {}, "default"),
         ("housekeeping.sweep_image_archives", {}, "default"),
         ("mail.deliver", {}, "default"),
+        ("boards.store_slice_statistics", {}, "default"),
     ],
 )
 def test_tasks_are_routed_by_name_prefix(name, kwargs, queue):

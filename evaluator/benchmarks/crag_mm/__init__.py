@@ -14,7 +14,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluator.benchmarks.crag_mm.agent import TurnPlan
-from evaluator.benchmarks.crag_mm.compare import compare_runs, format_comparison, run_units
+from evaluator.benchmarks.crag_mm.compare import (
+    compare_runs,
+    format_comparison,
+    run_unit_slices,
+    run_units,
+)
 from evaluator.benchmarks.crag_mm.grading import MISSING_RULES, grade, missing_rule, never_asked
 from evaluator.benchmarks.crag_mm.loading import load_split
 from evaluator.benchmarks.crag_mm.metrics import COUNTINGS, EGO_SLICE, TURN_SLICE, score_turns
@@ -36,6 +41,7 @@ from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError
 from evaluator.seam import Benchmark, Metric, ScoreBlock
 from evaluator.seam.samples import example_agent_folder
+from evaluator.seam.scoring import UnitSlices
 
 # The official per-turn columns, then Podium's.
 OFFICIAL_COLUMNS: tuple[str, ...] = (
@@ -268,6 +274,9 @@ class CragMM(Benchmark[Split, Prediction, GradedTurn]):
 
     def units(self, graded: Sequence[GradedTurn]) -> np.ndarray | None:
         return run_units(graded, self.counting)
+
+    def unit_slices(self, graded: Sequence[GradedTurn]) -> UnitSlices:
+        return run_unit_slices(graded, self.counting)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(dict(result), a_name, b_name)

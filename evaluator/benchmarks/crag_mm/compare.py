@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.benchmarks.crag_mm.metrics import CountedTurns, check_resampling, count_turns
+from evaluator.benchmarks.crag_mm.metrics import (
+    CountedTurns,
+    check_resampling,
+    count_turns,
+    slice_values,
+)
 from evaluator.benchmarks.crag_mm.records import GradedTurn
 from evaluator.records import EvaluatorError
 from evaluator.stats import DEFAULT_N_BOOT, paired_comparison
@@ -50,6 +55,29 @@ def run_units(graded: Sequence[GradedTurn], counting: str = "paper") -> np.ndarr
     if not counted.complete:
         return None
     return counted.units(np.ones(counted.conversation.size, dtype=bool))
+
+
+def run_unit_slices(
+    graded: Sequence[GradedTurn], counting: str = "paper"
+) -> dict[str, list[str | None]]:
+    """Per slice dimension, each of ``run_units``' units' value (a conversation's, when all its
+    turns share it; else None: the ``turn`` dimension of a multi-turn split, or a label that
+    changes within a conversation)."""
+    if not graded:
+        return {}
+    counted = count_turns(graded, counting)
+    conversations = len(counted.session_ids)
+    found: dict[str, list[str | None]] = {}
+    for name, values in slice_values(counted).items():
+        distinct, codes = np.unique(values, return_inverse=True)
+        low = np.full(conversations, len(distinct), dtype=np.int64)
+        high = np.full(conversations, -1, dtype=np.int64)
+        np.minimum.at(low, counted.conversation, codes)
+        np.maximum.at(high, counted.conversation, codes)
+        found[name] = [
+            str(distinct[lo]) if lo == hi else None for lo, hi in zip(low, high, strict=True)
+        ]
+    return found
 
 
 def compare_runs(

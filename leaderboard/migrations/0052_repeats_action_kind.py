@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012 (generated)
-        ("leaderboard", "0049_repeats_ladder"),
+        ("leaderboard", "0051_slicework_ranked_slices"),
     ]
 
     operations = [  # noqa: RUF012 (generated)
