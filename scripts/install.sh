@@ -2,8 +2,8 @@
 # Installs and starts what Podium needs on a Debian machine (bookworm or later), as root; safe to
 # run again: what is there and answers is left exactly as it is.
 # - Debian packages, when missing: python3.11 with its venv module, docker.io (engine),
-#   with PODIUM_RUNSC=1 runsc (gVisor: agents' runtime, registered by scripts/runsc.sh where
-#   it works),
+#   runsc (gVisor: agents' runtime, registered by scripts/runsc.sh where it works; not with
+#   PODIUM_RUNSC=0),
 #   debootstrap (offline base images), chromium (browser tests), postgresql, redis-server
 # - services, when nothing answers: PostgreSQL on 127.0.0.1:5432 (databases "test" and "podium",
 #   role postgres), Redis on 127.0.0.1:6379, the Docker engine, the build engine (a second
@@ -32,7 +32,7 @@ command -v python3.11 >/dev/null 2>&1 || apt_missing+=(python3.11)
 python3.11 -c "import ensurepip, venv" >/dev/null 2>&1 || apt_missing+=(python3.11-venv)
 command -v dockerd >/dev/null 2>&1 || apt_missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || apt_missing+=(debootstrap)
-[ "${PODIUM_RUNSC:-0}" = 1 ] && ! command -v runsc >/dev/null 2>&1 && apt_missing+=(runsc)
+[ "${PODIUM_RUNSC:-1}" != 0 ] && ! command -v runsc >/dev/null 2>&1 && apt_missing+=(runsc)
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)  # browser tests (Playwright)
 fresh_pg=0
 if [ "$local_pg" = 1 ] && ! command -v pg_ctlcluster >/dev/null 2>&1; then
@@ -88,7 +88,7 @@ if ! docker_up; then
   nohup dockerd >/var/log/podium-dockerd.log 2>&1 &
   wait_for 60 "dockerd (see /var/log/podium-dockerd.log)" docker_up
 fi
-# --- PODIUM_RUNSC=1: gVisor's runsc registered with that engine where it works (CPU tasks' agents)
+# --- gVisor's runsc registered with that engine where it works (CPU tasks' agents)
 bash scripts/runsc.sh
 # --- the build engine: teams' builds run there, apart from the engine above (docs/security.md)
 bash scripts/build-engine.sh

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# With PODIUM_RUNSC=1: registers gVisor's runsc (Debian's package "runsc") with the Docker engine
-# that runs agents, where it works; scripts/install.sh runs it after starting the engine. Safe to
-# run again: an engine that already offers runsc is left as it is. Agents of CPU tasks run under
-# runsc wherever the engine offers it (workers/runtimes.py, docs/security.md); elsewhere, runc.
-# Opt-in for an operator's install: every sandbox check holds under Debian's runsc (2022-12), but
-# its cost on a short batch misses issue #38's goal (docs/security.md, "Agent runtime: gVisor";
-# docs/benchmarks.md), so a machine runs agents under it by choice. CI sets PODIUM_RUNSC=1
-# (.ci/run): the conformance and hostile-agent tests run under runc and runsc.
+# Registers gVisor's runsc (Debian's package "runsc") with the Docker engine that runs agents,
+# where it works; scripts/install.sh runs it after starting the engine. Safe to run again: an
+# engine that already offers runsc is left as it is. Agents of CPU tasks run under runsc wherever
+# the engine offers it (workers/runtimes.py, docs/security.md); elsewhere, runc. On by default:
+# every sandbox check holds under Debian's runsc (2022-12); its cost on a short batch is in
+# docs/benchmarks.md ("Agent runtime under gVisor"). PODIUM_RUNSC=0 leaves the engine without it
+# (agents then run under runc); a task may also name `runtime: runc` in its challenge.yaml.
+# CI (.ci/run) sets PODIUM_RUNSC=1: the conformance and hostile-agent tests run under both.
 #
 # The runtime is added to /etc/docker/daemon.json (other keys kept) with the arguments Docker's
 # "none" network and Podium's sockets need (--network=none, --host-uds=all), and the engine
@@ -23,7 +23,7 @@ config=/etc/docker/daemon.json
 platform=${PODIUM_RUNSC_PLATFORM:-ptrace}
 probe_image=podium/runsc-probe:true
 
-[ "${PODIUM_RUNSC:-0}" = 1 ] || exit 0  # opt-in (above)
+[ "${PODIUM_RUNSC:-1}" = 0 ] && exit 0  # opted out (above)
 offered() { docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; }
 if offered; then exit 0; fi
 command -v runsc >/dev/null 2>&1 || { say "runsc is not installed: agents run under runc"; exit 0; }

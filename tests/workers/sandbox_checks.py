@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ INITS = ("docker-init", "tini", "tini-static")  # ... the engine's init binary
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/hostname", "/etc/hosts")  # from Docker's own folder
 ROOT_PATHS = ("/", "/usr", "/usr/lib", "/etc", "/var/tmp", "/agent", "/opt/venv")
 EXEC_POLL_S = 5.0
+ENDED_WAIT_S = 5.0  # a failed exec: how long the container may take to be seen ending
 KNOWN_SOCKETS = (
     "/var/run/docker.sock",
     "/run/docker.sock",
@@ -103,10 +105,25 @@ class Subject:
         while True:
             thread.join(EXEC_POLL_S)
             if done:
-                return done[0]
+                code, output = done[0]
+                # gVisor's sandbox ending under an exec may answer first ("WaitPID failed:
+                # EOF"), before the engine marks the container exited.
+                if code != 0 and self._ends_within(ENDED_WAIT_S):
+                    raise SandboxEnded(self.container.attrs["State"])
+                return code, output
+            if self._ends_within(0.0):
+                raise SandboxEnded(self.container.attrs["State"])
+
+    def _ends_within(self, seconds: float) -> bool:
+        """Whether the container is seen not running within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while True:
             self.container.reload()
             if self.container.status != "running":
-                raise SandboxEnded(self.container.attrs["State"])
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.25)
 
     def filesystem(self) -> dict:
         return self.probe(

@@ -42,7 +42,7 @@ def test_the_runtime_goes_into_the_containers_arguments_only_once_chosen():
 
 @pytest.mark.docker
 def test_a_policy_naming_none_settles_on_what_the_real_engine_offers(docker_client):
-    """runsc where the engine offers it (scripts/runsc.sh registers it, PODIUM_RUNSC=1), else
+    """runsc where the engine offers it (scripts/runsc.sh registers it unless PODIUM_RUNSC=0), else
     runc; runc with GPUs; a runtime the engine lacks refused before anything starts."""
     found = offered(docker_client)
     assert "runc" in found
