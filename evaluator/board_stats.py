@@ -23,6 +23,15 @@ for a two-sided paired z-test at level ``alpha`` to find it with probability ``p
 ``(z(1 - alpha / 2) + z(power)) * s / sqrt(n)``, where ``s`` is the standard deviation of the
 per-unit differences of two entries of typical agreement (the median over the board's
 neighbouring pairs).
+
+A board ranked by scores calibrated by people's labels (``Rectified``: an entry's score is its
+units' mean plus its shares of the judge's verdicts times the corrections the labels make to
+each, ``evaluator.calibrated``) resamples the labels too: each resample adds to every entry's
+resampled mean its shares times that resample's corrections (the labels resampled within each
+verdict, ``calibrated.stratum_corrections``), so its rank intervals hold both the items' and the
+labels' uncertainty; and a paired test's difference adds the two entries' corrections' difference,
+its variance the corrections' (``sum_h (W_ah - W_bh)^2 var_h / n_h``). The minimum detectable
+effect stays the judge's units'.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from typing import Literal
 import numpy as np
 from scipy.stats import norm, rankdata
 
+from evaluator.calibrated import Corrections
 from evaluator.stats import CONFIDENCE
 
 DEFAULT_RANK_BOOT = 1000
@@ -54,6 +64,41 @@ def _matrix(values: Values) -> np.ndarray:
     if not np.all(np.isfinite(units)):
         raise ValueError("unit values must be finite numbers")
     return units
+
+
+@dataclass(frozen=True)
+class Rectified:
+    """Scores calibrated by people's labels: each entry's shares of the strata (entries x
+    strata, in the board's order; a row of zeros for an entry not calibrated) and the strata's
+    corrections, resampled as many times as the board's units."""
+
+    shares: np.ndarray
+    corrections: Corrections
+
+    def __post_init__(self) -> None:
+        if self.shares.ndim != 2 or self.shares.shape[1] != len(self.corrections.strata):
+            raise ValueError("shares: one row per entry, one column per stratum")
+
+    def offsets(self) -> np.ndarray:
+        """Each entry's correction (entries)."""
+        result: np.ndarray = self.shares @ self.corrections.mean
+        return result
+
+    def resampled(self, n_boot: int) -> np.ndarray:
+        """Each resample's correction of each entry (n_boot x entries)."""
+        if self.corrections.draws.shape[0] != n_boot:
+            raise ValueError(
+                f"{self.corrections.draws.shape[0]} resamples of the labels for {n_boot} of "
+                "the units"
+            )
+        result: np.ndarray = self.corrections.draws @ self.shares.T
+        return result
+
+
+def _rectified(rectified: Rectified | None, entries: int) -> Rectified | None:
+    if rectified is not None and rectified.shares.shape[0] != entries:
+        raise ValueError(f"shares of {rectified.shares.shape[0]} entries for {entries}")
+    return rectified
 
 
 def board_ranks(means: np.ndarray, higher_is_better: bool, shared: bool) -> np.ndarray:
@@ -80,18 +125,22 @@ def rank_intervals(
     n_boot: int = DEFAULT_RANK_BOOT,
     seed: int = 0,
     observed: Sequence[int] | None = None,
+    rectified: Rectified | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The lowest and highest rank (numbers, 1 is first) each entry takes in the central
     ``confidence`` share of a paired bootstrap over units (see the module's notes), widened to
-    hold its rank on the board (``observed``; by default its rank by its mean here)."""
+    hold its rank on the board (``observed``; by default its rank by its mean here); with
+    ``rectified``, by the calibrated scores, the labels resampled too."""
     units = _matrix(values)
+    rectified = _rectified(rectified, units.shape[0])
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     entries, n = units.shape
     if observed is None:
-        on_board = board_ranks(np.round(units.mean(axis=1), _DECIMALS), higher_is_better, shared)
+        means = units.mean(axis=1) + (rectified.offsets() if rectified else 0.0)
+        on_board = board_ranks(np.round(means, _DECIMALS), higher_is_better, shared)
     else:
         on_board = np.asarray(observed, dtype=np.int64)
         if on_board.shape != (entries,):
@@ -99,7 +148,10 @@ def rank_intervals(
     if entries == 1:
         return on_board.copy(), on_board.copy()
     counts = resample_counts(n, n_boot, np.random.default_rng(seed))
-    means = np.round(counts.astype(np.float64) @ units.T / n, _DECIMALS)  # n_boot x entries
+    means = counts.astype(np.float64) @ units.T / n  # n_boot x entries
+    if rectified is not None:
+        means += rectified.resampled(n_boot)
+    means = np.round(means, _DECIMALS)
     ranks = board_ranks(means, higher_is_better, shared)
     tail = (1.0 - confidence) / 2.0
     low = np.quantile(ranks, tail, axis=0, method="lower").astype(np.int64)
@@ -119,15 +171,23 @@ def _difference_spread(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return means[:-1] - means[1:], np.sqrt(variance)
 
 
-def adjacent_p_values(values: Values) -> np.ndarray:
+def adjacent_p_values(values: Values, rectified: Rectified | None = None) -> np.ndarray:
     """Two-sided p-values of paired z-tests of each entry against the one above it
-    (``entries - 1`` of them; a difference with no spread: 1 when 0, else 0)."""
+    (``entries - 1`` of them; a difference with no spread: 1 when 0, else 0); with
+    ``rectified``, of their calibrated scores."""
     units = _matrix(values)
+    rectified = _rectified(rectified, units.shape[0])
     difference, spread = _difference_spread(units)
     n = units.shape[1]
+    variance = spread**2 / n
+    if rectified is not None:
+        apart = rectified.shares[:-1] - rectified.shares[1:]
+        difference = difference + apart @ rectified.corrections.mean
+        variance = variance + apart**2 @ rectified.corrections.variance
+    error = np.sqrt(variance)
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.abs(difference) / (spread / np.sqrt(n))
-    z = np.where(spread > 0, z, np.where(np.abs(difference) > 1e-12, np.inf, 0.0))
+        z = np.abs(difference) / error
+    z = np.where(error > 0, z, np.where(np.abs(difference) > 1e-12, np.inf, 0.0))
     p: np.ndarray = 2.0 * norm.sf(z)
     return p
 
@@ -153,15 +213,17 @@ def groups(
     values: Values,
     alpha: float = ALPHA,
     correction: Correction = "holm",
+    rectified: Rectified | None = None,
 ) -> list[int]:
     """Each entry's group (from 1), entries in the board's order: an entry joins the group
-    above it unless the corrected paired test tells the two apart at level ``alpha``."""
+    above it unless the corrected paired test tells the two apart at level ``alpha`` (of the
+    calibrated scores, with ``rectified``)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     units = _matrix(values)
     if units.shape[0] == 1:
         return [1]
-    apart = corrected(adjacent_p_values(units), correction) < alpha
+    apart = corrected(adjacent_p_values(units, rectified), correction) < alpha
     return [1, *(1 + np.cumsum(apart)).tolist()]
 
 
@@ -203,16 +265,20 @@ def board_statistics(
     n_boot: int = DEFAULT_RANK_BOOT,
     seed: int = 0,
     observed: Sequence[int] | None = None,
+    rectified: Rectified | None = None,
 ) -> BoardStatistics:
     """Rank intervals, groups and the minimum detectable effect of one board's ranked entries
-    (``values``: entries in the board's order x units); the groups' level is ``1 - confidence``."""
+    (``values``: entries in the board's order x units; ``rectified``: ranked by their scores
+    calibrated by people's labels); the groups' level is ``1 - confidence``."""
     units = _matrix(values)
-    low, high = rank_intervals(units, higher_is_better, shared, confidence, n_boot, seed, observed)
+    low, high = rank_intervals(
+        units, higher_is_better, shared, confidence, n_boot, seed, observed, rectified
+    )
     alpha = round(1.0 - confidence, 12)
     return BoardStatistics(
         rank_low=low.tolist(),
         rank_high=high.tolist(),
-        groups=groups(units, alpha, correction),
+        groups=groups(units, alpha, correction, rectified),
         minimum_detectable_effect=minimum_detectable_effect(units, alpha),
         units=int(units.shape[1]),
         confidence=confidence,

@@ -22,6 +22,10 @@ gives ``n_h`` labels. The correction is then the strata's, weighted by their sha
 
 (a stratum of one label takes the pooled variance of the corrections). ``labels_only`` is the
 same estimate without the judge (``f = 0``): the interval people's labels alone give.
+
+``stratum_corrections`` gives each stratum's mean correction and its variance apart, with
+resamples of its labels (a bootstrap within each stratum): a board ranked by calibrated scores
+resamples them beside its units for its rank intervals (``evaluator.board_stats``).
 """
 
 from __future__ import annotations
@@ -92,6 +96,48 @@ def _correction(
         mean += share * float(mine.mean())
         variance += share**2 * spread / mine.size
     return mean, variance
+
+
+@dataclass(frozen=True)
+class Corrections:
+    """Per stratum (``strata``' order): the mean correction its labels make (``mean``:
+    ``mean_h(y - f)``), the variance of that mean (``variance``: ``var_h(y - f) / n_h``), and
+    the means of ``draws.shape[0]`` resamples of its labels with replacement (``draws``:
+    resamples x strata). A stratum with no labels corrects by 0, with no variance."""
+
+    strata: tuple[Hashable, ...]
+    mean: np.ndarray
+    variance: np.ndarray
+    draws: np.ndarray
+
+
+def stratum_corrections(
+    judge_on_labelled: Sequence[float] | np.ndarray,
+    labels: Sequence[float] | np.ndarray,
+    strata: Sequence[Hashable],
+    keys: Sequence[Hashable],
+    n_boot: int,
+    seed: int = 0,
+) -> Corrections:
+    """Each of the strata ``keys``' corrections from the labels in it (``strata``: each
+    label's), as ``corrected_score`` weighs them, and ``n_boot`` resamples of them."""
+    f_n = _array(judge_on_labelled, "judge_on_labelled")
+    y_n = _array(labels, "labels")
+    if f_n.size != y_n.size or len(strata) != y_n.size:
+        raise ValueError(f"{f_n.size} judge values and {len(strata)} strata for {y_n.size} labels")
+    rectifier = y_n - f_n
+    pooled = float(rectifier.var(ddof=1)) if rectifier.size > 1 else 0.0
+    rng = np.random.default_rng(seed)
+    mean, variance = np.zeros(len(keys)), np.zeros(len(keys))
+    draws = np.zeros((n_boot, len(keys)))
+    for column, key in enumerate(keys):
+        mine = rectifier[[i for i, found in enumerate(strata) if found == key]]
+        if mine.size == 0:
+            continue
+        mean[column] = mine.mean()
+        variance[column] = (float(mine.var(ddof=1)) if mine.size > 1 else pooled) / mine.size
+        draws[:, column] = mine[rng.integers(0, mine.size, size=(n_boot, mine.size))].mean(axis=1)
+    return Corrections(tuple(keys), mean, variance, draws)
 
 
 def _interval(value: float, variance: float, confidence: float) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.board_stats import POWER, BoardStatistics, board_statistics
+from evaluator.board_stats import POWER, BoardStatistics, Rectified, board_statistics
 from leaderboard.models import RunUnits, Task
 from leaderboard.models.units import decode
 
@@ -42,18 +42,13 @@ def beside(
     runs: Sequence[int],
     ranks: Sequence[int | None],
     scores: Sequence[float | None],
-    by_people: bool = False,
+    by_people: Rectified | None = None,
 ) -> Beside:
     """Rank intervals, groups and the minimum detectable effect of the board whose entries'
     ``runs`` have these ``ranks`` and primary ``scores``, in the board's order (``by_people``:
-    ranked by the scores calibrated by people's labels, whose units it has not)."""
+    ranked by the scores calibrated by people's labels, every entry's shares of the verdicts
+    and the labels' corrections: ``leaderboard.calibration.rectified``)."""
     size = len(runs)
-    if by_people:
-        return _none(
-            size,
-            "the board ranks by the scores calibrated by people's labels; rank intervals and "
-            "groups resample the judge's verdicts",
-        )
     taking_part = [i for i in range(size) if ranks[i] is not None and scores[i] is not None]
     if not taking_part:
         return _none(size, "no ranked entry has a score yet")
@@ -82,6 +77,9 @@ def beside(
         higher_is_better=higher,
         shared=task.tie_rule == Task.TieRule.SHARED,
         observed=[int(ranks[i] or 0) for i in taking_part],
+        rectified=None
+        if by_people is None
+        else Rectified(by_people.shares[taking_part], by_people.corrections),
     )
     low: list[int | None] = [None] * size
     high: list[int | None] = [None] * size
@@ -89,7 +87,10 @@ def beside(
     for position, i in enumerate(taking_part):
         low[i], high[i] = found.rank_low[position], found.rank_high[position]
         groups[i] = found.groups[position]
-    return Beside(low, high, groups, described(found, benchmark.primary))
+    about = described(found, benchmark.primary)
+    if by_people is not None:
+        about["calibrated"] = True  # ranked by, and resampled with, people's corrections
+    return Beside(low, high, groups, about)
 
 
 def described(found: BoardStatistics, metric: str) -> dict[str, Any]:

@@ -100,8 +100,9 @@ def ranked(split: Split, setting: str, public: public_board.Rules | None = None)
     task = split.task
     shared = task.tie_rule == Task.TieRule.SHARED  # else the earlier submission first
     scores = [row[1] for row in rows]
+    people = calibration.rectifier(split)
     calibrated, about = calibration.calibrated(
-        split, [row[0] for row in rows], [row[3] for row in rows], scores
+        [row[0] for row in rows], [row[3] for row in rows], scores, people
     )
     by_people = bool(about) and task.ranked_by == Task.RankedBy.CALIBRATED
     if by_people:  # the calibrated score ranks (the judge's where there is none)
@@ -111,7 +112,12 @@ def ranked(split: Split, setting: str, public: public_board.Rules | None = None)
         scores = [keys[i] for i in order]
     runs = [row[0] for row in rows]
     ranks = ranking.ranks(zip(scores, (row[2] for row in rows), strict=True), shared)
-    stats = board_statistics.beside(task, runs, ranks, scores, by_people)
+    rectified = (
+        calibration.rectified(people, runs, [c is not None for c in calibrated])
+        if by_people and people is not None
+        else None
+    )
+    stats = board_statistics.beside(task, runs, ranks, scores, rectified)
     repeated, about_repeats = repeats.beside(split, setting, runs)
     return Ranked(
         runs=runs,

@@ -10,6 +10,10 @@ corrections weighed by the shares of its own items the judge gave each verdict (
 units, ``RunUnits.verdicts``); its variance adds the corrections' to its score's. Only entries
 judged by the audited judge are calibrated. Computed with the ranking when results change, and
 when an audit finishes (``audit_results.finish`` changes the split's results).
+
+A board the calibrated scores rank gets its rank intervals and groups from them
+(``rectified``: each entry's shares of the judge's verdicts and the labels' corrections,
+resampled, for ``evaluator.board_stats``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.calibrated import corrected_score
+import numpy as np
+
+from evaluator.board_stats import DEFAULT_RANK_BOOT, Rectified
+from evaluator.calibrated import corrected_score, stratum_corrections
 from evaluator.stats import CONFIDENCE
 from leaderboard.audit_labels import CONTESTED, labelled_items
 from leaderboard.models import Headline, JudgeAudit, RunUnits, Split
@@ -105,11 +112,14 @@ def estimate(
 
 
 def calibrated(
-    split: Split, runs: Sequence[int], judges: Sequence[str], scores: Sequence[float | None]
+    runs: Sequence[int],
+    judges: Sequence[str],
+    scores: Sequence[float | None],
+    found: Rectifier | None,
 ) -> tuple[list[list[float] | None], dict[str, Any]]:
     """Each entry's calibrated score as ``[value, low, high]`` (None: not calibrated), in the
-    board's order, and what the board says of it (empty without a finished audit)."""
-    found = rectifier(split)
+    board's order, and what the board says of it (empty without a finished audit, ``found``:
+    the split's ``rectifier``)."""
     if found is None:
         return [None] * len(runs), {}
     wanted = [
@@ -132,3 +142,25 @@ def calibrated(
         result.append(estimate(found, score, interval, counts.get(run) or {}))
     about = {"audit": found.audit_id, "judge_id": found.judge_id, "labels": len(found.people)}
     return result, about
+
+
+def rectified(
+    found: Rectifier,
+    runs: Sequence[int],
+    calibrated: Sequence[bool],
+    n_boot: int = DEFAULT_RANK_BOOT,
+) -> Rectified:
+    """The board's entries (``runs``, in its order) as a board ranked by their calibrated scores
+    sees them: each calibrated one's shares of the judge's verdicts on its items (a row of zeros
+    for the others) and ``found``'s corrections per verdict, resampled ``n_boot`` times."""
+    keys = sorted(set(found.verdicts))
+    wanted = [run for run, yes in zip(runs, calibrated, strict=True) if yes]
+    counts = dict(RunUnits.objects.filter(run_id__in=wanted).values_list("run_id", "verdicts"))
+    shares = np.zeros((len(runs), len(keys)))
+    for row, run in enumerate(runs):
+        mine = counts.get(run) or {} if calibrated[row] else {}
+        total = sum(mine.values())
+        if total:
+            shares[row] = [mine.get(key, 0) / total for key in keys]
+    corrections = stratum_corrections(found.judge, found.people, found.verdicts, keys, n_boot)
+    return Rectified(shares, corrections)

@@ -97,7 +97,12 @@ def test_the_organiser_chooses_the_calibrated_score_to_rank(board, make_user):
     assert calibrated(board) == [("b", 1, pytest.approx(0.95)), ("a", 2, pytest.approx(0.3))]
     statistics = board_store.board(board).statistics
     assert statistics["calibration"]["ranks"] is True
-    assert "resample the judge's verdicts" in statistics["unavailable"]
+    # rank intervals and groups of the calibrated scores: b - a = (0.45 - 0.5) + (0 - 0.6) x
+    # -0.5 + (1 - 0.2) x 0.5 = 0.65; its variance, the units' (-0.5, 0.4): 0.405 / 2, plus the
+    # corrections' 0.6^2 x 1/4 + 0.8^2 x 1/4 = 0.25: z = 0.65 / sqrt(0.4525), not apart
+    assert "unavailable" not in statistics and statistics["calibrated"] is True
+    entries = board_store.entries(board)
+    assert [(e.rank_low, e.rank_high, e.group) for e in entries] == [(1, 2, 1), (1, 2, 1)]
 
 
 def test_entries_of_another_judge_are_not_calibrated(board, teams, make_user, make_entry):
