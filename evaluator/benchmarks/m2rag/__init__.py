@@ -26,7 +26,13 @@ from evaluator.benchmarks.m2rag.grading import (
 )
 from evaluator.benchmarks.m2rag.items import PODIUM_FILE, M2Prediction, M2Split
 from evaluator.benchmarks.m2rag.judging import M2RAGRubric, RoutedJudge
-from evaluator.benchmarks.m2rag.metrics import METRICS, answer_units, compare_answers, score_answers
+from evaluator.benchmarks.m2rag.metrics import (
+    METRICS,
+    answer_unit_slices,
+    answer_units,
+    compare_answers,
+    score_answers,
+)
 from evaluator.benchmarks.m2rag.record import (
     COLUMNS,
     FAILED,
@@ -43,6 +49,7 @@ from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError, JudgeForecast
 from evaluator.seam import Benchmark, Metric, ScoreBlock, ShownAnswer
 from evaluator.seam.samples import example_agent_folder
+from evaluator.seam.scoring import UnitSlices
 
 PARSINGS = ("official", "strict")
 LABELS = {"fluency": "Fluency", "relevance": "Relevance", "context_precision":
@@ -266,6 +273,10 @@ class M2RAG(Benchmark[M2Split, M2Prediction, GradedAnswer]):
 
     def units(self, graded: Sequence[GradedAnswer]) -> np.ndarray | None:
         return answer_units(graded)
+
+    def unit_slices(self, graded: Sequence[GradedAnswer]) -> UnitSlices:
+        """A unit per answer (the run's order): its topic."""
+        return answer_unit_slices(graded)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return format_comparison(result, a_name, b_name)

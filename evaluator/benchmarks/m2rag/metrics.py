@@ -17,6 +17,8 @@ import numpy as np
 
 from evaluator.benchmarks.m2rag.record import ANSWER_METRICS, FAILED, IMAGE_METRICS, GradedAnswer
 from evaluator.records import EvaluatorError
+from evaluator.seam.scoring import UnitSlices
+from evaluator.seam.unit_slices import item_unit_slices
 from evaluator.stats import DEFAULT_N_BOOT, paired_comparison
 
 METRICS = (*ANSWER_METRICS, *IMAGE_METRICS)
@@ -95,6 +97,15 @@ def answer_units(run: Sequence[GradedAnswer]) -> np.ndarray | None:
     if not run or any(item.grade not in (FAILED,) and not item.judged for item in run):
         return None
     return np.array([0.0 if item.grade == FAILED else float(item.grade) for item in run])
+
+
+def answer_unit_slices(run: Sequence[GradedAnswer]) -> UnitSlices:
+    """Each of ``answer_units``' answers' labels (its topic), in the run's order; a label some
+    answer lacks is no dimension (the scores put that answer in no value); none with unjudged
+    answers (no units)."""
+    if answer_units(run) is None:
+        return {}
+    return item_unit_slices([item.labels for item in run], None)
 
 
 def compare_answers(

@@ -27,6 +27,7 @@ from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
 from evaluator.benchmarks.mrag_suite.judging import MragRubric
 from evaluator.benchmarks.mrag_suite.metrics import (
     GAP,
+    answer_unit_slices,
     answer_units,
     compare_answers,
     gap,
@@ -54,6 +55,7 @@ from evaluator.judges.transcript import TranscriptWriter
 from evaluator.records import EvaluatorError, JudgeForecast
 from evaluator.seam import Benchmark, Metric, Profile, Scale, ScoreBlock
 from evaluator.seam.samples import example_agent_folder
+from evaluator.seam.scoring import UnitSlices
 from evaluator.seam.setting_scores import flat_settings, slice_blocks
 
 LOWER_IS_BETTER = ("hallucination", "noise_sensitivity", "contradicted", "no_answer_rate")
@@ -300,6 +302,10 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
     def units(self, graded: Sequence[GradedAnswer]) -> np.ndarray | None:
         found = answer_units(graded)
         return np.array([found[key] for key in sorted(found)]) if found else None
+
+    def unit_slices(self, graded: Sequence[GradedAnswer]) -> UnitSlices:
+        """A unit per (mode, item) answer, by key: its item's labels."""
+        return answer_unit_slices(graded)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         return comparison_text(result, a_name, b_name)

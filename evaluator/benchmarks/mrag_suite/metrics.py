@@ -25,6 +25,8 @@ from evaluator.benchmarks.mrag_suite.grading import GradedAnswer
 from evaluator.benchmarks.mrag_suite.ragchecker import PROFILE
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.records import EvaluatorError
+from evaluator.seam.scoring import UnitSlices
+from evaluator.seam.unit_slices import keyed_unit_slices
 from evaluator.stats import DEFAULT_N_BOOT, bootstrap_mean_ci, paired_comparison
 
 GAP = "gpd_go_gap"
@@ -106,6 +108,15 @@ def answer_units(run: Sequence[GradedAnswer]) -> dict[tuple[str, str], float] | 
     if any(item.grade == UNJUDGED for item in run):
         return None
     return {(item.mode, item.item_id): _correct(item) * 100 for item in run}
+
+
+def answer_unit_slices(run: Sequence[GradedAnswer]) -> UnitSlices:
+    """Each (mode, item) answer's labels (``source``, ``variant``, ...; ``(unlabelled)`` where
+    it has none, as ``score_answers`` counts it), in the units' order (by (mode, item id));
+    none with unjudged answers (no units)."""
+    if not answer_units(run):
+        return {}
+    return keyed_unit_slices({(item.mode, item.item_id): item.labels for item in run}, UNLABELLED)
 
 
 def compare_answers(

@@ -36,6 +36,7 @@ from evaluator.benchmarks.visual_rag.judging import NO_ANSWER, VisualRAGRubric
 from evaluator.benchmarks.visual_rag.metrics import (
     compare_queries,
     gcue,
+    query_unit_slices,
     query_units,
     score_queries,
 )
@@ -46,6 +47,7 @@ from evaluator.notices import judge_notices
 from evaluator.records import EvaluatorError
 from evaluator.seam import Benchmark, Metric, ScoreBlock
 from evaluator.seam.samples import example_agent_folder
+from evaluator.seam.scoring import UnitSlices
 from evaluator.seam.setting_scores import flat_settings, slice_blocks
 
 DEFAULT_LAMBDA = 0.5
@@ -362,6 +364,10 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
     def units(self, graded: Sequence[GradedQuery]) -> np.ndarray | None:
         found = query_units(graded)
         return np.array([found[key] for key in sorted(found)]) if found else None
+
+    def unit_slices(self, graded: Sequence[GradedQuery]) -> UnitSlices:
+        """A unit per (setting, query) item, by key: its query's labels."""
+        return query_unit_slices(graded)
 
     def format_comparison(self, result: Mapping[str, Any], a_name: str, b_name: str) -> str:
         low, high = result["difference_ci95"]

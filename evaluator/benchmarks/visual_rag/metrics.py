@@ -29,9 +29,12 @@ from evaluator.benchmarks.visual_rag.grading import RETRIEVAL_METRICS, GradedQue
 from evaluator.benchmarks.visual_rag.judging import NO_ANSWER, grade_score
 from evaluator.judges.rubric import UNJUDGED
 from evaluator.records import EvaluatorError
+from evaluator.seam.scoring import UnitSlices
+from evaluator.seam.unit_slices import keyed_unit_slices
 from evaluator.stats import DEFAULT_N_BOOT, bootstrap_mean_ci, paired_comparison
 
 _ONE_IN = re.compile(r"one_in_(\d+)")
+UNLABELLED = "(unlabelled)"  # the slice value of a query without the label
 
 
 def _percent(values: np.ndarray) -> float:
@@ -126,10 +129,10 @@ def score_queries(graded: Sequence[GradedQuery], lam: float, seed: int = 0) -> d
         raise EvaluatorError("nothing to score: no (setting, query) was graded")
     slices: dict[str, dict[str, Any]] = {}
     for label in sorted({name for item in graded for name in item.labels}):
-        values = sorted({item.labels.get(label, "(unlabelled)") for item in graded})
+        values = sorted({item.labels.get(label, UNLABELLED) for item in graded})
         slices[label] = {
             value: blocks(
-                [item for item in graded if item.labels.get(label, "(unlabelled)") == value],
+                [item for item in graded if item.labels.get(label, UNLABELLED) == value],
                 lam,
                 seed,
             )
@@ -148,6 +151,17 @@ def query_units(run: Sequence[GradedQuery]) -> dict[tuple[str, str], float] | No
     if any(item.grade == UNJUDGED for item in run):
         return None
     return {(item.setting, item.query_id): grade_score(item.grade) * 100 for item in run}
+
+
+def query_unit_slices(run: Sequence[GradedQuery]) -> UnitSlices:
+    """Each (setting, query) item's labels (``species`` and the split's own; ``(unlabelled)``
+    where it has none, as ``score_queries`` counts it), in the units' order (by (setting,
+    query id)); none with unjudged items (no units)."""
+    if not query_units(run):
+        return {}
+    return keyed_unit_slices(
+        {(item.setting, item.query_id): item.labels for item in run}, UNLABELLED
+    )
 
 
 def compare_queries(
