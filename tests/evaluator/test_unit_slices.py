@@ -72,6 +72,10 @@ def test_the_seam_says_it_for_crag_mm_and_nothing_without_units():
     for name in ("visual-rag", "mrag-suite", "m2rag"):
         assert get_benchmark(name).unit_slices([]) == {}
     assert run_unit_slices([]) == {}
+    # an unjudged turn: no units, so no unit slices (scores would refuse slices of no units)
+    unjudged = [*graded, graded_turn("c", 0, "U")]
+    assert run_units(unjudged) is None
+    assert get_benchmark("crag-mm").unit_slices(unjudged) == {}
 
 
 def primaries(score: Score, primary: str) -> dict[tuple[str, str], float]:

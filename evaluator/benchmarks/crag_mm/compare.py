@@ -66,6 +66,8 @@ def run_unit_slices(
     if not graded:
         return {}
     counted = count_turns(graded, counting)
+    if not counted.complete:  # no units either (``run_units``)
+        return {}
     conversations = len(counted.session_ids)
     found: dict[str, list[str | None]] = {}
     for name, values in slice_values(counted).items():
