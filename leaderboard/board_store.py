@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from leaderboard import board_statistics, calibration, public_board, ranking, repeats
 from leaderboard.dispatch import send_after_commit
@@ -172,19 +173,26 @@ def results_changed(*split_ids: int) -> None:
     with transaction.atomic():
         Split.objects.filter(pk__in=split_ids).update(results_version=version)
         rebuild(*split_ids)
-        sliced = (
+        sliced = list(
             RunUnits.objects.filter(run__split_id__in=split_ids)
             .exclude(slices="")
             .order_by()
             .values_list("run__split_id", flat=True)
             .distinct()
         )
+        Split.objects.filter(pk__in=sliced).update(slice_statistics_due_at=timezone.now())
         for split_id in sliced:
-            send_after_commit(
-                SLICE_STATISTICS_TASK,
-                {"split_id": split_id, "results_version": str(version)},
-                f"split #{split_id}'s slice statistics (their first view computes them)",
-            )
+            send_slice_statistics(split_id, version)
+
+
+def send_slice_statistics(split_id: int, version: uuid.UUID | str) -> None:
+    """Send, after the commit, the task storing the split's per-slice statistics for
+    ``version``."""
+    send_after_commit(
+        SLICE_STATISTICS_TASK,
+        {"split_id": split_id, "results_version": str(version)},
+        f"split #{split_id}'s slice statistics (the reaper sends it again)",
+    )
 
 
 def rebuild(*split_ids: int) -> None:

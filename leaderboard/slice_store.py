@@ -11,7 +11,9 @@ is no longer the split's does nothing: the later change sent its own.
 The slice page, API and exports read them (``read``, ~10 ms a 1,000-entry dimension):
 the stored row when its version is the split's, else (the task has not run yet, its message
 was lost, the broker was down) computed there as before and stored. A stale version is never
-shown: a row counts only while its version is the split's.
+shown: a row counts only while its version is the split's. A message lost on the way is sent
+again by the reaper (``resend_waiting``): the split's ``slice_statistics_due_at``, set when the
+change sends it and cleared once they are stored, says how long they have waited.
 
 Storing takes a share lock on the split's row without waiting (``FOR SHARE SKIP LOCKED``) and
 stores only while the version is still the one computed for: a change in progress holds the
@@ -25,12 +27,16 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 import uuid
 import zlib
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from leaderboard import board_store
 from leaderboard.entries import Place
@@ -43,6 +49,7 @@ from leaderboard.slice_statistics import (
     slice_statistics,
 )
 
+logger = logging.getLogger("podium")
 STORED = ("results_version", "statistics", "seconds")
 # ``Place._make`` without its Python frame: 13,000 places (1,000 entries x 13 values) in ~2 ms
 _place = functools.partial(tuple.__new__, Place)
@@ -126,6 +133,10 @@ def store_all(split_id: int, results_version: str) -> dict[str, Any]:
             computed[setting, dimension] = _computed(split, setting, dimension, units)
     if not _store(split.pk, split.results_version, computed, prune=True):
         return {"stored": 0, "why": "the split's results changed while they were computed"}
+    # no longer due (after the commit: an update here would wait on the other stores' locks)
+    Split.objects.filter(pk=split.pk, results_version=split.results_version).update(
+        slice_statistics_due_at=None
+    )
     return {"stored": len(computed), "seconds": round(sum(t for _, t in computed.values()), 3)}
 
 
@@ -164,3 +175,19 @@ def _store(
         if prune:
             RankedSlices.objects.filter(split_id=split_id).exclude(results_version=version).delete()
     return True
+
+
+def resend_waiting(now: datetime | None = None) -> list[int]:
+    """Send the task again for every split whose per-slice statistics were due longer than
+    ``PODIUM_UNCLAIMED_RESEND_S`` ago and are still not stored (its message lost: the broker
+    restarted without it, or a worker died with it); each is due again from now."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S)
+    waiting = Split.objects.filter(slice_statistics_due_at__lt=cutoff)
+    resent = []
+    for split_id, version in waiting.values_list("pk", "results_version"):
+        if waiting.filter(pk=split_id, results_version=version).update(slice_statistics_due_at=now):
+            logger.warning("split #%s: slice statistics not stored; sending again", split_id)
+            board_store.send_slice_statistics(split_id, version)
+            resent.append(split_id)
+    return resent

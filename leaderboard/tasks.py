@@ -14,7 +14,8 @@ retry) and that no worker claimed ``PODIUM_UNCLAIMED_RESEND_S`` after it was due
 (``claim_due_at``) lost its message (the broker restarted without its data, or was down when
 the message was sent): the reaper sends its stage task again, at most once per that limit. The
 run's state is untouched and claims decide: a message for a run already claimed is a no-op.
-A mailing left queued so long is sent again the same way (``mailing.resend_waiting``).
+A mailing left queued so long is sent again the same way (``mailing.resend_waiting``), and so
+is the task storing a split's per-slice statistics (``slice_store.resend_waiting``).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def reap_stale_runs() -> dict[str, list[int]]:
     outcome = requeue_stale_runs()
     outcome["resent"] = resend_unclaimed_runs()
     outcome["mailings_resent"] = mailing.resend_waiting()
+    outcome["slice_statistics_resent"] = slice_store.resend_waiting()
     return outcome
 
 

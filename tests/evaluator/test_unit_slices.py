@@ -200,3 +200,23 @@ def test_the_item_helpers_put_an_unlabelled_item_under_its_value_or_leave_the_di
     assert item_unit_slices(labels, None) == {"topic": ["a", "b"]}
     keyed = {("m", "2"): {"topic": "b"}, ("m", "1"): {"topic": "a"}}
     assert keyed_unit_slices(keyed, None) == {"topic": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    ("name", "graded"),
+    [
+        ("mrag-suite", [mrag_answer("GPD", f"i{n}", g) for n, g in
+                        enumerate(["correct", "incorrect", "no_answer", "correct"])]),
+        ("visual-rag", [visual_query("one_in_5", f"q{n}", g) for n, g in
+                        enumerate(["1", "0.5", "0", "no_answer", "1"])]),
+    ],
+)  # fmt: skip
+def test_the_verdicts_values_are_what_the_items_add_to_the_primary_mean(name, graded):
+    # what people's labels calibrate (``evaluator.calibrated``): a verdict's value is its
+    # item's unit value, and off the menu there is none
+    benchmark = get_benchmark(name)
+    values = [benchmark.verdict_value(benchmark.item_grade(item)) for item in graded]
+    assert sorted(values) == sorted(benchmark.units(graded).tolist())
+    assert all(benchmark.verdict_value(v) is not None for v in benchmark.verdict_menu())
+    assert benchmark.verdict_value("an off-menu grade") is None
+    assert benchmark.verdict_value(UNJUDGED) is None

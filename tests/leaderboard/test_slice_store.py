@@ -9,20 +9,24 @@ import threading
 import time
 import uuid
 import zlib
+from datetime import timedelta
+from unittest.mock import patch
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from leaderboard import board_cache, board_store, slice_store
 from leaderboard.models import EvaluationRun, RankedSlices, Split
 from leaderboard.scores import store_scores
 from leaderboard.slice_statistics import slice_statistics
-from leaderboard.tasks import store_slice_statistics
+from leaderboard.tasks import reap_stale_runs, store_slice_statistics
 from podium.celery import DEFAULT_QUEUE, queue_for
 
 from ..services import redis_url
@@ -179,6 +183,29 @@ def test_the_message_is_sent_after_the_commit_only(
         board_store.results_changed(board.pk)
         raise RuntimeError("rolled back")
     assert callbacks == [] and sent(broker, DEFAULT_QUEUE) == []
+
+
+def test_a_lost_message_is_sent_again_by_the_reaper(
+    board, broker, django_capture_on_commit_callbacks
+):
+    board_store.results_changed(board.pk)  # its message lost: nothing runs after this commit
+    board.refresh_from_db()
+    due = board.slice_statistics_due_at
+    assert due is not None
+    kwargs = {"split_id": board.pk, "results_version": str(board.results_version)}
+    with django_capture_on_commit_callbacks(execute=True):
+        assert slice_store.resend_waiting() == []  # not due long enough yet
+        later = due + timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S + 1)
+        with patch.object(timezone, "now", return_value=later):
+            assert reap_stale_runs()["slice_statistics_resent"] == [board.pk]
+        assert slice_store.resend_waiting(later) == []  # due again from then
+    assert sent(broker, DEFAULT_QUEUE) == [(TASK, kwargs)]
+    # once the task stores them they are due no more
+    assert store_slice_statistics(**kwargs)["stored"] > 0
+    board.refresh_from_db()
+    assert board.slice_statistics_due_at is None
+    far = later + timedelta(days=1)
+    assert slice_store.resend_waiting(far) == []
 
 
 def test_no_message_for_a_split_without_unit_slices(

@@ -29,6 +29,7 @@ from evaluator.benchmarks.mrag_suite.metrics import (
     GAP,
     answer_unit_slices,
     answer_units,
+    answer_value,
     compare_answers,
     gap,
     score_answers,
@@ -260,6 +261,10 @@ class MragSuite(Benchmark[items.MragSplit, MragAnswer, GradedAnswer]):
 
     def abstains(self, grade: str) -> bool:
         return grade == "no_answer"
+
+    def verdict_value(self, verdict: str) -> float | None:
+        # accuracy (x100) is the answers' mean of these (``answer_units``)
+        return answer_value(verdict) if verdict in self.verdict_menu() else None
 
     def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
         return {k: str(v) for k, v in row.items() if k not in self.columns and v is not None}

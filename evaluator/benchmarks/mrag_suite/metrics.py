@@ -41,6 +41,11 @@ def _correct(item: GradedAnswer) -> float:
     return 1.0 if item.grade == "correct" else 0.0
 
 
+def answer_value(grade: str) -> float:
+    """What an answer graded ``grade`` adds to the mean accuracy is (x100)."""
+    return 100.0 if grade == "correct" else 0.0
+
+
 def mode_block(items: Sequence[GradedAnswer], seed: int) -> dict[str, Any]:
     unjudged = sum(item.grade == UNJUDGED for item in items)
     block: dict[str, Any] = {
@@ -107,7 +112,7 @@ def answer_units(run: Sequence[GradedAnswer]) -> dict[tuple[str, str], float] | 
     """Each (mode, item) answer's accuracy (x100) in the run; None with unjudged answers."""
     if any(item.grade == UNJUDGED for item in run):
         return None
-    return {(item.mode, item.item_id): _correct(item) * 100 for item in run}
+    return {(item.mode, item.item_id): answer_value(item.grade) for item in run}
 
 
 def answer_unit_slices(run: Sequence[GradedAnswer]) -> UnitSlices:

@@ -32,7 +32,7 @@ from evaluator.benchmarks.visual_rag.items import (
     check_setting,
     prediction_key,
 )
-from evaluator.benchmarks.visual_rag.judging import NO_ANSWER, VisualRAGRubric
+from evaluator.benchmarks.visual_rag.judging import NO_ANSWER, VisualRAGRubric, grade_score
 from evaluator.benchmarks.visual_rag.metrics import (
     compare_queries,
     gcue,
@@ -289,6 +289,10 @@ class VisualRAG(Benchmark[VisualSplit, VisualPrediction, GradedQuery]):
 
     def abstains(self, grade: str) -> bool:
         return grade == NO_ANSWER
+
+    def verdict_value(self, verdict: str) -> float | None:
+        # accuracy (x100) is the (setting, query) items' mean of these (``query_units``)
+        return grade_score(verdict) * 100 if verdict in self.verdict_menu() else None
 
     def item_slices(self, row: Mapping[str, Any]) -> dict[str, str]:
         """Its labels (``species`` and the split's own), as scored."""
