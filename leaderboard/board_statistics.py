@@ -17,9 +17,30 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.board_stats import POWER, BoardStatistics, Rectified, board_statistics
+from evaluator.board_stats import (
+    CORRECTIONS,
+    POWER,
+    BoardStatistics,
+    Correction,
+    Rectified,
+    board_statistics,
+)
 from leaderboard.models import RunUnits, Task
 from leaderboard.models.units import decode
+
+# a task's ``multiple_comparisons`` as the arithmetic names it, and as a page says it
+_CORRECTION: dict[str, Correction] = {name: name for name in CORRECTIONS}
+SHOWN_CORRECTION = {
+    "holm": "Holm's correction",
+    "bonferroni": "Bonferroni's correction",
+    "none": "no correction for multiple comparisons",
+}
+
+
+def correction(task: Task) -> Correction:
+    """How the task's boards' paired tests are corrected together (its
+    ``multiple_comparisons``)."""
+    return _CORRECTION[task.multiple_comparisons]
 
 
 @dataclass(frozen=True)
@@ -76,6 +97,7 @@ def beside(
         np.vstack(values),
         higher_is_better=higher,
         shared=task.tie_rule == Task.TieRule.SHARED,
+        correction=correction(task),
         observed=[int(ranks[i] or 0) for i in taking_part],
         rectified=None
         if by_people is None

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.board_stats import BoardStatistics, board_ranks, board_statistics
+from evaluator.board_stats import BoardStatistics, Correction, board_ranks, board_statistics
 from leaderboard import board_store, slice_calibration
-from leaderboard.board_statistics import described
+from leaderboard.board_statistics import correction, described
 from leaderboard.entries import Place
 from leaderboard.models import RunUnits, Split, Task
 from leaderboard.models.units import decode
@@ -79,18 +79,21 @@ def board_units(split: Split, setting: str) -> Units | str:
 
 
 def value_statistics(
-    values: np.ndarray, higher: bool, shared: bool
+    values: np.ndarray, higher: bool, shared: bool, adjusted: Correction = "holm"
 ) -> tuple[np.ndarray, np.ndarray, BoardStatistics]:
     """One slice value's entries (rows of ``values``, entries x its units, in the board's
     order) ranked by their means there: their order, their ranks in it, and the statistics of
-    that board (``board_statistics``, entries in that order)."""
+    that board (``board_statistics``, entries in that order; its groups' tests corrected by
+    ``adjusted``)."""
     means = values.mean(axis=1)
     order = np.argsort(-means if higher else means, kind="stable")
     observed = board_ranks(np.round(means[order], 10), higher, shared)
     return (
         order,
         observed,
-        board_statistics(values[order], higher, shared, observed=observed.tolist()),
+        board_statistics(
+            values[order], higher, shared, correction=adjusted, observed=observed.tolist()
+        ),
     )
 
 
@@ -100,7 +103,8 @@ def _value(task: Task, runs: list[int], values: np.ndarray) -> SliceValue:
         return SliceValue(statistics={"unavailable": "fewer than two units in this value"})
     benchmark = task.scoring()
     higher = benchmark.metric(benchmark.primary).higher_is_better
-    order, observed, found = value_statistics(values, higher, task.tie_rule == Task.TieRule.SHARED)
+    shared = task.tie_rule == Task.TieRule.SHARED
+    order, observed, found = value_statistics(values, higher, shared, correction(task))
     places = {
         runs[i]: Place(int(observed[k]), found.rank_low[k], found.rank_high[k], found.groups[k])
         for k, i in enumerate(order)

@@ -162,6 +162,7 @@ class TaskAdmin(admin.ModelAdmin[Task]):
                     "primary_metric",
                     "entry_rule",
                     "ranked_by",
+                    "multiple_comparisons",
                     "final_repeats",
                     "judge_forecast",
                 )

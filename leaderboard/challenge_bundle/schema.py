@@ -48,6 +48,7 @@ TASK_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("entry_rule",), "entry_rule"),
     (("tie_rule",), "tie_rule"),
     (("ranked_by",), "ranked_by"),
+    (("multiple_comparisons",), "multiple_comparisons"),
     (("final_repeats",), "final_repeats"),
     (("timeout_policy",), "timeout_policy"),
     (("error_policy",), "error_policy"),
@@ -183,6 +184,11 @@ def _task() -> dict[str, Any]:
             "entry_rule": {"enum": Task.EntryRule.values},
             "tie_rule": {"enum": Task.TieRule.values},
             "ranked_by": {"enum": Task.RankedBy.values},
+            "multiple_comparisons": {
+                "enum": Task.MultipleComparisons.values,
+                "description": "how the paired tests drawing a board's groups are corrected "
+                "for being made together: holm (the default), bonferroni or none",
+            },
             "final_repeats": _count(Task, "final_repeats", 1)
             | {
                 "description": "k: runs of each final entry an organiser's \"repeat the final "

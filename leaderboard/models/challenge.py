@@ -208,6 +208,12 @@ class Task(models.Model):
         JUDGE = "judge", "the judge's score"
         CALIBRATED = "calibrated", "the judge's score calibrated by a finished audit's labels"
 
+    # ``evaluator.board_stats.CORRECTIONS``: how a board's paired tests are adjusted together
+    class MultipleComparisons(models.TextChoices):
+        HOLM = "holm", "Holm's step-down"
+        BONFERRONI = "bonferroni", "Bonferroni"
+        NONE = "none", "none (each test at the board's level alone)"
+
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.SlugField(max_length=100, help_text='e.g. "multi-turn-qa"')
     name = models.CharField(max_length=200)
@@ -268,6 +274,13 @@ class Task(models.Model):
         help_text="which score ranks the boards: the judge's, or the judge's calibrated by the "
         "people's labels of the split's latest finished judge audit, where it has one "
         "(docs/board-statistics.md)",
+    )
+    multiple_comparisons = models.CharField(
+        max_length=16,
+        choices=MultipleComparisons,
+        default=MultipleComparisons.HOLM,
+        help_text="how the paired tests that draw a board's groups are corrected for being made "
+        "together (docs/board-statistics.md)",
     )
     final_repeats = models.PositiveSmallIntegerField(
         default=1,

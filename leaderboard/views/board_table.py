@@ -21,6 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.seam import Metric
 from leaderboard import repeats
+from leaderboard.board_statistics import SHOWN_CORRECTION
 from leaderboard.ranking import Entry
 
 RANK = "rank"  # the board's own order
@@ -231,8 +232,13 @@ def statistics_note(statistics: dict[str, Any], primary: Metric) -> str:
             f"of {statistics['n_boot']:,} paired bootstrap resamples of the split's "
             f"{statistics['units']:,} units (what the paired comparison pairs). Shaded bands: "
             "entries that cannot be told apart from the one above them (paired tests, "
-            f"{statistics['correction'].capitalize()} correction, α = {statistics['alpha']:g})."
+            f"{SHOWN_CORRECTION[statistics['correction']]}, α = {statistics['alpha']:g})."
         )
+        if statistics.get("calibrated"):
+            parts.append(
+                "Ranked by the scores calibrated by people's labels: each resample redraws the "
+                "audit's labels too, so the ranges and bands hold the labels' uncertainty."
+            )
     effect = statistics.get("minimum_detectable_effect")
     if effect is not None:
         parts.append(

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluator.seam import Metric
+from leaderboard.board_statistics import SHOWN_CORRECTION
 from leaderboard.charts import cell_interval, cell_value
 from leaderboard.entries import Place
 from leaderboard.ranking import SliceCell, SliceTable
@@ -139,11 +140,19 @@ def statistics_notes(statistics: SliceStatistics | None, metric: Metric) -> list
     if statistics.unavailable:
         notes.append(f"No rank intervals by {statistics.dimension}: {statistics.unavailable}.")
     else:
+        correction = next(
+            (
+                SHOWN_CORRECTION[found.statistics["correction"]]
+                for found in statistics.values.values()
+                if "correction" in found.statistics
+            ),
+            SHOWN_CORRECTION["holm"],
+        )
         notes.append(
             f"Beside each cell: the entry's rank among the entries' {metric.label} in that "
             "value, the range of ranks it takes in a paired bootstrap of that value's units (95 %)"
             ", and its group (g): entries that cannot be told apart from the one above them "
-            "there (paired tests, Holm correction). MDE: the smallest difference the value "
+            f"there (paired tests, {correction}). MDE: the smallest difference the value "
             "tells apart (80 % power, two entries of typical agreement)."
         )
     for value, found in statistics.values.items():

@@ -118,7 +118,7 @@ def test_page_api_and_exports_show_them(board, client, api):
     page = client.get(reverse("leaderboard:leaderboard", args=args)).content.decode()
     assert "1 <span" in page and "(1–2)</span>" in page and "(3)</span>" in page
     assert 'data-group="2" class="group-0"' in page
-    assert "Holm correction" in page and "This split tells apart differences of" in page
+    assert "Holm&#x27;s correction" in page and "This split tells apart differences of" in page
     body = api.get(reverse("api:split-leaderboard", args=[board.pk])).json()
     assert [e["rank_ci95"] for e in body["entries"]] == [[1, 2], [None, None], [1, 2], [3, 3]]
     assert [e["group"] for e in body["entries"]] == [1, None, 1, 2]
@@ -129,6 +129,30 @@ def test_page_api_and_exports_show_them(board, client, api):
     csv = client.get(reverse("leaderboard:export-csv", args=args)).content.decode()
     assert csv.splitlines()[0].startswith("rank,rank_low,rank_high,group,team")
     assert csv.splitlines()[1].startswith("1,1,2,1,alpha")
+
+
+@pytest.mark.parametrize(
+    ("adjusted", "groups", "shown"),
+    [
+        ("holm", [1, 1, 1], "Holm&#x27;s correction"),
+        ("bonferroni", [1, 1, 1], "Bonferroni&#x27;s correction"),
+        ("none", [1, 2, 3], "no correction for multiple comparisons"),
+    ],
+)
+def test_the_task_chooses_the_multiple_comparison_correction(
+    teams, public, make_entry, client, adjusted, groups, shown
+):
+    # two units; each entry's differences from the one above: [1, 0.37], z = 1.37 / 0.63,
+    # p = 0.0297 twice: apart alone, not once corrected (Holm and Bonferroni: 0.059)
+    for team, units in (("alpha", [2.0, 2.0]), ("beta", [1.0, 1.63]), ("gamma", [0.0, 1.26])):
+        make_entry(teams[team], public, float(np.mean(units)), method=team, units=units)
+    public.task.multiple_comparisons = adjusted
+    public.task.save()
+    board_store.results_changed(public.pk)
+    assert [group for *_, group in places(public)] == groups
+    assert board_store.board(public).statistics["correction"] == adjusted
+    args = (public.task.challenge.slug, public.task.task_id, public.kind)
+    assert shown in client.get(reverse("leaderboard:leaderboard", args=args)).content.decode()
 
 
 def test_a_private_splits_units_never_reach_a_team(teams, splits, make_entry, api, make_user):

@@ -56,6 +56,7 @@ def documents(draw: Any) -> dict[str, Any]:
         "judge": {"kind": "rules"},
         "entry_rule": draw(st.sampled_from(Task.EntryRule.values)),
         "tie_rule": draw(st.sampled_from(Task.TieRule.values)),
+        "multiple_comparisons": draw(st.sampled_from(Task.MultipleComparisons.values)),
         "final_repeats": draw(st.integers(1, 5)),
         "quotas": {"per_day": draw(quota), "total": draw(quota), "concurrent": draw(quota)},
         "splits_selectable": draw(st.booleans()),

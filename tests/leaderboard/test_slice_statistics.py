@@ -166,7 +166,7 @@ def test_page_api_and_exports_show_them(board, client, make_user):
     page = client.get(url).content.decode()
     assert "#1 (1–2)</span>" in page and "#3 (3)</span>" in page
     assert 'class="slice-group group-0" title="' in page and ">g2</span>" in page
-    assert ">MDE " in page and "Holm correction" in page
+    assert ">MDE " in page and "Holm&#x27;s correction" in page
     assert "people 30.0 [" in page  # truthfulness x100, with its interval
     assert "labelled no item of domain vehicle" in page
     turns = client.get(url.replace("domain", "turn_idx")).content.decode()
