@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import TypeVar, cast
 
 from django.core.cache import cache
@@ -106,6 +107,23 @@ def current(split: Split) -> Split:
         board_store.results_changed(split.pk)
         split.refresh_from_db(fields=["results_version"])
     return split
+
+
+def refresh_frozen(now: datetime | None = None) -> list[int]:
+    """``current`` for every current public test whose challenge freezes its board: those
+    whose freeze began or ended since they were ranked are ranked again now (the reaper calls
+    it), so a board nobody reads still freezes and thaws on time. Their ids."""
+    splits = Split.objects.filter(
+        kind=Split.Kind.PUBLIC_TEST,
+        superseded_at__isnull=True,
+        task__challenge__freeze_days__isnull=False,
+    ).select_related("task__challenge")
+    ranked = []
+    for split in splits:
+        if public_board.stale(split, now):
+            board_store.results_changed(split.pk)
+            ranked.append(split.pk)
+    return ranked
 
 
 def board(split: Split, setting: str = "", raw: bool = False) -> ranking.Board:

@@ -15,7 +15,9 @@ retry) and that no worker claimed ``PODIUM_UNCLAIMED_RESEND_S`` after it was due
 the message was sent): the reaper sends its stage task again, at most once per that limit. The
 run's state is untouched and claims decide: a message for a run already claimed is a no-op.
 A mailing left queued so long is sent again the same way (``mailing.resend_waiting``), and so
-is the task storing a split's per-slice statistics (``slice_store.resend_waiting``).
+is the task storing a split's per-slice statistics (``slice_store.resend_waiting``). It also
+ranks again the public boards whose freeze began or ended since (``board_cache.
+refresh_frozen``): a board nobody reads freezes and thaws on time.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard import board_store, image_retention, mailing, slice_store
+from leaderboard import board_cache, board_store, image_retention, mailing, slice_store
 from leaderboard.dispatch import send_after_commit
 from leaderboard.models import EvaluationRun, Submission
 from podium.celery import queue_for
@@ -145,6 +147,7 @@ def reap_stale_runs() -> dict[str, list[int]]:
     outcome["resent"] = resend_unclaimed_runs()
     outcome["mailings_resent"] = mailing.resend_waiting()
     outcome["slice_statistics_resent"] = slice_store.resend_waiting()
+    outcome["boards_refrozen"] = board_cache.refresh_frozen()
     return outcome
 
 

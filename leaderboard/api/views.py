@@ -18,6 +18,7 @@ from leaderboard.models import Challenge, EvaluationRun, Split, Task
 from leaderboard.repeat_entries import repeat_final_entries
 from leaderboard.run_actions import RunActionRefused
 from leaderboard.slice_records import slice_records
+from leaderboard.views import board_page
 from leaderboard.views.boards import entry_records
 
 
@@ -95,16 +96,25 @@ class SplitViewSet(viewsets.ReadOnlyModelViewSet[Split]):
                 str,
                 description="one of the task's settings (the split's `settings`; the first by "
                 "default); a task without settings has none to give",
-            )
+            ),
+            OpenApiParameter(
+                "raw",
+                str,
+                description="1: an organiser reads a frozen or laddered board without its "
+                "public board's rules (ignored for anyone else)",
+            ),
         ],
         responses=board_serializers.LeaderboardSerializer,
     )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request: Request, pk: str | None = None) -> Response:
         """The split's ranked entries in one setting (one per team by the task's rule, plus
-        baselines), each with its submission's scores across settings (``derived``)."""
+        baselines), each with its submission's scores across settings (``derived``). An
+        organiser's ``?raw=1`` reads a frozen or laddered board without those rules (as the
+        page's); anyone else's is ignored."""
         split, setting = self._board(request)
-        board = board_cache.board(split, setting)
+        raw = board_page.raw_wanted(request.query_params.get("raw"), request.user, split)
+        board = board_cache.board(split, setting, raw)
         body = {
             "split": split,
             "setting": setting,

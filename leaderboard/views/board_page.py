@@ -75,10 +75,16 @@ def board(split: Split, setting: str, sort: Sort, raw: bool = False) -> ranking.
 
 def raw_asked(request: HttpRequest, split: Split) -> bool:
     """Whether the page shows ``split``'s board without its public board's rules (a freeze,
-    the Ladder): an organiser's ``?raw=1`` on a board that has some
-    (``permissions.can_see_raw_board``); anyone else's is ignored."""
+    the Ladder): an organiser's ``?raw=1`` on a board that has some (``raw_wanted``)."""
+    return raw_wanted(request.GET.get("raw"), request.user, split)
+
+
+def raw_wanted(asked: str | None, user: permissions.User, split: Split) -> bool:
+    """Whether ``raw=<asked>`` from ``user`` shows ``split``'s board without its public board's
+    rules: ``1`` from an organiser (``permissions.can_see_raw_board``) on a board that has
+    some; anyone else's is ignored (the page, the exports and the API alike)."""
     return (
-        request.GET.get("raw") == "1"
+        asked == "1"
         and public_board.rules(split) != public_board.Rules()
-        and permissions.can_see_raw_board(request.user, split)
+        and permissions.can_see_raw_board(user, split)
     )

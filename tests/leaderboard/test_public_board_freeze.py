@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from leaderboard import api_tokens, board_store, permissions, public_board
 from leaderboard.models import Challenge, Phase, RankedBoard, Split
+from leaderboard.tasks import reap_stale_runs
 
 
 @pytest.fixture
@@ -112,6 +113,19 @@ def test_the_board_shows_everything_once_the_phase_ends(client, splits, runs, ph
     assert Split.objects.get(pk=public.pk).results_version != version
     assert not public_board.stale(public)
     assert public_board.withholds(runs["new"]) is False
+
+
+def test_the_reaper_thaws_and_freezes_a_board_nobody_reads(splits, runs, phase):
+    public = splits["public-test"]
+    board_store.results_changed(public.pk)
+    assert reap_stale_runs()["boards_refrozen"] == []  # frozen, and ranked so
+    Phase.objects.filter(pk=phase.pk).update(ends_at=timezone.now() - timedelta(minutes=1))
+    assert reap_stale_runs()["boards_refrozen"] == [public.pk]  # thawed with no read
+    assert "frozen" not in RankedBoard.objects.get(split=public).statistics
+    assert reap_stale_runs()["boards_refrozen"] == []
+    Phase.objects.filter(pk=phase.pk).update(ends_at=timezone.now() + timedelta(days=1))
+    assert reap_stale_runs()["boards_refrozen"] == [public.pk]  # a new freeze begins
+    assert "frozen" in RankedBoard.objects.get(split=public).statistics
 
 
 def test_the_board_freezes_when_the_freeze_begins(client, splits, runs, phase):

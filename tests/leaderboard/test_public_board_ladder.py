@@ -161,6 +161,17 @@ def test_the_api_reads_released_scores_only(public, runs, make_user, teams):
         assert statistics == {"ladder": {"threshold": ETA}}
 
 
+def test_the_apis_raw_board_is_the_organisers_alone(public, runs, make_user, teams):
+    url = reverse("api:split-leaderboard", args=[public.pk]) + "?raw=1"
+    for api in (_api(), _api(make_user(team=teams["alpha"]))):  # ignored: the released scores
+        found = api.get(url).json()
+        assert not numbers_in(found) & raw_numbers()
+        assert [e["primary"] for e in found["entries"]] == [0.5, 0.35, 0.3]
+    found = _api(make_user("org", staff=True)).get(url).json()
+    assert [e["primary"] for e in found["entries"]] == pytest.approx([ALPHA[2], BASE, BETA])
+    assert not any(e["laddered"] for e in found["entries"])
+
+
 def test_a_team_reads_what_was_published_of_its_runs_never_their_scores(
     client, public, runs, make_user, teams
 ):
