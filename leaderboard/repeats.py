@@ -82,6 +82,15 @@ def _trials(split: Split, setting: str, runs: list[int]) -> dict[int, list[tuple
     return trials
 
 
+def runs_of(split: Split, setting: str, run: int) -> list[tuple[int, str, float | None]]:
+    """An entry's runs (``run``, its trial 0, first), each with its state and primary score
+    (None until scored): what its page lists under "Repeated runs"."""
+    ids = [r for r, _ in _trials(split, setting, [run])[run]]
+    states = dict(EvaluationRun.objects.filter(pk__in=ids).values_list("pk", "state"))
+    scores = dict(Headline.objects.filter(run_id__in=ids).values_list("run_id", "primary"))
+    return [(r, states[r], scores.get(r)) for r in ids]
+
+
 def beside(split: Split, setting: str, runs: list[int]) -> tuple[list[Repeated | None], Repeated]:
     """Per entry of the board (``runs``, its trial-0 runs in the board's order): its repeated
     runs' statistics, or how many of them are done, or None where it was not repeated; and how

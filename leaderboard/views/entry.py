@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from evaluator.seam import Metric, SomeBenchmark
-from leaderboard import board_cache, ranking
+from leaderboard import board_cache, ranking, repeats
 from leaderboard.charts import NUMBER, Chart, Point, bar_chart, slice_chart
 from leaderboard.views import board_nav, board_settings, board_table, slice_table
 from leaderboard.views.boards import results_split
@@ -91,6 +91,12 @@ def entry_page(
     if entry is None:
         raise Http404(f"run #{run_id} is not an entry of this leaderboard")
     tables = ranking.entry_slices(entry)
+    primary = columns[0]  # the board's primary metric
+    found = repeats.runs_of(split, setting, entry.run_id) if entry.repeated else []
+    repeated = [
+        (run, f"{n} of {len(found)}", state, "" if score is None else primary.shown(score))
+        for n, (run, state, score) in enumerate(found, start=1)
+    ]
     shown = board_settings.settings_shown(request, split, setting, lambda name: ("metric",))
     context = {
         "split": split,
@@ -102,6 +108,8 @@ def entry_page(
         "count_label": split.task.declared().unit.capitalize(),
         "slices": [_slice(table, metric) for table in tables],
         "profile": _profile(split.task.scoring(), entry, board),  # with its settings
+        "repeated": repeated,
+        "repeated_line": repeats.shown(entry.repeated, primary),
         **shown,
         **board_nav.around(request, split, "leaderboard", setting),
     }

@@ -214,6 +214,21 @@ def test_pages_api_and_exports_show_repeats(client, public, repeated, make_user,
     ).content.decode()
     assert "mean of 3 runs 0.0 [" in board and "between runs sd 10.0, pass^3 0.25" in board
     assert "Beside an entry run k times" in board
+    # the entry's page lists its runs with their scores, under the same line
+    args = [challenge.slug, "multi-turn-qa", "public-test"]
+    entry = client.get(
+        reverse("leaderboard:entry", args=[*args, repeated["alpha"].pk])
+    ).content.decode()
+    assert "Repeated runs" in entry and "mean of 3 runs 0.0 [" in entry
+    for n, (name, shown) in enumerate(
+        (("alpha", "0.0"), ("alpha-2", "10.0"), ("alpha-3", "-10.0"))
+    ):
+        assert f"<td>#{repeated[name].pk}</td><td>{n + 1} of 3</td><td>done</td>" in entry
+        assert f'<td class="num">{shown}</td>' in entry
+    other = client.get(
+        reverse("leaderboard:entry", args=[*args, repeated["beta"].pk])
+    ).content.decode()
+    assert "Repeated runs" not in other
     api = APIClient()
     body = api.get(reverse("api:split-leaderboard", args=[public.pk])).json()
     assert body["entries"][0]["repeated"]["pass_k"] == 0.25
