@@ -121,6 +121,11 @@ def test_the_page_shows_the_calibrated_column(board, client, make_user):
     assert "Calibrated by people</th>" in page
     assert "30.0 [" in page  # truthfulness x100, with its interval
     assert "the judge&#x27;s score ranks." in page
+    assert "redraws the audit&#x27;s labels" not in page
+    board.task.ranked_by = Task.RankedBy.CALIBRATED
+    board.task.save()
+    page = client.get(reverse("leaderboard:leaderboard", args=args)).content.decode()
+    assert "redraws the audit&#x27;s labels too" in page and "(1–2)</span>" in page
 
 
 def test_a_private_splits_labels_and_verdicts_never_reach_a_team(
