@@ -237,11 +237,17 @@ def _inject(
         watch.until("the judging stage", judging.exists)
         held_from = time.monotonic()
     time.sleep(max(0.0, held_from + args.outage_s - time.monotonic()))
+    # where the run stood before it could move again: read before the service starts (read
+    # after, a run that moved on, or finished, during the start-up would leave nothing to wait
+    # for); PostgreSQL's, unreadable while it is down, once it answers (nothing is stored
+    # before it does)
+    before = None if args.fault == "postgres" else _progress([first])
     service.start()
     back_at = time.monotonic()
     say(f"{service.name} started again")
     connection.close()
-    before = _progress([first])
+    if before is None:
+        before = _progress([first])
     watch.until("the first run moving again", lambda: _progress([first]) != before)
     return {
         "down_s": round(back_at - down_at, 1),

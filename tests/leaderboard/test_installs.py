@@ -59,7 +59,11 @@ class Worker:
             self.process = subprocess.Popen(
                 command, cwd=REPO, env={**environment, **env}, stdout=out, stderr=subprocess.STDOUT
             )
-        _wait(f"{name}'s worker", lambda: " ready." in self.log(), 60)
+        try:
+            _wait(f"{name}'s worker", lambda: " ready." in self.log(), 60)
+        except BaseException:  # never ready: stopped here, not left behind by the test
+            self.stop()
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
