@@ -13,7 +13,8 @@ the stored row when its version is the split's, else (the task has not run yet, 
 was lost, the broker was down) computed there as before and stored. A stale version is never
 shown: a row counts only while its version is the split's. A message lost on the way is sent
 again by the reaper (``resend_waiting``): the split's ``slice_statistics_due_at``, set when the
-change sends it and cleared once they are stored, says how long they have waited.
+change sends it, says how long a version without stored rows has waited. (Nothing here writes
+the split's row: its lock is what tells a store that a change is in progress.)
 
 Storing takes a share lock on the split's row without waiting (``FOR SHARE SKIP LOCKED``) and
 stores only while the version is still the one computed for: a change in progress holds the
@@ -36,11 +37,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from leaderboard import board_store
 from leaderboard.entries import Place
-from leaderboard.models import RankedSlices, Split
+from leaderboard.models import RankedBoard, RankedSlices, Split
 from leaderboard.slice_statistics import (
     SliceStatistics,
     SliceValue,
@@ -133,10 +135,6 @@ def store_all(split_id: int, results_version: str) -> dict[str, Any]:
             computed[setting, dimension] = _computed(split, setting, dimension, units)
     if not _store(split.pk, split.results_version, computed, prune=True):
         return {"stored": 0, "why": "the split's results changed while they were computed"}
-    # no longer due (after the commit: an update here would wait on the other stores' locks)
-    Split.objects.filter(pk=split.pk, results_version=split.results_version).update(
-        slice_statistics_due_at=None
-    )
     return {"stored": len(computed), "seconds": round(sum(t for _, t in computed.values()), 3)}
 
 
@@ -179,14 +177,23 @@ def _store(
 
 def resend_waiting(now: datetime | None = None) -> list[int]:
     """Send the task again for every split whose per-slice statistics were due longer than
-    ``PODIUM_UNCLAIMED_RESEND_S`` ago and are still not stored (its message lost: the broker
-    restarted without it, or a worker died with it); each is due again from now."""
+    ``PODIUM_UNCLAIMED_RESEND_S`` ago and have no stored row for its version while a board of
+    it has slice dimensions (the message lost: the broker restarted without it, or a worker
+    died with it); each is due again from now."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.PODIUM_UNCLAIMED_RESEND_S)
-    waiting = Split.objects.filter(slice_statistics_due_at__lt=cutoff)
+    stored = RankedSlices.objects.filter(
+        split=OuterRef("pk"), results_version=OuterRef("results_version")
+    )
+    sliced = RankedBoard.objects.filter(split=OuterRef("pk")).exclude(dimensions=[])
+    waiting = Split.objects.filter(slice_statistics_due_at__lt=cutoff).filter(
+        Exists(sliced), ~Exists(stored)
+    )
     resent = []
     for split_id, version in waiting.values_list("pk", "results_version"):
-        if waiting.filter(pk=split_id, results_version=version).update(slice_statistics_due_at=now):
+        # due again from now (an update of the split: at most once per limit, rarely)
+        again = Split.objects.filter(pk=split_id, results_version=version)
+        if again.filter(slice_statistics_due_at__lt=cutoff).update(slice_statistics_due_at=now):
             logger.warning("split #%s: slice statistics not stored; sending again", split_id)
             board_store.send_slice_statistics(split_id, version)
             resent.append(split_id)

@@ -68,9 +68,9 @@ class Split(models.Model):
         editable=False,
         help_text="changes whenever the split's results change (keys the pages' cache)",
     )
-    # set when a results change sends the task storing its per-slice statistics, cleared when
-    # they are stored: one due longer than PODIUM_UNCLAIMED_RESEND_S is sent again by the
-    # reaper (``slice_store.resend_waiting``)
+    # set when a results change sends the task storing its per-slice statistics: a version
+    # still without stored rows PODIUM_UNCLAIMED_RESEND_S later is sent again by the reaper
+    # (``slice_store.resend_waiting``)
     slice_statistics_due_at = models.DateTimeField(null=True, blank=True, editable=False)
     version = models.PositiveIntegerField(default=1, editable=False)
     superseded_at = models.DateTimeField(

@@ -269,7 +269,8 @@ def _progress(submissions: list[Any]) -> tuple[Any, ...]:
 
 class Watch:
     """Waits that give up only when nothing moves: no state, answer or verdict stored and no
-    line in the worker's log for ``stall_s``. Each move is said (``say``)."""
+    line in the worker's log for ``stall_s`` (but the beat's own: the reaper's pass every
+    second is no move). Each move is said (``say``)."""
 
     def __init__(self, pipeline: Any, submissions: list[Any], stall_s: float) -> None:
         self.pipeline, self.submissions, self.stall_s = pipeline, submissions, stall_s
@@ -277,7 +278,7 @@ class Watch:
     def _moved(self) -> tuple[Any, ...]:
         from django.db import DatabaseError, close_old_connections
 
-        log = len(self.pipeline.log("worker"))
+        log = _working_lines(self.pipeline.log("worker"))
         try:
             return (log, *_progress(self.submissions))
         except DatabaseError:  # PostgreSQL is the fault: only the log tells
@@ -293,11 +294,17 @@ class Watch:
                 stored = now[1:] != last[1:]
                 last, moved_at = now, time.monotonic()
                 if stored or moved_at - said_at >= SAY_EVERY_S:
-                    say(f"waiting for {what}: log {now[0]} bytes, runs {now[1:]}")
+                    say(f"waiting for {what}: log {now[0]} lines, runs {now[1:]}")
                     said_at = moved_at
             elif time.monotonic() - moved_at > self.stall_s:
                 tail = self.pipeline.log("worker")[-5000:]
                 raise TimeoutError(f"{what}: nothing moved for {self.stall_s:.0f} s\n{tail}")
+
+
+def _working_lines(log: str) -> int:
+    """How many lines of the worker's log are not the beat's periodic tasks' (their sending,
+    receipt and success: ``housekeeping.*``); what they find to do logs lines of its own."""
+    return sum("housekeeping." not in line for line in log.splitlines())
 
 
 def _checked(check: Callable[[], bool]) -> bool:

@@ -89,7 +89,11 @@ def run_root() -> Iterator[Path]:
 def test_a_scenario_ends_with_the_process_that_runs_it(servers, run_root, interrupt):
     """Ctrl-C in pytest unwinds ``process.run``; a SIGKILL leaves that to the scenario (its
     parent-death signal). Either way, nothing it started is left."""
-    runner = "from tests.faults import process; process.run('none', '--hang', silent_s=3600)"
+    # Ctrl-C's own handler: a shell's background job (nohup, &) inherits SIGINT ignored
+    runner = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from tests.faults import process; process.run('none', '--hang', silent_s=3600)"
+    )
     env = {**os.environ, "TMPDIR": str(run_root)}  # the run's directory is made in it
     driver = subprocess.Popen([sys.executable, "-c", runner], cwd=REPO, env=env)
     said, size, moved_at = "", -1, time.monotonic()
