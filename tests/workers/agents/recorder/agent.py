@@ -12,7 +12,9 @@ def readable_images():
     """The image files this agent can list anywhere under /podium/images."""
     names = []
     for entry in os.listdir("/podium/images"):
-        with contextlib.suppress(PermissionError):  # a batch not being asked
+        # a batch not being asked: hidden, or removed since the listing (the runner removes
+        # the batches answered while it stages the next)
+        with contextlib.suppress(PermissionError, FileNotFoundError):
             names += os.listdir(os.path.join("/podium/images", entry))
     return sorted(names)
 
